@@ -1,0 +1,117 @@
+# tf_fftconv build: the one place where compile and link flags are written down (setup.py calls it).
+#
+#   make build        the op library, with the CUDA kernels for every architecture nvcc supports
+#                     out of CUDA_ARCHS (CPU-only, with a message, when nvcc is absent)
+#   make cpu          CPU kernels only
+#   make dev          CUDA for one architecture (DEV_ARCH, default 90): fast rebuilds while developing
+#   make cuda-check   compile the CUDA sources only (what CI does to keep them building)
+#   make test         the test suite (README's command)
+#   make clean
+#
+# The library lands in tf_fftconv/ next to _build_info.json, which records the TensorFlow it was
+# built against (the loader refuses another version with a "rebuild" message).
+
+PYTHON    ?= python3
+CXX       ?= g++
+NVCC      ?= $(shell command -v nvcc 2>/dev/null)
+JOBS      ?= $(shell nproc 2>/dev/null || echo 2)
+# Architectures wanted; the ones this nvcc cannot build (e.g. 60/70 with CUDA >= 13) are dropped
+# with a message. PTX of the newest one is embedded too, for newer GPUs.
+CUDA_ARCHS ?= 60 70 75 80 86 89 90
+DEV_ARCH  ?= 90
+WITH_CUDA ?= auto
+
+LIB       := tf_fftconv/_fftconv_ops.so
+INFO      := tf_fftconv/_build_info.json
+BUILD     := build
+
+TF_CFLAGS := $(shell $(PYTHON) -c 'import tensorflow as tf; print(" ".join(tf.sysconfig.get_compile_flags()))' 2>/dev/null)
+TF_LFLAGS := $(shell $(PYTHON) -c 'import tensorflow as tf; print(" ".join(tf.sysconfig.get_link_flags()))' 2>/dev/null)
+TF_VERSION := $(shell $(PYTHON) -c 'import tensorflow as tf; print(tf.__version__)' 2>/dev/null)
+
+CXXFLAGS  := -O3 -fPIC -Wall -Wno-sign-compare -Wno-unused-function -Wno-deprecated-declarations -I. $(TF_CFLAGS)
+LDFLAGS   := -shared -Wl,--no-undefined
+
+ifeq ($(WITH_CUDA),auto)
+  WITH_CUDA := $(if $(NVCC),1,0)
+endif
+
+CC_OPS    := $(wildcard cc/*_op.cc)
+CC_GPU    := $(wildcard cc/*_gpu.cc)
+CU_SRCS   := $(wildcard cuda/*.cu)
+CC_OBJS   := $(CC_OPS:%.cc=$(BUILD)/%.o)
+
+ifeq ($(WITH_CUDA),1)
+  CUDA_HOME ?= $(abspath $(dir $(realpath $(NVCC)))/..)
+  CUDART_STATIC ?= $(firstword $(wildcard $(CUDA_HOME)/lib64/libcudart_static.a \
+                      $(CUDA_HOME)/targets/x86_64-linux/lib/libcudart_static.a $(CUDA_HOME)/lib/libcudart_static.a))
+  NVCC_CODES := $(shell $(NVCC) --list-gpu-code 2>/dev/null | sed 's/sm_//')
+  ARCHS     := $(filter $(NVCC_CODES),$(CUDA_ARCHS))
+  DROPPED   := $(filter-out $(NVCC_CODES),$(CUDA_ARCHS))
+  NEWEST    := $(lastword $(sort $(ARCHS)))
+  GENCODE   := $(foreach a,$(ARCHS),-gencode arch=compute_$(a),code=sm_$(a)) \
+               -gencode arch=compute_$(NEWEST),code=compute_$(NEWEST)
+  NVCCFLAGS := -std=c++17 -O3 -Xcompiler -fPIC --expt-relaxed-constexpr -I. $(GENCODE)
+  CU_OBJS   := $(CU_SRCS:%.cu=$(BUILD)/%.cu.o)
+  GPU_OBJS  := $(CC_GPU:%.cc=$(BUILD)/%.o) $(CU_OBJS)
+  # Our own static CUDA runtime, its symbols kept private (--exclude-libs) so that the library
+  # never binds to the runtime that libtensorflow_framework exports.
+  CUDA_LIBS := $(CUDART_STATIC) -Wl,--exclude-libs,libcudart_static.a -ldl -lrt -lpthread
+  CONFIG    := cuda $(ARCHS)
+else
+  CONFIG    := cpu
+endif
+
+.PHONY: build cpu dev cuda-check test clean info
+.DEFAULT_GOAL := build
+
+build: info $(LIB) $(INFO)
+
+cpu:
+	$(MAKE) WITH_CUDA=0 build
+
+dev:
+	$(MAKE) WITH_CUDA=1 CUDA_ARCHS=$(DEV_ARCH) build
+
+info:
+	@test -n "$(TF_VERSION)" || { echo "error: TensorFlow is not importable by $(PYTHON); install it first (pip install 'tensorflow==2.21.*')"; exit 1; }
+ifeq ($(WITH_CUDA),1)
+	@test -n "$(CUDART_STATIC)" || { echo "error: libcudart_static.a not found under $(CUDA_HOME)"; exit 1; }
+	@echo "tf_fftconv: TensorFlow $(TF_VERSION), CUDA kernels for sm_$(subst $() $(),/sm_,$(ARCHS)) + PTX $(NEWEST) ($(NVCC))"
+	@$(if $(DROPPED),echo "tf_fftconv: note: this nvcc cannot build sm_$(subst $() $(),/sm_,$(DROPPED)); build with an older CUDA toolkit for those GPUs",true)
+else
+	@echo "tf_fftconv: TensorFlow $(TF_VERSION), CPU kernels only$(if $(NVCC),, (nvcc not found: GPU kernels are not built))"
+endif
+
+# Relink whenever the configuration (CPU / CUDA archs / TF version) changes.
+$(BUILD)/config.stamp: FORCE
+	@mkdir -p $(BUILD)
+	@echo "$(CONFIG) tf-$(TF_VERSION)" | cmp -s - $@ || echo "$(CONFIG) tf-$(TF_VERSION)" > $@
+
+$(LIB): $(CC_OBJS) $(GPU_OBJS) $(BUILD)/config.stamp
+	$(CXX) $(LDFLAGS) -o $@ $(CC_OBJS) $(GPU_OBJS) $(CUDA_LIBS) $(TF_LFLAGS)
+
+$(INFO): $(LIB)
+	@$(PYTHON) -c 'import json, sys; json.dump({"tensorflow_version": sys.argv[1], "cuda": sys.argv[2] == "1", "cuda_archs": sys.argv[3].split(), "nvcc": sys.argv[4]}, open(sys.argv[5], "w"), indent=1)' \
+	  "$(TF_VERSION)" "$(WITH_CUDA)" "$(ARCHS)" "$(NVCC)" $@
+	@echo "tf_fftconv: built $(LIB)"
+
+$(BUILD)/cc/%.o: cc/%.cc $(wildcard cc/*.h) cuda/fftconv_cuda.h
+	@mkdir -p $(dir $@)
+	$(CXX) $(CXXFLAGS) -c $< -o $@
+
+$(BUILD)/cuda/%.cu.o: cuda/%.cu $(wildcard cuda/*.h cuda/*.cuh)
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVCCFLAGS) -c $< -o $@
+
+cuda-check:
+	@test -n "$(NVCC)" || { echo "error: nvcc not found"; exit 1; }
+	$(MAKE) WITH_CUDA=1 $(CU_SRCS:%.cu=$(BUILD)/%.cu.o)
+
+test: build
+	$(PYTHON) -m pytest -q tests
+
+clean:
+	rm -rf $(BUILD) $(LIB) $(INFO)
+
+FORCE:

@@ -1,0 +1,73 @@
+// Pieces every tf_fftconv OpKernel and shape function uses: device tags for the functors, the
+// Real <-> complex dtype pairing, reading dimensions out of shapes, and the CPU thread pool.
+#ifndef TF_FFTCONV_CC_FFTCONV_KERNEL_UTIL_H_
+#define TF_FFTCONV_CC_FFTCONV_KERNEL_UTIL_H_
+
+#include <complex>
+#include <functional>
+
+#include "cc/fftconv_shapes.h"
+#include "cuda/fftconv_cuda.h"
+#include "tensorflow/core/framework/op_kernel.h"
+#include "tensorflow/core/framework/shape_inference.h"
+#include "tensorflow/core/framework/types.h"
+
+namespace fftconv {
+
+// The launch parameters are plain structs shared by the CPU and the GPU functors.
+using Rfft2dParams = cuda::Rfft2dParams;
+using Irfft2dParams = cuda::Irfft2dParams;
+using SpectralMatmulParams = cuda::SpectralMatmulParams;
+
+// Functors are specialised on these tags (CPU in <op>_op.cc, GPU in <op>_gpu.cc).
+struct CpuDevice {};
+struct GpuDevice {};
+
+// A real op input or output goes with the complex type of the same precision.
+inline tensorflow::DataType ComplexTypeOf(tensorflow::DataType real) {
+  return real == tensorflow::DT_DOUBLE ? tensorflow::DT_COMPLEX128 : tensorflow::DT_COMPLEX64;
+}
+
+// Kernels are registered by one of the two type attributes; the other must be its partner.
+inline absl::Status CheckDtypePair(tensorflow::DataType real, tensorflow::DataType complex) {
+  if (ComplexTypeOf(real) != complex ||
+      (real != tensorflow::DT_FLOAT && real != tensorflow::DT_DOUBLE)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "dtype mismatch: T = ", tensorflow::DataTypeString(real),
+        " goes with Tcomplex = ", tensorflow::DataTypeString(ComplexTypeOf(real)), ", got ",
+        tensorflow::DataTypeString(complex), " (float32 <-> complex64, float64 <-> complex128)"));
+  }
+  return absl::OkStatus();
+}
+
+inline absl::Status CheckRank(const char* what, const tensorflow::TensorShape& shape, int rank) {
+  if (shape.dims() != rank) {
+    return absl::InvalidArgumentError(absl::StrCat(what, " must have rank ", rank, ", got shape ",
+                                                   shape.DebugString()));
+  }
+  return absl::OkStatus();
+}
+
+// Dimensions of a shape-function input as int64 with -1 for unknown; false if the rank is unknown.
+inline bool KnownDims(tensorflow::shape_inference::InferenceContext* c,
+                      tensorflow::shape_inference::ShapeHandle shape, int rank, int64_t* dims) {
+  if (!c->RankKnown(shape)) return false;
+  for (int i = 0; i < rank; ++i) dims[i] = c->Value(c->Dim(shape, i));
+  return true;
+}
+
+inline tensorflow::shape_inference::DimensionHandle DimOrUnknown(
+    tensorflow::shape_inference::InferenceContext* c, int64_t value) {
+  return Known(value) ? c->MakeDim(value) : c->UnknownDim();
+}
+
+// Runs work(begin, end) over [0, units) on TensorFlow's CPU thread pool.
+inline void ParallelFor(tensorflow::OpKernelContext* ctx, int64_t units, int64_t cost_per_unit,
+                        const std::function<void(int64_t, int64_t)>& work) {
+  auto* pool = ctx->device()->tensorflow_cpu_worker_threads()->workers;
+  pool->ParallelFor(units, cost_per_unit, work);
+}
+
+}  // namespace fftconv
+
+#endif  // TF_FFTCONV_CC_FFTCONV_KERNEL_UTIL_H_

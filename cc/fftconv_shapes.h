@@ -1,0 +1,201 @@
+// Shapes, index math and validation shared by the three ops: their shape functions, CPU kernels
+// and GPU kernels all call these, so a bad input gets the same InvalidArgument message everywhere,
+// before any memory is touched.
+//
+// Dimensions are int64; -1 means "unknown" (only shape functions pass that) and every check that
+// needs an unknown value is skipped.
+#ifndef TF_FFTCONV_CC_FFTCONV_SHAPES_H_
+#define TF_FFTCONV_CC_FFTCONV_SHAPES_H_
+
+#include <cstdint>
+#include <limits>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+
+namespace fftconv {
+
+constexpr int64_t kMinFftSize = 2;
+constexpr int64_t kMaxFftSize = 128;
+// The GPU kernels index with int32: every tensor an op reads or writes stays below this.
+constexpr int64_t kMaxElements = std::numeric_limits<int32_t>::max();
+
+// Bins of an S x S real FFT: S rows (ky) by S/2 + 1 columns (kx, the half axis).
+inline int64_t HalfWidth(int64_t fft_size) { return fft_size / 2 + 1; }
+inline int64_t NumBins(int64_t fft_size) { return fft_size * HalfWidth(fft_size); }
+// Position of bin (ky, kx) in the frequency-major spectrum [bins, batch, channels].
+inline int64_t BinIndex(int64_t fft_size, int64_t ky, int64_t kx) {
+  return ky * HalfWidth(fft_size) + kx;
+}
+
+inline bool Known(int64_t d) { return d >= 0; }
+
+// Flat offset of pixel (b, c, h, w) in an NCHW or NHWC image tensor: the one place that knows both
+// layouts on the CPU side.
+inline int64_t ImageElementOffset(bool nhwc, int64_t channels, int64_t height, int64_t width,
+                                  int64_t b, int64_t c, int64_t h, int64_t w) {
+  return nhwc ? ((b * height + h) * width + w) * channels + c
+              : ((b * channels + c) * height + h) * width + w;
+}
+
+// Images in NCHW or NHWC: the four dimensions by name.
+struct ImageDims {
+  int64_t batch = -1, channels = -1, height = -1, width = -1;
+};
+
+inline absl::Status ParseDataFormat(const std::string& data_format, bool* nhwc) {
+  if (data_format == "NHWC") {
+    *nhwc = true;
+  } else if (data_format == "NCHW") {
+    *nhwc = false;
+  } else {
+    return absl::InvalidArgumentError(
+        absl::StrCat("data_format must be \"NCHW\" or \"NHWC\", got \"", data_format, "\""));
+  }
+  return absl::OkStatus();
+}
+
+inline ImageDims ImageDimsFrom(const int64_t dims[4], bool nhwc) {
+  ImageDims d;
+  d.batch = dims[0];
+  d.channels = nhwc ? dims[3] : dims[1];
+  d.height = nhwc ? dims[1] : dims[2];
+  d.width = nhwc ? dims[2] : dims[3];
+  return d;
+}
+
+inline absl::Status ValidateFftSize(int64_t fft_size) {
+  if (fft_size < kMinFftSize || fft_size > kMaxFftSize || (fft_size & (fft_size - 1)) != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("fft_size must be a power of two in [", kMinFftSize, ", ", kMaxFftSize,
+                     "], got ", fft_size));
+  }
+  return absl::OkStatus();
+}
+
+// A run of `size` samples starting at `offset` must lie inside [0, fft_size).
+inline absl::Status ValidateWindow(const char* size_name, int64_t size, const char* offset_name,
+                                   int64_t offset, int64_t fft_size) {
+  if (Known(size) && size > kMaxFftSize) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        size_name, " = ", size, " needs an FFT frame larger than the largest fft_size (",
+        kMaxFftSize, "); tiling larger images is not supported yet"));
+  }
+  if (offset < 0 || offset >= fft_size) {
+    return absl::InvalidArgumentError(absl::StrCat(offset_name, " = ", offset,
+                                                   " lies outside the frame [0, ", fft_size,
+                                                   ") of fft_size ", fft_size));
+  }
+  if (Known(size) && offset + size > fft_size) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        size_name, " = ", size, " at ", offset_name, " = ", offset,
+        " does not fit in the frame of fft_size ", fft_size, " (needs ", size_name, " + ",
+        offset_name, " <= fft_size)"));
+  }
+  return absl::OkStatus();
+}
+
+// The product of the known dimensions must stay below kMaxElements.
+inline absl::Status ValidateElementCount(const char* what, std::initializer_list<int64_t> dims) {
+  int64_t count = 1;
+  for (int64_t d : dims) {
+    if (!Known(d)) return absl::OkStatus();
+    if (d == 0) return absl::OkStatus();
+    if (count > kMaxElements / d) {
+      count = kMaxElements + 1;
+      break;
+    }
+    count *= d;
+  }
+  if (count > kMaxElements) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, " would hold more than ", kMaxElements, " elements (int32 indexing limit)"));
+  }
+  return absl::OkStatus();
+}
+
+// FftconvRfft2d: real images -> spectrum [bins, batch, channels].
+inline absl::Status ValidateRfft2d(const ImageDims& image, int64_t fft_size, int64_t offset_h,
+                                   int64_t offset_w) {
+  if (absl::Status s = ValidateFftSize(fft_size); !s.ok()) return s;
+  if (absl::Status s = ValidateWindow("height", image.height, "offset_h", offset_h, fft_size);
+      !s.ok())
+    return s;
+  if (absl::Status s = ValidateWindow("width", image.width, "offset_w", offset_w, fft_size);
+      !s.ok())
+    return s;
+  if (absl::Status s = ValidateElementCount(
+          "the input", {image.batch, image.channels, image.height, image.width});
+      !s.ok())
+    return s;
+  return ValidateElementCount("the spectrum", {NumBins(fft_size), image.batch, image.channels});
+}
+
+// FftconvIrfft2d: spectrum [bins, batch, channels] -> real window of out_h x out_w.
+inline absl::Status ValidateIrfft2d(int64_t bins, int64_t batch, int64_t channels,
+                                    int64_t fft_size, int64_t out_h, int64_t out_w,
+                                    int64_t offset_h, int64_t offset_w) {
+  if (absl::Status s = ValidateFftSize(fft_size); !s.ok()) return s;
+  if (Known(bins) && bins != NumBins(fft_size)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the spectrum has ", bins, " bins but fft_size ", fft_size, " needs ", fft_size,
+        " * (", fft_size, "/2 + 1) = ", NumBins(fft_size)));
+  }
+  if (out_h < 0 || out_w < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("out_h and out_w must be >= 0, got ", out_h, " and ", out_w));
+  }
+  if (absl::Status s = ValidateWindow("out_h", out_h, "offset_h", offset_h, fft_size); !s.ok())
+    return s;
+  if (absl::Status s = ValidateWindow("out_w", out_w, "offset_w", offset_w, fft_size); !s.ok())
+    return s;
+  if (absl::Status s = ValidateElementCount("the spectrum", {bins, batch, channels}); !s.ok())
+    return s;
+  return ValidateElementCount("the output", {batch, channels, out_h, out_w});
+}
+
+// FftconvSpectralMatmul: sizes after op_a / op_b.
+struct MatmulDims {
+  int64_t bins = -1, m = -1, k = -1, n = -1;
+};
+
+inline absl::Status ValidateSpectralMatmul(const int64_t a_dims[3], const int64_t b_dims[3],
+                                           bool transpose_a, bool adjoint_a, bool transpose_b,
+                                           bool adjoint_b, MatmulDims* out) {
+  if (transpose_a && adjoint_a) {
+    return absl::InvalidArgumentError("transpose_a and adjoint_a cannot both be true");
+  }
+  if (transpose_b && adjoint_b) {
+    return absl::InvalidArgumentError("transpose_b and adjoint_b cannot both be true");
+  }
+  const bool swap_a = transpose_a || adjoint_a;
+  const bool swap_b = transpose_b || adjoint_b;
+  MatmulDims d;
+  d.m = swap_a ? a_dims[2] : a_dims[1];
+  const int64_t k_a = swap_a ? a_dims[1] : a_dims[2];
+  const int64_t k_b = swap_b ? b_dims[2] : b_dims[1];
+  d.n = swap_b ? b_dims[1] : b_dims[2];
+  if (Known(a_dims[0]) && Known(b_dims[0]) && a_dims[0] != b_dims[0]) {
+    return absl::InvalidArgumentError(absl::StrCat("a has ", a_dims[0], " bins but b has ",
+                                                   b_dims[0], " (dimension 0 must match)"));
+  }
+  d.bins = Known(a_dims[0]) ? a_dims[0] : b_dims[0];
+  if (Known(k_a) && Known(k_b) && k_a != k_b) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "inner dimensions do not match: op(a) is [", d.m, ", ", k_a, "] per bin but op(b) is [",
+        k_b, ", ", d.n, "]"));
+  }
+  d.k = Known(k_a) ? k_a : k_b;
+  for (const int64_t* dims : {a_dims, b_dims}) {
+    if (absl::Status s = ValidateElementCount("an operand", {dims[0], dims[1], dims[2]}); !s.ok())
+      return s;
+  }
+  if (absl::Status s = ValidateElementCount("the product", {d.bins, d.m, d.n}); !s.ok()) return s;
+  if (out != nullptr) *out = d;
+  return absl::OkStatus();
+}
+
+}  // namespace fftconv
+
+#endif  // TF_FFTCONV_CC_FFTCONV_SHAPES_H_

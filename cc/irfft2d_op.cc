@@ -1,0 +1,122 @@
+// FftconvIrfft2d: registration, shape function and CPU kernel.
+#include <algorithm>
+#include <vector>
+
+#include "cc/cpu_fft.h"
+#include "cc/irfft2d.h"
+#include "tensorflow/core/framework/op.h"
+
+namespace fftconv {
+
+using tensorflow::shape_inference::InferenceContext;
+using tensorflow::shape_inference::ShapeHandle;
+
+REGISTER_OP("FftconvIrfft2d")
+    .Input("spectrum: Tcomplex")
+    .Output("y: T")
+    .Attr("T: {float, double} = DT_FLOAT")
+    .Attr("Tcomplex: {complex64, complex128} = DT_COMPLEX64")
+    .Attr("fft_size: int")
+    .Attr("out_h: int")
+    .Attr("out_w: int")
+    .Attr("offset_h: int = 0")
+    .Attr("offset_w: int = 0")
+    .Attr("data_format: string = 'NCHW'")
+    .SetShapeFn([](InferenceContext* c) -> absl::Status {
+      ShapeHandle spectrum;
+      TF_RETURN_IF_ERROR(c->WithRank(c->input(0), 3, &spectrum));
+      int64_t fft_size, out_h, out_w, offset_h, offset_w;
+      std::string data_format;
+      bool nhwc;
+      TF_RETURN_IF_ERROR(c->GetAttr("fft_size", &fft_size));
+      TF_RETURN_IF_ERROR(c->GetAttr("out_h", &out_h));
+      TF_RETURN_IF_ERROR(c->GetAttr("out_w", &out_w));
+      TF_RETURN_IF_ERROR(c->GetAttr("offset_h", &offset_h));
+      TF_RETURN_IF_ERROR(c->GetAttr("offset_w", &offset_w));
+      TF_RETURN_IF_ERROR(c->GetAttr("data_format", &data_format));
+      TF_RETURN_IF_ERROR(ParseDataFormat(data_format, &nhwc));
+      int64_t dims[3] = {-1, -1, -1};
+      KnownDims(c, spectrum, 3, dims);
+      TF_RETURN_IF_ERROR(
+          ValidateIrfft2d(dims[0], dims[1], dims[2], fft_size, out_h, out_w, offset_h, offset_w));
+      auto batch = DimOrUnknown(c, dims[1]), channels = DimOrUnknown(c, dims[2]);
+      auto height = c->MakeDim(out_h), width = c->MakeDim(out_w);
+      c->set_output(0, nhwc ? c->MakeShape({batch, height, width, channels})
+                            : c->MakeShape({batch, channels, height, width}));
+      return absl::OkStatus();
+    })
+    .Doc(R"doc(
+Inverse real 2-D FFT of a frequency-major spectrum [bins, batch, channels], scaled by
+1 / fft_size^2, writing only the window [offset_h, offset_h + out_h) x [offset_w, offset_w + out_w)
+of the frame. As numpy.fft.irfft2, the imaginary parts of the kx = 0 and kx = S/2 columns are ignored.
+)doc");
+
+// One task per (batch, channel) image: inverse column FFTs over ky for each kx, then the
+// complex-to-real row transforms of the window rows, two rows packed into one complex FFT.
+template <typename Real>
+struct Irfft2dFunctor<CpuDevice, Real> {
+  using Complex = std::complex<Real>;
+
+  absl::Status operator()(tensorflow::OpKernelContext* ctx, const Irfft2dParams& p,
+                          const Complex* spectrum, Real* output) {
+    const int size = p.fft_size;
+    const int half = static_cast<int>(HalfWidth(size));
+    const int64_t images = static_cast<int64_t>(p.batch) * p.channels;
+    const Real scale = Real(1) / (Real(size) * Real(size));
+    const FftPlan<Real>& plan = GetFftPlan<Real>(size);
+    auto store = [&](int64_t image, int i, int j, Real value) {
+      output[ImageElementOffset(p.nhwc, p.channels, p.out_h, p.out_w, image / p.channels,
+                                image % p.channels, i, j)] = value * scale;
+    };
+    auto work = [&](int64_t begin, int64_t end) {
+      // window_rows: [out_h window rows][S/2 + 1 kx], after the inverse transform over ky.
+      std::vector<Complex> window_rows(static_cast<size_t>(p.out_h) * half);
+      std::vector<Complex> line(size);
+      for (int64_t image = begin; image < end; ++image) {
+        for (int kx = 0; kx < half; ++kx) {
+          for (int ky = 0; ky < size; ++ky) line[ky] = spectrum[BinIndex(size, ky, kx) * images + image];
+          plan.Inverse(line.data());
+          for (int i = 0; i < p.out_h; ++i) window_rows[static_cast<size_t>(i) * half + kx] = line[p.offset_h + i];
+        }
+        for (int i = 0; i < p.out_h; i += 2) {
+          const bool pair = i + 1 < p.out_h;
+          const Complex* first = &window_rows[static_cast<size_t>(i) * half];
+          const Complex* second = pair ? first + half : nullptr;
+          // Hermitian extension of both rows, packed as e1 + i e2 so one inverse gives y1 + i y2.
+          auto packed = [&](int kx, bool mirror) {
+            const Complex e1 = mirror ? std::conj(first[kx]) : first[kx];
+            const Complex e2 = pair ? (mirror ? std::conj(second[kx]) : second[kx]) : Complex(0);
+            return e1 + Complex(0, 1) * e2;
+          };
+          line[0] = Complex(first[0].real(), pair ? second[0].real() : Real(0));
+          line[size / 2] = Complex(first[size / 2].real(), pair ? second[size / 2].real() : Real(0));
+          for (int kx = 1; kx < size / 2; ++kx) {
+            line[kx] = packed(kx, false);
+            line[size - kx] = packed(kx, true);
+          }
+          plan.Inverse(line.data());
+          for (int j = 0; j < p.out_w; ++j) {
+            const Complex v = line[p.offset_w + j];
+            store(image, i, j, v.real());
+            if (pair) store(image, i + 1, j, v.imag());
+          }
+        }
+      }
+    };
+    int log2 = 1;
+    while ((1 << log2) < size) ++log2;
+    ParallelFor(ctx, images, int64_t{12} * size * size * log2, work);
+    return absl::OkStatus();
+  }
+};
+
+#define REGISTER_CPU(Real)                                                     \
+  REGISTER_KERNEL_BUILDER(Name("FftconvIrfft2d")                               \
+                              .Device(tensorflow::DEVICE_CPU)                  \
+                              .TypeConstraint<std::complex<Real>>("Tcomplex"), \
+                          Irfft2dOp<CpuDevice, Real>);
+REGISTER_CPU(float)
+REGISTER_CPU(double)
+#undef REGISTER_CPU
+
+}  // namespace fftconv

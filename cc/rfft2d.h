@@ -1,0 +1,70 @@
+// FftconvRfft2d: forward real 2-D FFT of images placed in an S x S frame of zeros.
+//   x        : NCHW [batch, channels, height, width] or NHWC [batch, height, width, channels], real
+//   spectrum : [bins, batch, channels] complex, bins = S * (S/2 + 1), bin = ky * (S/2 + 1) + kx
+#ifndef TF_FFTCONV_CC_RFFT2D_H_
+#define TF_FFTCONV_CC_RFFT2D_H_
+
+#include <complex>
+#include <string>
+
+#include "cc/fftconv_kernel_util.h"
+
+namespace fftconv {
+
+template <typename Device, typename Real>
+struct Rfft2dFunctor {
+  absl::Status operator()(tensorflow::OpKernelContext* ctx, const Rfft2dParams& params,
+                          const Real* input, std::complex<Real>* spectrum);
+};
+
+template <typename Device, typename Real>
+class Rfft2dOp : public tensorflow::OpKernel {
+ public:
+  explicit Rfft2dOp(tensorflow::OpKernelConstruction* ctx) : tensorflow::OpKernel(ctx) {
+    std::string data_format;
+    tensorflow::DataType complex_type;
+    OP_REQUIRES_OK(ctx, ctx->GetAttr("fft_size", &fft_size_));
+    OP_REQUIRES_OK(ctx, ctx->GetAttr("offset_h", &offset_h_));
+    OP_REQUIRES_OK(ctx, ctx->GetAttr("offset_w", &offset_w_));
+    OP_REQUIRES_OK(ctx, ctx->GetAttr("data_format", &data_format));
+    OP_REQUIRES_OK(ctx, ctx->GetAttr("Tcomplex", &complex_type));
+    OP_REQUIRES_OK(ctx, ParseDataFormat(data_format, &nhwc_));
+    OP_REQUIRES_OK(ctx, CheckDtypePair(tensorflow::DataTypeToEnum<Real>::v(), complex_type));
+  }
+
+  void Compute(tensorflow::OpKernelContext* ctx) override {
+    const tensorflow::Tensor& x = ctx->input(0);
+    OP_REQUIRES_OK(ctx, CheckRank("x", x.shape(), 4));
+    const int64_t dims[4] = {x.dim_size(0), x.dim_size(1), x.dim_size(2), x.dim_size(3)};
+    const ImageDims image = ImageDimsFrom(dims, nhwc_);
+    OP_REQUIRES_OK(ctx, ValidateRfft2d(image, fft_size_, offset_h_, offset_w_));
+
+    tensorflow::Tensor* spectrum = nullptr;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(
+                            0, tensorflow::TensorShape({NumBins(fft_size_), image.batch,
+                                                        image.channels}),
+                            &spectrum));
+    if (spectrum->NumElements() == 0) return;
+
+    Rfft2dParams params;
+    params.batch = static_cast<int>(image.batch);
+    params.channels = static_cast<int>(image.channels);
+    params.height = static_cast<int>(image.height);
+    params.width = static_cast<int>(image.width);
+    params.fft_size = static_cast<int>(fft_size_);
+    params.offset_h = static_cast<int>(offset_h_);
+    params.offset_w = static_cast<int>(offset_w_);
+    params.nhwc = nhwc_;
+    OP_REQUIRES_OK(ctx, Rfft2dFunctor<Device, Real>()(
+                            ctx, params, x.flat<Real>().data(),
+                            spectrum->flat<std::complex<Real>>().data()));
+  }
+
+ private:
+  int64_t fft_size_ = 0, offset_h_ = 0, offset_w_ = 0;
+  bool nhwc_ = false;
+};
+
+}  // namespace fftconv
+
+#endif  // TF_FFTCONV_CC_RFFT2D_H_

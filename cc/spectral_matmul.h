@@ -1,0 +1,72 @@
+// FftconvSpectralMatmul: one complex matmul per frequency bin, c[f] = op_a(a[f]) * op_b(b[f]).
+//   a : [bins, a_rows, a_cols], b : [bins, b_rows, b_cols], c : [bins, m, n], complex, row-major
+//   op_x: identity, transpose (transpose_x) or conjugate transpose (adjoint_x).
+#ifndef TF_FFTCONV_CC_SPECTRAL_MATMUL_H_
+#define TF_FFTCONV_CC_SPECTRAL_MATMUL_H_
+
+#include <complex>
+
+#include "cc/fftconv_kernel_util.h"
+
+namespace fftconv {
+
+template <typename Device, typename Real>
+struct SpectralMatmulFunctor {
+  absl::Status operator()(tensorflow::OpKernelContext* ctx, const SpectralMatmulParams& params,
+                          const std::complex<Real>* a, const std::complex<Real>* b,
+                          std::complex<Real>* c);
+};
+
+// Precision of float products on the GPU follows TensorFlow's TF32 switch, as tf.nn.conv2d does.
+bool TensorFloat32Enabled();
+
+template <typename Device, typename Real>
+class SpectralMatmulOp : public tensorflow::OpKernel {
+ public:
+  explicit SpectralMatmulOp(tensorflow::OpKernelConstruction* ctx) : tensorflow::OpKernel(ctx) {
+    OP_REQUIRES_OK(ctx, ctx->GetAttr("transpose_a", &transpose_a_));
+    OP_REQUIRES_OK(ctx, ctx->GetAttr("transpose_b", &transpose_b_));
+    OP_REQUIRES_OK(ctx, ctx->GetAttr("adjoint_a", &adjoint_a_));
+    OP_REQUIRES_OK(ctx, ctx->GetAttr("adjoint_b", &adjoint_b_));
+  }
+
+  void Compute(tensorflow::OpKernelContext* ctx) override {
+    const tensorflow::Tensor& a = ctx->input(0);
+    const tensorflow::Tensor& b = ctx->input(1);
+    OP_REQUIRES_OK(ctx, CheckRank("a", a.shape(), 3));
+    OP_REQUIRES_OK(ctx, CheckRank("b", b.shape(), 3));
+    const int64_t a_dims[3] = {a.dim_size(0), a.dim_size(1), a.dim_size(2)};
+    const int64_t b_dims[3] = {b.dim_size(0), b.dim_size(1), b.dim_size(2)};
+    MatmulDims dims;
+    OP_REQUIRES_OK(ctx, ValidateSpectralMatmul(a_dims, b_dims, transpose_a_, adjoint_a_,
+                                               transpose_b_, adjoint_b_, &dims));
+
+    tensorflow::Tensor* c = nullptr;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(
+                            0, tensorflow::TensorShape({dims.bins, dims.m, dims.n}), &c));
+    if (c->NumElements() == 0) return;
+
+    SpectralMatmulParams params;
+    params.bins = static_cast<int>(dims.bins);
+    params.m = static_cast<int>(dims.m);
+    params.n = static_cast<int>(dims.n);
+    params.k = static_cast<int>(dims.k);
+    params.transpose_a = transpose_a_;
+    params.adjoint_a = adjoint_a_;
+    params.transpose_b = transpose_b_;
+    params.adjoint_b = adjoint_b_;
+    params.allow_tf32 = TensorFloat32Enabled();
+    using Complex = std::complex<Real>;
+    OP_REQUIRES_OK(ctx, SpectralMatmulFunctor<Device, Real>()(ctx, params,
+                                                              a.flat<Complex>().data(),
+                                                              b.flat<Complex>().data(),
+                                                              c->flat<Complex>().data()));
+  }
+
+ private:
+  bool transpose_a_ = false, transpose_b_ = false, adjoint_a_ = false, adjoint_b_ = false;
+};
+
+}  // namespace fftconv
+
+#endif  // TF_FFTCONV_CC_SPECTRAL_MATMUL_H_

@@ -1,0 +1,152 @@
+"""The three tf_fftconv ops, their Python wrappers and their gradients.
+
+Spectra are frequency-major ``[bins, batch, channels]`` complex tensors, ``bins = S * (S/2 + 1)``
+for an ``S x S`` real FFT (bin ``ky * (S/2 + 1) + kx``). Every gradient below is made of the same
+three ops (plus a constant per-bin weight and, for two transpose-flag cases, a conjugate).
+"""
+
+import numpy as np
+import tensorflow as tf
+
+from tf_fftconv._loader import load_library
+
+_COMPLEX_OF = {tf.float32: tf.complex64, tf.float64: tf.complex128}
+_REAL_OF = {tf.complex64: tf.float32, tf.complex128: tf.float64}
+
+
+def _invalid(message):
+    return tf.errors.InvalidArgumentError(None, None, message)
+
+
+def _check_dtype(tensor, allowed, what):
+    if tensor.dtype not in allowed:
+        raise _invalid("tf_fftconv: %s must be %s, got %s" % (
+            what, " or ".join(d.name for d in allowed), tensor.dtype.name))
+
+
+def rfft2d(x, fft_size, offset_h=0, offset_w=0, data_format="NCHW", name=None):
+    """Real 2-D FFT of images placed at ``(offset_h, offset_w)`` in an ``fft_size`` frame of zeros.
+
+    Args:
+      x: float32 or float64 images, ``[B, C, H, W]`` (NCHW) or ``[B, H, W, C]`` (NHWC).
+      fft_size: ``S``, a power of two in [2, 128]; ``offset + H <= S`` and ``offset + W <= S``.
+    Returns:
+      complex64 / complex128 spectrum ``[S * (S/2 + 1), B, C]``.
+    """
+    x = tf.convert_to_tensor(x)
+    _check_dtype(x, _COMPLEX_OF, "x")
+    return load_library().fftconv_rfft2d(
+        x=x, fft_size=fft_size, offset_h=offset_h, offset_w=offset_w, data_format=data_format,
+        Tcomplex=_COMPLEX_OF[x.dtype], name=name)
+
+
+def spectral_matmul(a, b, transpose_a=False, transpose_b=False, adjoint_a=False, adjoint_b=False,
+                    name=None):
+    """One complex matmul per bin: ``op(a)[f] @ op(b)[f]`` for ``a [F, ., .]``, ``b [F, ., .]``."""
+    a = tf.convert_to_tensor(a)
+    b = tf.convert_to_tensor(b)
+    _check_dtype(a, _REAL_OF, "a")
+    if b.dtype != a.dtype:
+        raise _invalid("tf_fftconv: a and b must have the same dtype, got %s and %s"
+                       % (a.dtype.name, b.dtype.name))
+    return load_library().fftconv_spectral_matmul(
+        a=a, b=b, transpose_a=transpose_a, transpose_b=transpose_b, adjoint_a=adjoint_a,
+        adjoint_b=adjoint_b, name=name)
+
+
+def irfft2d(spectrum, fft_size, out_h, out_w, offset_h=0, offset_w=0, data_format="NCHW",
+            name=None):
+    """Inverse of :func:`rfft2d` scaled by ``1/S^2``, keeping the window ``[offset, offset + out)``.
+
+    Returns float32 / float64 images ``[B, C, out_h, out_w]`` (NCHW) or ``[B, out_h, out_w, C]``.
+    """
+    spectrum = tf.convert_to_tensor(spectrum)
+    _check_dtype(spectrum, _REAL_OF, "spectrum")
+    return load_library().fftconv_irfft2d(
+        spectrum=spectrum, fft_size=fft_size, out_h=out_h, out_w=out_w, offset_h=offset_h,
+        offset_w=offset_w, data_format=data_format, T=_REAL_OF[spectrum.dtype], name=name)
+
+
+def half_spectrum_multiplicity(fft_size, dtype):
+    """``[bins, 1, 1]``: how often each half-spectrum bin stands in the full spectrum (1 or 2).
+
+    Columns ``kx = 0`` and ``kx = S/2`` are their own mirror images; every other column also
+    stands for its conjugate ``S - kx``. This is the Hermitian weighting that makes ``rfft2d`` and
+    ``irfft2d`` adjoint to each other up to ``S^2``.
+    """
+    half = fft_size // 2 + 1
+    kx = np.arange(fft_size * half) % half
+    weights = np.where((kx == 0) | (kx == fft_size // 2), 1.0, 2.0)
+    return tf.constant(weights.reshape(-1, 1, 1), dtype=dtype)
+
+
+def _static_image_size(x, data_format):
+    shape = x.shape
+    height, width = (shape[1], shape[2]) if data_format == "NHWC" else (shape[2], shape[3])
+    if height is None or width is None:
+        raise ValueError("tf_fftconv: the gradient of rfft2d needs a static height and width, "
+                         "got shape %s" % shape)
+    return height, width
+
+
+@tf.RegisterGradient("FftconvRfft2d")
+def _rfft2d_grad(op, grad):
+    # grad_x[h, w] = Re sum_k grad[k] e^{+i theta}  =  S^2 * irfft2d(grad / multiplicity).
+    fft_size = op.get_attr("fft_size")
+    data_format = op.get_attr("data_format").decode()
+    height, width = _static_image_size(op.inputs[0], data_format)
+    weights = tf.cast(fft_size * fft_size, grad.dtype) / half_spectrum_multiplicity(
+        fft_size, grad.dtype)
+    return irfft2d(grad * weights, fft_size, height, width, op.get_attr("offset_h"),
+                   op.get_attr("offset_w"), data_format)
+
+
+@tf.RegisterGradient("FftconvIrfft2d")
+def _irfft2d_grad(op, grad):
+    # grad_spectrum[k] = multiplicity[k] / S^2 * rfft2d(grad placed at the window).
+    fft_size = op.get_attr("fft_size")
+    spectrum = rfft2d(grad, fft_size, op.get_attr("offset_h"), op.get_attr("offset_w"),
+                      op.get_attr("data_format").decode())
+    weights = half_spectrum_multiplicity(fft_size, spectrum.dtype) / tf.cast(
+        fft_size * fft_size, spectrum.dtype)
+    return spectrum * weights
+
+
+def _mode(transpose, adjoint):
+    return "H" if adjoint else ("T" if transpose else "N")
+
+
+def _product(x, mode_x, y, mode_y):
+    """``mode_x(x) @ mode_y(y)`` per bin; modes N, T (transpose), H (adjoint), C (conjugate)."""
+    if mode_x == "C":
+        x, mode_x = tf.math.conj(x), "N"
+    if mode_y == "C":
+        y, mode_y = tf.math.conj(y), "N"
+    return spectral_matmul(x, y, transpose_a=mode_x == "T", adjoint_a=mode_x == "H",
+                           transpose_b=mode_y == "T", adjoint_b=mode_y == "H")
+
+
+# For c = op_a(a) op_b(b): grad op_a(a) = g op_b(b)^H and grad op_b(b) = op_a(a)^H g, then undone
+# through op_a / op_b. _ADJOINT_OF[m] writes op(x)^H as a mode of x; _CONJ_OF[m], conj(op(x)).
+_ADJOINT_OF = {"N": "H", "T": "C", "H": "N"}
+_CONJ_OF = {"N": "C", "T": "H", "H": "T"}
+
+
+@tf.RegisterGradient("FftconvSpectralMatmul")
+def _spectral_matmul_grad(op, grad):
+    a, b = op.inputs
+    mode_a = _mode(op.get_attr("transpose_a"), op.get_attr("adjoint_a"))
+    mode_b = _mode(op.get_attr("transpose_b"), op.get_attr("adjoint_b"))
+    if mode_a == "N":
+        grad_a = _product(grad, "N", b, _ADJOINT_OF[mode_b])
+    elif mode_a == "T":
+        grad_a = _product(b, _CONJ_OF[mode_b], grad, "T")
+    else:
+        grad_a = _product(b, mode_b, grad, "H")
+    if mode_b == "N":
+        grad_b = _product(a, _ADJOINT_OF[mode_a], grad, "N")
+    elif mode_b == "T":
+        grad_b = _product(grad, "T", a, _CONJ_OF[mode_a])
+    else:
+        grad_b = _product(grad, "H", a, mode_a)
+    return grad_a, grad_b
