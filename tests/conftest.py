@@ -1,0 +1,63 @@
+"""Shared fixtures: fresh random inputs, devices (cpu / gpu), eager and tf.function execution."""
+
+import os
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+
+def gpu_available():
+    return bool(tf.config.list_physical_devices("GPU"))
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "gpu: needs a GPU (skipped where there is none)")
+    config.addinivalue_line("markers", "slow: takes more than a few seconds")
+
+
+def pytest_collection_modifyitems(config, items):
+    skip_gpu = pytest.mark.skip(reason="no GPU visible to TensorFlow")
+    if not gpu_available():
+        for item in items:
+            if "gpu" in item.keywords:
+                item.add_marker(skip_gpu)
+
+
+@pytest.fixture
+def rng(request):
+    """A generator seeded afresh every run; the seed is printed so a failure can be replayed."""
+    seed = int(os.environ.get("FFTCONV_TEST_SEED", "0")) or int.from_bytes(os.urandom(4), "little")
+    print("%s: FFTCONV_TEST_SEED=%d" % (request.node.name, seed))
+    return np.random.default_rng(seed)
+
+
+@pytest.fixture(params=["cpu", pytest.param("gpu", marks=pytest.mark.gpu)])
+def device(request):
+    """Runs the test on the CPU kernels and, where present, on the GPU kernels (TF32 off)."""
+    name = "/CPU:0" if request.param == "cpu" else "/GPU:0"
+    tf32 = tf.config.experimental.tensor_float_32_execution_enabled()
+    tf.config.experimental.enable_tensor_float_32_execution(False)
+    with tf.device(name):
+        yield name
+    tf.config.experimental.enable_tensor_float_32_execution(tf32)
+
+
+@pytest.fixture(params=["eager", "function"])
+def run(request):
+    """Calls fn(*args) eagerly or through a tf.function, returning NumPy values."""
+    def call(fn, *args):
+        if request.param == "function":
+            fn = tf.function(fn, autograph=False)
+        out = fn(*args)
+        return tf.nest.map_structure(lambda t: t.numpy(), out)
+    return call
+
+
+def rel_error(out, ref):
+    out = np.asarray(out, dtype=np.complex128 if np.iscomplexobj(out) else np.float64)
+    ref = np.asarray(ref)
+    denom = np.linalg.norm(ref.ravel())
+    if denom == 0:
+        return float(np.linalg.norm(out.ravel()))
+    return float(np.linalg.norm((out - ref).ravel()) / denom)

@@ -1,0 +1,48 @@
+"""Float64 NumPy references for the three ops (the test oracle)."""
+
+import numpy as np
+
+
+def to_nchw(x, data_format):
+    return x if data_format == "NCHW" else np.transpose(x, (0, 3, 1, 2))
+
+
+def from_nchw(x, data_format):
+    return x if data_format == "NCHW" else np.transpose(x, (0, 2, 3, 1))
+
+
+def rfft2d(x, fft_size, offset_h=0, offset_w=0, data_format="NCHW"):
+    """Spectrum [bins, B, C] of x placed in an S x S frame of zeros."""
+    x = to_nchw(np.asarray(x, np.float64), data_format)
+    batch, channels, height, width = x.shape
+    frame = np.zeros((batch, channels, fft_size, fft_size))
+    frame[:, :, offset_h:offset_h + height, offset_w:offset_w + width] = x
+    spectrum = np.fft.rfft2(frame)                       # [B, C, S, S/2 + 1]
+    return spectrum.reshape(batch, channels, -1).transpose(2, 0, 1)
+
+
+def irfft2d(spectrum, fft_size, out_h, out_w, offset_h=0, offset_w=0, data_format="NCHW"):
+    spectrum = np.asarray(spectrum, np.complex128)
+    _, batch, channels = spectrum.shape
+    grid = spectrum.transpose(1, 2, 0).reshape(batch, channels, fft_size, fft_size // 2 + 1)
+    frame = np.fft.irfft2(grid, s=(fft_size, fft_size))
+    window = frame[:, :, offset_h:offset_h + out_h, offset_w:offset_w + out_w]
+    return from_nchw(window, data_format)
+
+
+def apply_mode(m, transpose, adjoint):
+    if adjoint:
+        return np.conj(np.swapaxes(m, 1, 2))
+    if transpose:
+        return np.swapaxes(m, 1, 2)
+    return m
+
+
+def spectral_matmul(a, b, transpose_a=False, transpose_b=False, adjoint_a=False, adjoint_b=False):
+    a = apply_mode(np.asarray(a, np.complex128), transpose_a, adjoint_a)
+    b = apply_mode(np.asarray(b, np.complex128), transpose_b, adjoint_b)
+    return np.einsum("fmk,fkn->fmn", a, b)
+
+
+def random_complex(rng, shape):
+    return rng.standard_normal(shape) + 1j * rng.standard_normal(shape)

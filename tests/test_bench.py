@@ -1,0 +1,155 @@
+"""Smoke test of the benchmark harness on the CPU: it runs, and its JSON file has the documented
+schema.
+
+Speed is measured by `python -m tf_fftconv.bench`, not asserted here.
+"""
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import tensorflow as tf
+
+from tf_fftconv import bench
+
+REPO = Path(__file__).resolve().parent.parent
+TINY_CASES = "1:2:3:8:3,1:2:3:8:5,1:1:2:6:3:same"
+TIMING_KEYS = {"median_ms", "min_ms", "max_ms", "mean_ms", "stdev_ms", "spread_pct",
+               "calls_per_sample", "samples_ms"}
+ENVIRONMENT_KEYS = {"device", "device_kind", "gpu_name", "compute_capability", "cpu_model",
+                    "tf_version", "is_cuda_build", "cuda_version", "cudnn_version", "tf32_enabled",
+                    "git_commit", "fft_conv2d_available", "fft_conv2d_unavailable_reason"}
+
+
+def positive(value):
+    return isinstance(value, (int, float)) and math.isfinite(value) and value > 0
+
+
+def check_report(report, cases, modes, repeats):
+    """The schema of docs/benchmarking.md; every timing a positive number."""
+    assert report["schema"] == bench.SCHEMA
+    env = report["environment"]
+    assert ENVIRONMENT_KEYS <= set(env), ENVIRONMENT_KEYS - set(env)
+    assert env["tf_version"] == tf.__version__
+    assert isinstance(env["tf32_enabled"], bool)
+    assert isinstance(env["git_commit"], str) and env["git_commit"]
+    settings = report["settings"]
+    assert settings["impls"] == list(bench.IMPLS)
+    assert settings["modes"] == modes
+    assert settings["repeats"] == repeats
+    assert settings["cases"] == [case.spec for case in bench.parse_cases(cases)]
+
+    results = report["results"]
+    assert len(results) == len(settings["cases"]) * len(modes)
+    for record in results:
+        where = f"{record['case']['name']} {record['mode']}"
+        assert record["mode"] in modes
+        assert positive(record["spatial_gflop"])
+        for impl in ("conv2d", "signal"):  # the two peers always run
+            timing = record["timings"][impl]
+            assert set(timing) == TIMING_KEYS, where
+            assert len(timing["samples_ms"]) == repeats, where
+            assert all(positive(t) for t in timing["samples_ms"]), where
+            assert all(positive(timing[key]) for key in ("median_ms", "min_ms", "max_ms")), where
+            assert timing["min_ms"] <= timing["median_ms"] <= timing["max_ms"], where
+        if env["fft_conv2d_available"]:
+            assert positive(record["timings"]["fft"]["median_ms"]), where
+            assert positive(record["ratios"]["fft/conv2d"]), where
+        else:  # the column is skipped with the reason, not crashed on
+            assert "fft" not in record["timings"], where
+            assert record["skipped"]["fft"] == env["fft_conv2d_unavailable_reason"], where
+            assert record["ratios"]["fft/conv2d"] is None, where
+        assert record["fastest"] in record["timings"], where
+        assert record["max_rel_diff_against"] == "conv2d", where
+        # float32 results agree with conv2d (more loosely where TF32 rounds the GPU's matmuls)
+        tolerance = 1e-2 if env["tf32_enabled"] and env["device_kind"] == "GPU" else 1e-3
+        for impl, diffs in record["max_rel_diff"].items():
+            assert set(diffs) == ({"y"} if record["mode"] == "forward" else {"y", "dx", "dw"})
+            assert all(isinstance(d, float) and d < tolerance
+                       for d in diffs.values()), (where, impl)
+
+
+def test_main_in_process(tmp_path, capsys):
+    json_path, plot_path = tmp_path / "bench.json", tmp_path / "plot.png"
+    argv = ["--cases", TINY_CASES, "--repeats", "2", "--warmup", "3", "--iters", "2",
+            "--device", "cpu", "--tf32", "off", "--no-progress",
+            "--json", str(json_path), "--plot", str(plot_path)]
+    assert bench.main(argv) == 0
+    report = json.loads(json_path.read_text())
+    check_report(report, TINY_CASES, ["forward", "train"], repeats=2)
+    assert report["environment"]["tf32_enabled"] is False
+    assert report["environment"]["device"] == "/CPU:0"
+    out = capsys.readouterr().out
+    assert "fft/conv2d" in out and "fastest" in out and str(json_path) in out
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        assert not plot_path.exists()
+    else:
+        assert plot_path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    tf.config.experimental.enable_tensor_float_32_execution(True)  # TensorFlow's default back
+
+
+def test_cli_quick(tmp_path):
+    json_path = tmp_path / "quick.json"
+    command = [sys.executable, "-m", "tf_fftconv.bench", "--quick", "--cases", "1:2:2:6:3",
+               "--modes", "train", "--json", str(json_path)]
+    done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "1x2->2 6x6 k3 VALID" in done.stdout
+    check_report(json.loads(json_path.read_text()), "1:2:2:6:3", ["train"], repeats=3)
+
+
+def test_parse_cases():
+    assert bench.parse_cases("mathieu") == [
+        bench.Case(128, 96, 256, 32, k, "VALID") for k in (3, 5, 7, 9, 11, 13)]
+    assert len(bench.parse_cases("all")) == 9
+    assert bench.parse_cases("lenet,8:3:16:32:5:SAME,lenet") == bench.PRESETS["lenet"] + [
+        bench.Case(8, 3, 16, 32, 5, "SAME")]
+    case = bench.parse_cases("64:64:64:64:3:same")[0]
+    assert (case.out_size, case.spec, case.name) == (64, "64:64:64:64:3:same",
+                                                       "64x64->64 64x64 k3 SAME")
+    assert case.spatial_gflop("train") == pytest.approx(3 * case.spatial_gflop("forward"))
+    for bad in ("", "nope", "1:2:3:4", "1:2:3:4:5:full", "1:2:3:4:0", "1:1:1:3:5:valid"):
+        with pytest.raises(ValueError):
+            bench.parse_cases(bad)
+
+
+@pytest.mark.parametrize("argv", [["--impl", "cudnn"], ["--modes", "backward"],
+                                  ["--warmup", "2"], ["--iters", "many"], ["--cases", "1:2"]])
+def test_bad_arguments_exit_with_usage(argv, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        bench.parse_args(argv)
+    assert exit_info.value.code == 2
+    assert "usage:" in capsys.readouterr().err
+
+
+def test_quick_defaults_and_impl_selection():
+    args = bench.parse_args(["--quick", "--impl", "signal,conv2d"])
+    assert args.cases == bench.PRESETS["quick"]
+    assert args.impls == ["conv2d", "signal"]  # canonical order
+    assert (args.repeats, args.warmup, args.iters) == (3, 3, 3)
+    assert bench.parse_args(["--iters", "auto"]).iters is None
+
+
+def test_resolve_device():
+    assert bench.resolve_device("cpu") == "/CPU:0"
+    assert bench.resolve_device("/device:CPU:0") == "/CPU:0"
+    gpus = len(tf.config.list_logical_devices("GPU"))
+    assert bench.resolve_device("auto") == ("/GPU:0" if gpus else "/CPU:0")
+    with pytest.raises(ValueError, match="GPU"):
+        bench.resolve_device(f"gpu:{gpus}")
+
+
+def test_time_per_call_rotates_inputs_and_calibrates():
+    seen = []
+    fn = lambda value: seen.append(value)  # noqa: E731
+    samples, calls = bench.time_per_call(fn, [(0,), (1,), (2,)], warmup=3, repeats=4, calls=None,
+                                         target_sample_s=1e-4)
+    assert len(samples) == 4 and all(positive(s) for s in samples)
+    assert calls % 3 == 0
+    assert seen[:6] == [0, 1, 2, 0, 1, 2]  # warm-up, then calibration, over every set
+    assert seen[6:] == [i % 3 for i in range(4 * calls)]

@@ -1,0 +1,116 @@
+"""fft_conv2d against tf.nn.conv2d in float64: forward, input gradient and weight gradient."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import tf_fftconv as fc
+from conftest import rel_error
+
+CASES_PER_SETTING = 25
+
+
+def _random_case(rng, padding):
+    batch = int(rng.integers(1, 9))
+    c_in, c_out = int(rng.integers(1, 17)), int(rng.integers(1, 17))
+    k_h, k_w = int(rng.integers(1, 14)), int(rng.integers(1, 14))
+    low_h, low_w = (k_h, k_w) if padding == "VALID" else (1, 1)
+    high_h, high_w = (65, 65) if padding == "VALID" else (65 - k_h + 1, 65 - k_w + 1)
+    height, width = int(rng.integers(low_h, high_h)), int(rng.integers(low_w, high_w))
+    return batch, height, width, c_in, c_out, k_h, k_w
+
+
+def _conv_and_grads(conv, x, w, dy):
+    with tf.GradientTape() as tape:
+        tape.watch([x, w])
+        y = conv(x, w)
+        loss = tf.reduce_sum(y * dy)
+    dx, dw = tape.gradient(loss, [x, w])
+    return y, dx, dw
+
+
+def _reference(x_nhwc, w, dy_nhwc, padding):
+    return _conv_and_grads(lambda a, b: tf.nn.conv2d(a, b, 1, padding),
+                           tf.constant(x_nhwc, tf.float64), tf.constant(w, tf.float64),
+                           tf.constant(dy_nhwc, tf.float64))
+
+
+def _nchw(a):
+    return np.transpose(a, (0, 3, 1, 2))
+
+
+def _nhwc(a):
+    return np.transpose(a, (0, 2, 3, 1))
+
+
+def check_against_conv2d(rng, case, padding, data_format, dtype, tolerance, fft_size=None,
+                         wrap=lambda fn: fn):
+    batch, height, width, c_in, c_out, k_h, k_w = case
+    x = rng.standard_normal((batch, height, width, c_in)).astype(dtype)
+    w = rng.standard_normal((k_h, k_w, c_in, c_out)).astype(dtype)
+    out_h, out_w = (height - k_h + 1, width - k_w + 1) if padding == "VALID" else (height, width)
+    dy = rng.standard_normal((batch, out_h, out_w, c_out)).astype(dtype)
+    expected = _reference(x, w, dy, padding)
+    to_layout = _nchw if data_format == "NCHW" else (lambda a: a)
+    from_layout = _nhwc if data_format == "NCHW" else (lambda a: a)
+    conv = wrap(lambda a, b, d: _conv_and_grads(
+        lambda p, q: fc.fft_conv2d(p, q, padding, data_format, fft_size), a, b, d))
+    y, dx, dw = conv(tf.constant(to_layout(x)), tf.constant(w), tf.constant(to_layout(dy)))
+    for name, got, want in [("y", from_layout(y.numpy()), expected[0]),
+                            ("dx", from_layout(dx.numpy()), expected[1]),
+                            ("dw", dw.numpy(), expected[2])]:
+        assert got.shape == want.shape, (name, case)
+        err = rel_error(got, want.numpy())
+        assert err <= tolerance, "%s: relative error %.3g for case %s" % (name, err, case)
+
+
+@pytest.mark.parametrize("padding", ["VALID", "SAME"])
+@pytest.mark.parametrize("data_format", ["NHWC", "NCHW"])
+def test_matches_conv2d_float32(rng, device, padding, data_format):
+    for _ in range(CASES_PER_SETTING):
+        check_against_conv2d(rng, _random_case(rng, padding), padding, data_format, np.float32, 5e-6)
+
+
+@pytest.mark.parametrize("padding", ["VALID", "SAME"])
+def test_matches_conv2d_float64_in_tf_function(rng, device, padding):
+    for _ in range(4):
+        check_against_conv2d(rng, _random_case(rng, padding), padding, "NHWC", np.float64, 1e-11,
+                             wrap=tf.function)
+
+
+@pytest.mark.parametrize("case", [
+    (1, 1, 1, 1, 1, 1, 1), (2, 5, 9, 3, 2, 2, 4), (3, 28, 28, 1, 6, 5, 5), (2, 7, 7, 4, 4, 7, 7),
+    (1, 64, 64, 2, 3, 13, 13), (2, 64, 1, 1, 2, 1, 1), (1, 3, 40, 2, 2, 3, 12)])
+@pytest.mark.parametrize("padding", ["VALID", "SAME"])
+def test_edge_shapes(rng, device, case, padding):
+    batch, height, width, c_in, c_out, k_h, k_w = case
+    if padding == "VALID" and (k_h > height or k_w > width):
+        pytest.skip("kernel larger than input")
+    if padding == "SAME" and (height + k_h - 1 > 128 or width + k_w - 1 > 128):
+        pytest.skip("needs a frame larger than 128")
+    check_against_conv2d(rng, case, padding, "NHWC", np.float32, 5e-6)
+
+
+def test_explicit_larger_fft_size_gives_the_same_result(rng, device):
+    check_against_conv2d(rng, (2, 9, 9, 3, 4, 3, 3), "SAME", "NHWC", np.float32, 5e-6, fft_size=32)
+
+
+def test_empty_batch(device):
+    y = fc.fft_conv2d(tf.zeros([0, 8, 8, 3]), tf.ones([3, 3, 3, 2]), "SAME")
+    assert y.shape == (0, 8, 8, 2)
+
+
+def test_dynamic_batch_in_tf_function(rng):
+    conv = tf.function(lambda x, w: fc.fft_conv2d(x, w, "VALID"),
+                       input_signature=[tf.TensorSpec([None, 12, 10, 3]), tf.TensorSpec([3, 3, 3, 5])])
+    x = rng.standard_normal((4, 12, 10, 3)).astype(np.float32)
+    w = rng.standard_normal((3, 3, 3, 5)).astype(np.float32)
+    assert rel_error(conv(x, w).numpy(), tf.nn.conv2d(x, w, 1, "VALID").numpy()) < 5e-6
+
+
+def test_geometry_picks_the_smallest_frame_without_wrap_around():
+    assert fc.conv_geometry(28, 28, 5, 5, "VALID") == (24, 24, 0, 0, 32)
+    assert fc.conv_geometry(32, 32, 5, 5, "VALID").fft_size == 32
+    assert fc.conv_geometry(32, 32, 5, 5, "SAME") == (32, 32, 2, 2, 64)
+    assert fc.conv_geometry(14, 14, 4, 4, "SAME") == (14, 14, 1, 1, 32)
+    assert fc.conv_geometry(1, 1, 1, 1, "VALID").fft_size == 2

@@ -1,0 +1,77 @@
+"""Every op's gradient against a float64 numerical Jacobian (tf.test.compute_gradient)."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import np_reference as ref
+import tf_fftconv as fc
+
+
+def _max_jacobian_error(fn, args):
+    theoretical, numerical = tf.test.compute_gradient(fn, args, delta=1e-6)
+    worst = 0.0
+    for t, n in zip(theoretical, numerical):
+        scale = max(1.0, np.abs(n).max())
+        worst = max(worst, np.abs(t - n).max() / scale)
+    return worst
+
+
+@pytest.mark.parametrize("data_format", ["NCHW", "NHWC"])
+@pytest.mark.parametrize("fft_size,height,width,offset_h,offset_w", [
+    (2, 1, 2, 1, 0), (4, 3, 2, 1, 2), (8, 5, 8, 3, 0), (16, 7, 3, 9, 13)])
+def test_rfft2d_gradient(rng, device, data_format, fft_size, height, width, offset_h, offset_w):
+    shape = (2, 3, height, width) if data_format == "NCHW" else (2, height, width, 3)
+    x = tf.constant(rng.standard_normal(shape))
+    fn = lambda t: fc.ops.rfft2d(t, fft_size, offset_h, offset_w, data_format)
+    assert _max_jacobian_error(fn, [x]) < 1e-7
+
+
+@pytest.mark.parametrize("data_format", ["NCHW", "NHWC"])
+@pytest.mark.parametrize("fft_size,out_h,out_w,offset_h,offset_w", [
+    (2, 2, 1, 0, 1), (4, 2, 3, 1, 0), (8, 8, 5, 0, 2), (16, 4, 9, 11, 6)])
+def test_irfft2d_gradient(rng, device, data_format, fft_size, out_h, out_w, offset_h, offset_w):
+    spectrum = tf.constant(ref.random_complex(rng, (fft_size * (fft_size // 2 + 1), 2, 3)))
+    fn = lambda s: fc.ops.irfft2d(s, fft_size, out_h, out_w, offset_h, offset_w, data_format)
+    assert _max_jacobian_error(fn, [spectrum]) < 1e-7
+
+
+@pytest.mark.parametrize("mode_a", ["N", "T", "H"])
+@pytest.mark.parametrize("mode_b", ["N", "T", "H"])
+def test_spectral_matmul_gradient(rng, device, mode_a, mode_b):
+    bins, m, k, n = 3, 4, 2, 5
+    a = ref.random_complex(rng, (bins, k, m) if mode_a != "N" else (bins, m, k))
+    b = ref.random_complex(rng, (bins, n, k) if mode_b != "N" else (bins, k, n))
+    flags = dict(transpose_a=mode_a == "T", adjoint_a=mode_a == "H",
+                 transpose_b=mode_b == "T", adjoint_b=mode_b == "H")
+    fn = lambda x, y: fc.ops.spectral_matmul(x, y, **flags)
+    assert _max_jacobian_error(fn, [tf.constant(a), tf.constant(b)]) < 1e-7
+
+
+@pytest.mark.parametrize("padding", ["VALID", "SAME"])
+@pytest.mark.parametrize("data_format", ["NHWC", "NCHW"])
+def test_fft_conv2d_gradient(rng, device, padding, data_format):
+    x_shape = (2, 6, 5, 3) if data_format == "NHWC" else (2, 3, 6, 5)
+    x = tf.constant(rng.standard_normal(x_shape))
+    w = tf.constant(rng.standard_normal((3, 2, 3, 4)))
+    fn = lambda a, b: fc.fft_conv2d(a, b, padding, data_format)
+    assert _max_jacobian_error(fn, [x, w]) < 1e-7
+
+
+def test_second_order_gradient_through_fft_conv2d(rng):
+    x = tf.constant(rng.standard_normal((1, 5, 5, 2)))
+    w = tf.constant(rng.standard_normal((3, 3, 2, 2)))
+
+    def grad_norm(conv, a, b):
+        with tf.GradientTape() as outer:
+            outer.watch(b)
+            with tf.GradientTape() as inner:
+                inner.watch(a)
+                loss = tf.reduce_sum(conv(a, b) ** 2)
+            g = inner.gradient(loss, a)
+            s = tf.reduce_sum(g * g)
+        return outer.gradient(s, b)
+
+    ours = grad_norm(lambda a, b: fc.fft_conv2d(a, b, "SAME"), x, w)
+    expected = grad_norm(lambda a, b: tf.nn.conv2d(a, b, 1, "SAME"), x, w)
+    np.testing.assert_allclose(ours.numpy(), expected.numpy(), rtol=1e-9, atol=1e-9)

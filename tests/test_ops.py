@@ -1,0 +1,113 @@
+"""The three ops against float64 NumPy references, on fresh random inputs, eager and tf.function."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import np_reference as ref
+import tf_fftconv as fc
+from conftest import rel_error
+
+FFT_SIZES = [2, 4, 8, 16, 32, 64, 128]
+
+
+def _tolerance(dtype, fft_size):
+    if dtype == np.float64:
+        return 1e-12
+    return 2e-6 if fft_size <= 64 else 4e-6
+
+
+def _random_image_case(rng, fft_size, data_format):
+    batch, channels = rng.integers(1, 4), rng.integers(1, 5)
+    height, width = rng.integers(1, fft_size + 1), rng.integers(1, fft_size + 1)
+    offset_h, offset_w = rng.integers(0, fft_size - height + 1), rng.integers(0, fft_size - width + 1)
+    shape = (batch, channels, height, width) if data_format == "NCHW" else (batch, height, width, channels)
+    return rng.standard_normal(shape), int(offset_h), int(offset_w)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("data_format", ["NCHW", "NHWC"])
+@pytest.mark.parametrize("fft_size", FFT_SIZES)
+def test_rfft2d_matches_numpy(rng, device, run, fft_size, data_format, dtype):
+    for _ in range(3):
+        x, offset_h, offset_w = _random_image_case(rng, fft_size, data_format)
+        out = run(lambda t: fc.ops.rfft2d(t, fft_size, offset_h, offset_w, data_format),
+                  tf.constant(x.astype(dtype)))
+        expected = ref.rfft2d(x.astype(dtype), fft_size, offset_h, offset_w, data_format)
+        assert out.dtype == (np.complex64 if dtype == np.float32 else np.complex128)
+        assert out.shape == expected.shape
+        assert rel_error(out, expected) <= _tolerance(dtype, fft_size), (x.shape, offset_h, offset_w)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("data_format", ["NCHW", "NHWC"])
+@pytest.mark.parametrize("fft_size", FFT_SIZES)
+def test_irfft2d_matches_numpy(rng, device, run, fft_size, data_format, dtype):
+    complex_dtype = np.complex64 if dtype == np.float32 else np.complex128
+    for _ in range(3):
+        batch, channels = rng.integers(1, 4), rng.integers(1, 5)
+        out_h, out_w = int(rng.integers(0, fft_size + 1)), int(rng.integers(0, fft_size + 1))
+        offset_h, offset_w = int(rng.integers(0, fft_size - out_h + 1)), int(rng.integers(0, fft_size - out_w + 1))
+        offset_h, offset_w = min(offset_h, fft_size - 1), min(offset_w, fft_size - 1)
+        # Not Hermitian-consistent on purpose: imaginary parts at kx = 0, S/2 must be ignored.
+        spectrum = ref.random_complex(rng, (fft_size * (fft_size // 2 + 1), batch, channels))
+        spectrum = spectrum.astype(complex_dtype)
+        out = run(lambda s: fc.ops.irfft2d(s, fft_size, out_h, out_w, offset_h, offset_w, data_format),
+                  tf.constant(spectrum))
+        expected = ref.irfft2d(spectrum, fft_size, out_h, out_w, offset_h, offset_w, data_format)
+        assert out.dtype == dtype and out.shape == expected.shape
+        assert rel_error(out, expected) <= _tolerance(dtype, fft_size)
+
+
+@pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
+@pytest.mark.parametrize("mode_a", ["N", "T", "H"])
+@pytest.mark.parametrize("mode_b", ["N", "T", "H"])
+def test_spectral_matmul_matches_numpy(rng, device, run, mode_a, mode_b, dtype):
+    flags = dict(transpose_a=mode_a == "T", adjoint_a=mode_a == "H",
+                 transpose_b=mode_b == "T", adjoint_b=mode_b == "H")
+    for bins, m, k, n in [(1, 1, 1, 1), (5, 3, 4, 2), (17, 33, 9, 20), (544, 8, 6, 16), (3, 70, 65, 67)]:
+        a_shape = (bins, k, m) if mode_a != "N" else (bins, m, k)
+        b_shape = (bins, n, k) if mode_b != "N" else (bins, k, n)
+        a = ref.random_complex(rng, a_shape).astype(dtype)
+        b = ref.random_complex(rng, b_shape).astype(dtype)
+        out = run(lambda x, y: fc.ops.spectral_matmul(x, y, **flags), tf.constant(a), tf.constant(b))
+        expected = ref.spectral_matmul(a, b, **flags)
+        assert out.shape == (bins, m, n) and out.dtype == dtype
+        assert rel_error(out, expected) <= (1e-6 if dtype == np.complex64 else 1e-13)
+
+
+def test_spectral_matmul_empty_inner_dimension_gives_zeros(device):
+    out = fc.ops.spectral_matmul(tf.zeros([4, 3, 0], tf.complex64), tf.zeros([4, 0, 2], tf.complex64))
+    assert out.shape == (4, 3, 2)
+    np.testing.assert_array_equal(out.numpy(), 0)
+
+
+@pytest.mark.parametrize("data_format", ["NCHW", "NHWC"])
+def test_empty_batch_gives_empty_results(device, run, data_format):
+    shape = (0, 3, 5, 6) if data_format == "NCHW" else (0, 5, 6, 3)
+    spectrum = run(lambda t: fc.ops.rfft2d(t, 8, 1, 1, data_format), tf.zeros(shape))
+    assert spectrum.shape == (8 * 5, 0, 3)
+    y = run(lambda s: fc.ops.irfft2d(s, 8, 5, 6, 1, 1, data_format), tf.constant(spectrum))
+    assert y.shape == shape
+    product = run(lambda s: fc.ops.spectral_matmul(s, s, adjoint_a=True), tf.constant(spectrum))
+    assert product.shape == (40, 3, 3)
+    np.testing.assert_array_equal(product, 0)
+
+
+def test_round_trip_restores_the_input(rng, device):
+    x = rng.standard_normal((2, 3, 11, 7))
+    spectrum = fc.ops.rfft2d(x, 16, 2, 5)
+    np.testing.assert_allclose(fc.ops.irfft2d(spectrum, 16, 11, 7, 2, 5).numpy(), x, atol=1e-12)
+
+
+def test_static_shapes_are_inferred():
+    @tf.function(input_signature=[tf.TensorSpec([None, 7, 9, 4], tf.float32)])
+    def chain(x):
+        spectrum = fc.ops.rfft2d(x, 16, 0, 0, "NHWC")
+        assert spectrum.shape.as_list() == [16 * 9, None, 4]
+        product = fc.ops.spectral_matmul(spectrum, tf.zeros([16 * 9, 5, 4], tf.complex64), adjoint_b=True)
+        assert product.shape.as_list() == [16 * 9, None, 5]
+        y = fc.ops.irfft2d(product, 16, 3, 2, 1, 1, "NHWC")
+        assert y.shape.as_list() == [None, 3, 2, 5]
+        return y
+    assert chain(tf.zeros([2, 7, 9, 4])).shape == (2, 3, 2, 5)
