@@ -18,7 +18,7 @@ def rfft2d(x, fft_size, offset_h=0, offset_w=0, data_format="NCHW"):
     frame = np.zeros((batch, channels, fft_size, fft_size))
     frame[:, :, offset_h:offset_h + height, offset_w:offset_w + width] = x
     spectrum = np.fft.rfft2(frame)                       # [B, C, S, S/2 + 1]
-    return spectrum.reshape(batch, channels, -1).transpose(2, 0, 1)
+    return spectrum.reshape(batch, channels, fft_size * (fft_size // 2 + 1)).transpose(2, 0, 1)
 
 
 def irfft2d(spectrum, fft_size, out_h, out_w, offset_h=0, offset_w=0, data_format="NCHW"):

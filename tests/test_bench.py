@@ -77,7 +77,11 @@ def test_main_in_process(tmp_path, capsys):
     argv = ["--cases", TINY_CASES, "--repeats", "2", "--warmup", "3", "--iters", "2",
             "--device", "cpu", "--tf32", "off", "--no-progress",
             "--json", str(json_path), "--plot", str(plot_path)]
-    assert bench.main(argv) == 0
+    tf32 = tf.config.experimental.tensor_float_32_execution_enabled()
+    try:
+        assert bench.main(argv) == 0
+    finally:
+        tf.config.experimental.enable_tensor_float_32_execution(tf32)
     report = json.loads(json_path.read_text())
     check_report(report, TINY_CASES, ["forward", "train"], repeats=2)
     assert report["environment"]["tf32_enabled"] is False
@@ -90,7 +94,6 @@ def test_main_in_process(tmp_path, capsys):
         assert not plot_path.exists()
     else:
         assert plot_path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    tf.config.experimental.enable_tensor_float_32_execution(True)  # TensorFlow's default back
 
 
 def test_cli_quick(tmp_path):

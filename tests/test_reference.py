@@ -8,9 +8,9 @@ import tensorflow as tf
 
 from tf_fftconv.reference import _frame_geometry, signal_fft_conv2d
 
-# Fresh inputs each run; TF_FFTCONV_TEST_SEED replays a failing run (the seed is in every message).
-SEED = int(os.environ.get("TF_FFTCONV_TEST_SEED", np.random.SeedSequence().entropy % 2**31))
-CASES_PER_LAYOUT = 8
+# Fresh inputs each run; FFTCONV_TEST_SEED replays a failing run (the seed is in every message).
+SEED = int(os.environ.get("FFTCONV_TEST_SEED", np.random.SeedSequence().entropy % 2**31))
+CASES_PER_LAYOUT = 16
 TOLERANCE_F64 = 1e-10
 _PADDINGS_ID = {"VALID": 0, "SAME": 1}
 _FORMATS_ID = {"NHWC": 0, "NCHW": 1}
@@ -76,7 +76,7 @@ def test_matches_conv2d_forward_and_gradients(padding, data_format):
             err = rel_err(a, b)
             assert err <= TOLERANCE_F64, (
                 f"{what}: rel err {err:.3e} for (batch, cin, cout, h, w, kh, kw)={case} "
-                f"{padding} {data_format}, TF_FFTCONV_TEST_SEED={SEED}")
+                f"{padding} {data_format}, FFTCONV_TEST_SEED={SEED}")
 
 
 
@@ -87,7 +87,7 @@ def test_gradients_numerically(padding):
     theoretical, numerical = tf.test.compute_gradient(
         lambda a, b: signal_fft_conv2d(a, b, padding=padding), [x, w])
     for t, n in zip(theoretical, numerical):
-        assert rel_err(t, n) <= 1e-7, f"TF_FFTCONV_TEST_SEED={SEED}"
+        assert rel_err(t, n) <= 1e-7, f"FFTCONV_TEST_SEED={SEED}"
 
 
 def test_float32_forward_and_complex64():
@@ -96,7 +96,7 @@ def test_float32_forward_and_complex64():
     y = signal_fft_conv2d(x, w, padding="SAME")
     assert y.dtype == tf.float32
     y_ref = conv2d_any_layout(tf.cast(x, tf.float64), tf.cast(w, tf.float64), "SAME", "NHWC")
-    assert rel_err(y, y_ref) <= 1e-5, f"TF_FFTCONV_TEST_SEED={SEED}"
+    assert rel_err(y, y_ref) <= 1e-5, f"FFTCONV_TEST_SEED={SEED}"
 
 
 def test_explicit_fft_size_gives_same_result():

@@ -1,0 +1,117 @@
+"""Bad input gets a clear InvalidArgumentError naming the problem, before any memory is touched."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import tf_fftconv as fc
+
+InvalidArgument = tf.errors.InvalidArgumentError
+lib = fc.load_library()
+
+
+def raises(match):
+    return pytest.raises(InvalidArgument, match=match)
+
+
+# (callable, expected message) for each way to get an op wrong; run eagerly on each device.
+RFFT2D_CASES = [
+    (lambda: fc.ops.rfft2d(tf.zeros([2, 3, 4]), 8), "rank 4"),
+    (lambda: fc.ops.rfft2d(tf.zeros([1, 1, 4, 4], tf.int32), 8), "x must be float32 or float64"),
+    (lambda: fc.ops.rfft2d(tf.zeros([1, 1, 9, 4]), 8), "height = 9 .* does not fit"),
+    (lambda: fc.ops.rfft2d(tf.zeros([1, 1, 4, 9]), 8), "width = 9 .* does not fit"),
+    (lambda: fc.ops.rfft2d(tf.zeros([1, 1, 4, 4]), 8, offset_h=5), "height = 4 at offset_h = 5"),
+    (lambda: fc.ops.rfft2d(tf.zeros([1, 1, 4, 4]), 8, offset_w=-1), "offset_w = -1 lies outside"),
+    (lambda: fc.ops.rfft2d(tf.zeros([1, 1, 0, 0]), 8, offset_h=8), "offset_h = 8 lies outside"),
+    (lambda: fc.ops.rfft2d(tf.zeros([1, 1, 4, 4]), 12), "fft_size must be a power of two"),
+    (lambda: fc.ops.rfft2d(tf.zeros([1, 1, 4, 4]), 0), "fft_size must be a power of two"),
+    (lambda: fc.ops.rfft2d(tf.zeros([1, 1, 4, 4]), -8), "fft_size must be a power of two"),
+    (lambda: fc.ops.rfft2d(tf.zeros([1, 1, 4, 4]), 256), "fft_size must be a power of two"),
+    (lambda: fc.ops.rfft2d(tf.zeros([1, 1, 130, 4]), 128), "height = 130 needs an FFT frame larger"),
+    (lambda: fc.ops.rfft2d(tf.zeros([1, 1, 4, 4]), 8, data_format="NCWH"), "data_format"),
+    (lambda: fc.ops.rfft2d(tf.zeros([512, 512, 1, 1]), 128), "more than 2147483647 elements"),
+    (lambda: lib.fftconv_rfft2d(x=tf.zeros([1, 1, 4, 4]), fft_size=8, Tcomplex=tf.complex128),
+     "T = float goes with Tcomplex = complex64"),
+]
+
+IRFFT2D_CASES = [
+    (lambda: fc.ops.irfft2d(tf.zeros([40, 2], tf.complex64), 8, 4, 4), "rank 3"),
+    (lambda: fc.ops.irfft2d(tf.zeros([40, 1, 1]), 8, 4, 4), "spectrum must be complex64 or complex128"),
+    (lambda: fc.ops.irfft2d(tf.zeros([41, 1, 1], tf.complex64), 8, 4, 4), "41 bins but fft_size 8 needs"),
+    (lambda: fc.ops.irfft2d(tf.zeros([40, 1, 1], tf.complex64), 16, 4, 4), "40 bins but fft_size 16"),
+    (lambda: fc.ops.irfft2d(tf.zeros([40, 1, 1], tf.complex64), 8, 9, 4), "out_h = 9 .* does not fit"),
+    (lambda: fc.ops.irfft2d(tf.zeros([40, 1, 1], tf.complex64), 8, 4, 4, 2, 5), "out_w = 4 at offset_w = 5"),
+    (lambda: fc.ops.irfft2d(tf.zeros([40, 1, 1], tf.complex64), 8, -1, 4), "out_h and out_w must be >= 0"),
+    (lambda: fc.ops.irfft2d(tf.zeros([40, 1, 1], tf.complex64), 8, 4, 4, -2), "offset_h = -2 lies outside"),
+    (lambda: fc.ops.irfft2d(tf.zeros([40, 1, 1], tf.complex64), 6, 4, 4), "fft_size must be a power of two"),
+    (lambda: fc.ops.irfft2d(tf.zeros([40, 1, 1], tf.complex64), 8, 4, 4, data_format="HWCN"), "data_format"),
+    (lambda: lib.fftconv_irfft2d(spectrum=tf.zeros([40, 1, 1], tf.complex64), fft_size=8, out_h=4,
+                                 out_w=4, T=tf.float64), "T = double goes with Tcomplex = complex128"),
+]
+
+MATMUL_CASES = [
+    (lambda: fc.ops.spectral_matmul(tf.zeros([2, 3], tf.complex64), tf.zeros([2, 3, 3], tf.complex64)), "rank 3"),
+    (lambda: fc.ops.spectral_matmul(tf.zeros([2, 3, 3], tf.complex64), tf.zeros([2, 3], tf.complex64)), "rank 3"),
+    (lambda: fc.ops.spectral_matmul(tf.zeros([2, 3, 4], tf.complex64), tf.zeros([3, 4, 5], tf.complex64)), "a has 2 bins but b has 3"),
+    (lambda: fc.ops.spectral_matmul(tf.zeros([2, 3, 4], tf.complex64), tf.zeros([2, 5, 5], tf.complex64)), "inner dimensions do not match"),
+    (lambda: fc.ops.spectral_matmul(tf.zeros([2, 3, 4], tf.complex64), tf.zeros([2, 4, 4], tf.complex64), transpose_a=True), "inner dimensions do not match"),
+    (lambda: fc.ops.spectral_matmul(tf.zeros([2, 3, 3], tf.complex64), tf.zeros([2, 3, 3], tf.complex64), transpose_a=True, adjoint_a=True), "transpose_a and adjoint_a"),
+    (lambda: fc.ops.spectral_matmul(tf.zeros([2, 3, 3], tf.complex64), tf.zeros([2, 3, 3], tf.complex64), transpose_b=True, adjoint_b=True), "transpose_b and adjoint_b"),
+    (lambda: fc.ops.spectral_matmul(tf.zeros([2, 3, 3]), tf.zeros([2, 3, 3])), "a must be complex64 or complex128"),
+    (lambda: fc.ops.spectral_matmul(tf.zeros([2, 3, 3], tf.complex64), tf.zeros([2, 3, 3], tf.complex128)), "same dtype"),
+    (lambda: fc.ops.spectral_matmul(tf.zeros([1, 65536, 1], tf.complex64), tf.zeros([1, 1, 65536], tf.complex64)), "more than 2147483647 elements"),
+]
+
+CONV_CASES = [
+    (lambda: fc.fft_conv2d(tf.zeros([1, 4, 4, 2]), tf.zeros([3, 3, 3, 2])), "x has 2 input channels"),
+    (lambda: fc.fft_conv2d(tf.zeros([1, 4, 4, 2]), tf.zeros([6, 3, 2, 2])), "must not be larger than the input"),
+    (lambda: fc.fft_conv2d(tf.zeros([1, 4, 4, 2]), tf.zeros([3, 3, 2, 2]), padding="FULL"), "padding"),
+    (lambda: fc.fft_conv2d(tf.zeros([1, 4, 4, 2]), tf.zeros([3, 3, 2, 2]), data_format="NWHC"), "data_format"),
+    (lambda: fc.fft_conv2d(tf.zeros([1, 4, 4, 2], tf.int32), tf.zeros([3, 3, 2, 2], tf.int32)), "float32 or both float64"),
+    (lambda: fc.fft_conv2d(tf.zeros([1, 4, 4, 2]), tf.zeros([3, 3, 2, 2], tf.float64)), "float32 or both float64"),
+    (lambda: fc.fft_conv2d(tf.zeros([4, 4, 2]), tf.zeros([3, 3, 2, 2])), "x must have rank 4"),
+    (lambda: fc.fft_conv2d(tf.zeros([1, 120, 8, 1]), tf.zeros([11, 3, 1, 1]), "SAME"), "tiling"),
+    (lambda: fc.fft_conv2d(tf.zeros([1, 200, 200, 1]), tf.zeros([3, 3, 1, 1])), "tiling"),
+    (lambda: fc.fft_conv2d(tf.zeros([1, 9, 9, 1]), tf.zeros([3, 3, 1, 1]), fft_size=8), "fft_size 8 is too small"),
+    (lambda: fc.fft_conv2d(tf.zeros([1, 9, 9, 1]), tf.zeros([3, 3, 1, 1]), fft_size=24), "power of two"),
+]
+
+
+def _ids(cases):
+    return [match[:30] for _, match in cases]
+
+
+@pytest.mark.parametrize("call,match", RFFT2D_CASES + IRFFT2D_CASES + MATMUL_CASES + CONV_CASES,
+                         ids=_ids(RFFT2D_CASES + IRFFT2D_CASES + MATMUL_CASES + CONV_CASES))
+def test_bad_input_raises_invalid_argument(device, call, match):
+    with raises(match):
+        call()
+
+
+def test_kernels_validate_shapes_only_known_at_run_time():
+    """Shapes unknown while tracing reach the kernels, which give the same messages."""
+    rfft = tf.function(lambda x: fc.ops.rfft2d(x, 8), input_signature=[tf.TensorSpec(None)])
+    with raises("height = 9 .* does not fit"):
+        rfft(tf.zeros([1, 1, 9, 4]))
+    with raises("must have rank 4"):
+        rfft(tf.zeros([1, 9, 4]))
+    irfft = tf.function(lambda s: fc.ops.irfft2d(s, 8, 4, 4),
+                        input_signature=[tf.TensorSpec(None, tf.complex64)])
+    with raises("41 bins"):
+        irfft(tf.zeros([41, 1, 1], tf.complex64))
+    matmul = tf.function(lambda a, b: fc.ops.spectral_matmul(a, b),
+                         input_signature=[tf.TensorSpec([None, None, None], tf.complex64)] * 2)
+    with raises("inner dimensions do not match"):
+        matmul(tf.zeros([2, 3, 4], tf.complex64), tf.zeros([2, 5, 5], tf.complex64))
+
+
+def test_shape_functions_reject_static_problems_while_tracing():
+    """With static shapes, graph construction fails early (TensorFlow reports these as ValueError)."""
+    with pytest.raises(ValueError, match="does not fit"):
+        tf.function(lambda x: fc.ops.rfft2d(x, 8)).get_concrete_function(tf.TensorSpec([1, 1, 9, 9]))
+    with pytest.raises(ValueError, match="more than 2147483647 elements"):
+        tf.function(lambda s: fc.ops.irfft2d(s, 128, 128, 128)).get_concrete_function(
+            tf.TensorSpec([128 * 65, 4096, 4096], tf.complex64))
+    with pytest.raises(ValueError, match="a has 2 bins but b has 3"):
+        tf.function(lambda a, b: fc.ops.spectral_matmul(a, b)).get_concrete_function(
+            tf.TensorSpec([2, 3, 3], tf.complex64), tf.TensorSpec([3, 3, 3], tf.complex64))

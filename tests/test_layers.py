@@ -1,0 +1,251 @@
+"""FFTConv2D against its keras.layers.Conv2D twin holding the same weights."""
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import tf_fftconv
+from conftest import rel_error
+from tf_fftconv.layers import FFTConv2D
+
+
+def _twins(rng, padding, data_format, kernel_size, in_channels, filters, dtype="float64",
+           fft_size=None, **kwargs):
+    """An FFTConv2D and a channels_last Conv2D (TF's CPU conv is NHWC only) with equal weights."""
+    fft = FFTConv2D(filters, kernel_size, padding=padding, data_format=data_format, dtype=dtype,
+                    fft_size=fft_size, **kwargs)
+    spatial = keras.layers.Conv2D(filters, kernel_size, padding=padding,
+                                  data_format="channels_last", dtype=dtype, **kwargs)
+    kh, kw = (kernel_size, kernel_size) if isinstance(kernel_size, int) else kernel_size
+    fft_shape = (None, in_channels, 11, 11) if data_format == "channels_first" else (
+        None, 11, 11, in_channels)
+    fft.build(fft_shape)
+    spatial.build((None, 11, 11, in_channels))
+    weights = [rng.standard_normal((kh, kw, in_channels, filters))]
+    if kwargs.get("use_bias", True):
+        weights.append(rng.standard_normal(filters))
+    spatial.set_weights(weights)
+    fft.set_weights(spatial.get_weights())  # same layout: moved unchanged
+    return fft, spatial
+
+
+def _to_nhwc(t, data_format):
+    return t if data_format == "channels_last" else np.transpose(t, (0, 2, 3, 1))
+
+
+@pytest.mark.parametrize("data_format", ["channels_last", "channels_first"])
+@pytest.mark.parametrize("padding", ["valid", "same"])
+@pytest.mark.parametrize("kernel_size,height,width", [(3, 9, 7), ((5, 2), 12, 10), (1, 4, 6)])
+def test_matches_conv2d_outputs_and_gradients(rng, run, padding, data_format, kernel_size,
+                                              height, width):
+    fft, spatial = _twins(rng, padding, data_format, kernel_size, in_channels=3, filters=4)
+    x_nhwc = rng.standard_normal((2, height, width, 3))
+    x = x_nhwc if data_format == "channels_last" else np.transpose(x_nhwc, (0, 3, 1, 2))
+    out_shape = spatial.compute_output_shape(x_nhwc.shape)
+    cotangent = rng.standard_normal(out_shape)
+
+    def forward_and_grads(layer, inputs, to_nhwc):
+        inputs = tf.convert_to_tensor(inputs)
+        with tf.GradientTape() as tape:
+            tape.watch(inputs)
+            y = layer(inputs)
+            loss = tf.reduce_sum(to_nhwc(y) * cotangent)
+        return [y] + tape.gradient(loss, [inputs] + layer.trainable_variables)
+
+    to_nhwc = (lambda t: t) if data_format == "channels_last" else (
+        lambda t: tf.transpose(t, [0, 2, 3, 1]))
+    got = run(lambda t: forward_and_grads(fft, t, to_nhwc), x)
+    want = run(lambda t: forward_and_grads(spatial, t, lambda y: y), x_nhwc)
+    assert got[0].dtype == np.float64
+    assert rel_error(_to_nhwc(got[0], data_format), want[0]) <= 5e-6  # outputs
+    assert rel_error(_to_nhwc(got[1], data_format), want[1]) <= 5e-6  # d input
+    assert rel_error(got[2], want[2]) <= 5e-6  # d kernel
+    assert rel_error(got[3], want[3]) <= 5e-6  # d bias
+
+
+def test_float32_matches_conv2d(rng):
+    fft, spatial = _twins(rng, "same", "channels_last", 5, in_channels=6, filters=16,
+                          dtype="float32", activation="relu")
+    x = rng.standard_normal((8, 14, 14, 6)).astype(np.float32)
+    y = fft(x)
+    assert y.dtype == tf.float32
+    assert rel_error(y, spatial(x)) <= 1e-5
+
+
+def test_dynamic_batch_in_function(rng):
+    fft, spatial = _twins(rng, "valid", "channels_last", 3, in_channels=2, filters=3)
+    fn = tf.function(fft, input_signature=[tf.TensorSpec([None, 8, 8, 2], tf.float64)])
+    for batch in (1, 5):
+        x = rng.standard_normal((batch, 8, 8, 2))
+        assert rel_error(fn(x), spatial(x)) <= 5e-6
+
+
+def test_weights_have_conv2d_layout_and_order(rng):
+    fft, spatial = _twins(rng, "valid", "channels_last", (3, 5), in_channels=2, filters=7)
+    assert [w.shape for w in fft.weights] == [w.shape for w in spatial.weights]
+    assert [w.name for w in fft.weights] == ["kernel", "bias"]
+    assert fft.kernel.shape == (3, 5, 2, 7)
+    for a, b in zip(fft.get_weights(), spatial.get_weights()):
+        np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    ({"strides": 2}, r"strides=1.*got strides=\(2, 2\)"),
+    ({"strides": (1, 3)}, r"got strides=\(1, 3\)"),
+    ({"dilation_rate": 2}, r"got dilation_rate=\(2, 2\)"),
+    ({"groups": 2}, r"got groups=2"),
+    ({"fft_size": 0}, r"fft_size must be None or a positive integer"),
+    ({"fft_size": 32.0}, r"fft_size must be None or a positive integer"),
+])
+def test_refuses_unsupported_arguments(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        FFTConv2D(4, 3, **kwargs)
+
+
+@pytest.mark.parametrize("data_format", ["channels_last", "channels_first"])
+@pytest.mark.parametrize("padding", ["valid", "same"])
+def test_compute_output_shape_matches_conv2d(padding, data_format):
+    shape = (None, 3, 13, 9) if data_format == "channels_first" else (None, 13, 9, 3)
+    fft = FFTConv2D(5, (4, 3), padding=padding, data_format=data_format)
+    spatial = keras.layers.Conv2D(5, (4, 3), padding=padding, data_format=data_format)
+    assert fft.compute_output_shape(shape) == spatial.compute_output_shape(shape)
+    symbolic = fft(keras.Input(batch_shape=shape))
+    assert tuple(symbolic.shape) == spatial.compute_output_shape(shape)
+
+
+def test_default_data_format_follows_keras_config():
+    assert FFTConv2D(2, 3).data_format == keras.config.image_data_format()
+
+
+def test_config_round_trip():
+    layer = FFTConv2D(
+        8, (3, 5), padding="same", data_format="channels_first", activation="tanh",
+        use_bias=True, kernel_initializer="he_normal", bias_initializer="ones",
+        kernel_regularizer=keras.regularizers.L2(0.01), bias_regularizer="l1",
+        activity_regularizer=keras.regularizers.L1(0.001),
+        kernel_constraint=keras.constraints.MaxNorm(2.0), bias_constraint="non_neg",
+        fft_size=32, name="spectral")
+    config = layer.get_config()
+    conv2d_keys = set(keras.layers.Conv2D(8, 3).get_config())
+    assert conv2d_keys <= set(config)
+    assert config["fft_size"] == 32
+    clone = FFTConv2D.from_config(config)
+    assert clone.get_config() == config
+    assert clone.supports_jit is False
+
+    serialized = keras.saving.serialize_keras_object(layer)
+    assert serialized["registered_name"] == "tf_fftconv>FFTConv2D"
+    restored = keras.saving.deserialize_keras_object(serialized)
+    assert type(restored) is FFTConv2D
+    assert restored.get_config() == config
+
+
+def test_regularizers_match_conv2d(rng):
+    kwargs = dict(kernel_regularizer=keras.regularizers.L2(0.1), bias_regularizer="l1",
+                  activity_regularizer=keras.regularizers.L2(0.01))
+    fft, spatial = _twins(rng, "same", "channels_last", 3, in_channels=2, filters=3, **kwargs)
+    x = rng.standard_normal((2, 6, 6, 2))
+    fft(x), spatial(x)
+    assert len(fft.losses) == len(spatial.losses) == 3
+    np.testing.assert_allclose(sorted(float(l) for l in fft.losses),
+                               sorted(float(l) for l in spatial.losses), rtol=1e-6)
+
+
+def test_constraint_applied_by_optimizer(rng):
+    layer = FFTConv2D(3, 3, kernel_constraint=keras.constraints.NonNeg(), dtype="float64")
+    x = tf.constant(rng.standard_normal((2, 6, 6, 2)))
+    layer.build(x.shape)
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_sum(layer(x))
+    grads = tape.gradient(loss, layer.trainable_variables)
+    keras.optimizers.SGD(10.0).apply(grads, layer.trainable_variables)
+    assert np.all(layer.kernel.numpy() >= 0)
+
+
+def test_fft_size_is_passed_through(rng):
+    fft, spatial = _twins(rng, "same", "channels_last", 3, in_channels=2, filters=3,
+                          fft_size=64)
+    x = rng.standard_normal((2, 10, 10, 2))
+    assert rel_error(fft(x), spatial(x)) <= 5e-6
+    too_small = FFTConv2D(3, 3, padding="same", fft_size=8, dtype="float64")
+    with pytest.raises(tf.errors.InvalidArgumentError, match="fft_size 8 is too small"):
+        too_small(x)
+
+
+def test_declares_no_jit_and_auto_resolves_without_xla(monkeypatch):
+    """jit_compile="auto" would pick XLA on a GPU; a model holding FFTConv2D must not."""
+    def model(conv_layer):
+        inputs = keras.Input((8, 8, 1))
+        x = conv_layer(2, 3)(inputs)
+        return keras.Model(inputs, keras.layers.Flatten()(x))
+
+    fft_model, spatial_model = model(FFTConv2D), model(keras.layers.Conv2D)
+    assert FFTConv2D(2, 3).supports_jit is False
+    # Pretend a GPU is present, which is when "auto" turns XLA on.
+    real = tf.config.list_physical_devices
+    fake_gpu = tf.config.PhysicalDevice(name="/physical_device:GPU:0", device_type="GPU")
+    monkeypatch.setattr(tf.config, "list_physical_devices",
+                        lambda device_type=None: real(device_type) + (
+                            [fake_gpu] if device_type in (None, "GPU") else []))
+    assert spatial_model._resolve_auto_jit_compile() is True
+    assert fft_model._resolve_auto_jit_compile() is False
+
+
+def test_fit_with_default_compile(rng):
+    """model.compile with Keras' defaults (jit_compile="auto") trains on the CPU."""
+    keras.utils.set_random_seed(1)
+    inputs = keras.Input((8, 8, 1))
+    x = FFTConv2D(4, 3, padding="same", activation="relu")(inputs)
+    x = FFTConv2D(4, 3)(x)
+    outputs = keras.layers.Dense(2)(keras.layers.GlobalAveragePooling2D()(x))
+    model = keras.Model(inputs, outputs)
+    model.compile(optimizer="adam",
+                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    labels = rng.integers(0, 2, 256)
+    images = rng.standard_normal((256, 8, 8, 1)).astype(np.float32) + 2.0 * labels[:, None, None, None]
+    history = model.fit(images, labels, epochs=5, batch_size=32, verbose=0)
+    assert model.jit_compile is False
+    losses = history.history["loss"]
+    assert losses[-1] < 0.9 * losses[0]
+    assert model.predict(images[:5], verbose=0).shape == (5, 2)
+
+
+@pytest.mark.parametrize("policy,compute_dtype,tolerance", [
+    ("mixed_float16", tf.float16, 2e-3), ("mixed_bfloat16", tf.bfloat16, 2e-2)])
+def test_mixed_precision(rng, policy, compute_dtype, tolerance):
+    fft = FFTConv2D(4, 3, padding="same", dtype=policy)
+    x = rng.standard_normal((2, 9, 9, 3)).astype(np.float32)
+    fft.build(x.shape)
+    assert fft.kernel.dtype == "float32"  # variables stay float32
+    reference = keras.layers.Conv2D(4, 3, padding="same")
+    reference.build(x.shape)
+    reference.set_weights(fft.get_weights())
+    xt = tf.constant(x)
+    with tf.GradientTape() as tape:
+        tape.watch(xt)
+        y = fft(xt)
+        loss = tf.reduce_sum(tf.cast(y, tf.float32))
+    assert y.dtype == compute_dtype
+    assert rel_error(tf.cast(y, tf.float32), reference(x)) <= tolerance
+    d_input, d_kernel, d_bias = tape.gradient(loss, [xt] + fft.trainable_variables)
+    assert d_input.dtype == tf.float32 and d_kernel.dtype == tf.float32
+    assert np.all(np.isfinite(d_kernel.numpy())) and np.any(d_kernel.numpy() != 0)
+
+
+def test_mixed_float16_model_fits(rng):
+    keras.utils.set_random_seed(2)
+    inputs = keras.Input((8, 8, 1))
+    x = FFTConv2D(4, 3, activation="relu", dtype="mixed_float16")(inputs)
+    x = keras.layers.GlobalAveragePooling2D(dtype="mixed_float16")(x)
+    outputs = keras.layers.Dense(2, dtype="float32")(x)
+    model = keras.Model(inputs, outputs)
+    model.compile(optimizer=keras.optimizers.LossScaleOptimizer(keras.optimizers.Adam()),
+                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    images = rng.standard_normal((64, 8, 8, 1)).astype(np.float32)
+    history = model.fit(images, rng.integers(0, 2, 64), epochs=1, batch_size=16, verbose=0)
+    assert np.isfinite(history.history["loss"][-1])
+
+
+def test_exported_from_package():
+    assert tf_fftconv.FFTConv2D is FFTConv2D
