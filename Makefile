@@ -5,7 +5,8 @@
 #   make cpu          CPU kernels only
 #   make dev          CUDA for one architecture (DEV_ARCH, default 90): fast rebuilds while developing
 #   make cuda-check   compile the CUDA sources only (what CI does to keep them building)
-#   make test         the test suite (README's command)
+#   make setup        install the pinned Python requirements (requirements-dev.txt)
+#   make test         setup, build, and the test suite (README's command)
 #   make clean
 #
 # The library lands in tf_fftconv/ next to _build_info.json, which records the TensorFlow it was
@@ -25,11 +26,15 @@ LIB       := tf_fftconv/_fftconv_ops.so
 INFO      := tf_fftconv/_build_info.json
 BUILD     := build
 
-TF_CFLAGS := $(shell $(PYTHON) -c 'import tensorflow as tf; print(" ".join(tf.sysconfig.get_compile_flags()))' 2>/dev/null)
-TF_LFLAGS := $(shell $(PYTHON) -c 'import tensorflow as tf; print(" ".join(tf.sysconfig.get_link_flags()))' 2>/dev/null)
-TF_VERSION := $(shell $(PYTHON) -c 'import tensorflow as tf; print(tf.__version__)' 2>/dev/null)
+# One Python start for all three TensorFlow facts (importing TensorFlow takes seconds).
+define newline
 
-CXXFLAGS  := -O3 -fPIC -Wall -Wno-sign-compare -Wno-unused-function -Wno-deprecated-declarations -I. $(TF_CFLAGS)
+
+endef
+TF_FACTS  := $(shell $(PYTHON) -c 'import tensorflow as tf, tensorflow.sysconfig as c; print("TF_VERSION := " + tf.__version__ + "@@TF_CFLAGS := " + " ".join(c.get_compile_flags()) + "@@TF_LFLAGS := " + " ".join(c.get_link_flags()))' 2>/dev/null)
+$(eval $(subst @@,$(newline),$(TF_FACTS)))
+
+CXXFLAGS  := -O3 -fPIC -Wall -Wno-sign-compare -Wno-unused-function -Wno-deprecated-declarations -Wno-interference-size -I. $(TF_CFLAGS)
 LDFLAGS   := -shared -Wl,--no-undefined
 
 ifeq ($(WITH_CUDA),auto)
@@ -42,7 +47,8 @@ CU_SRCS   := $(wildcard cuda/*.cu)
 CC_OBJS   := $(CC_OPS:%.cc=$(BUILD)/%.o)
 
 ifeq ($(WITH_CUDA),1)
-  CUDA_HOME ?= $(abspath $(dir $(realpath $(NVCC)))/..)
+  # nvcc may be a wrapper script: ask it where its toolkit is.
+  CUDA_HOME ?= $(abspath $(shell $(NVCC) -dryrun -x cu -c /dev/null -o /dev/null 2>&1 | sed -n 's/^#\$$ TOP=//p' | head -1))
   CUDART_STATIC ?= $(firstword $(wildcard $(CUDA_HOME)/lib64/libcudart_static.a \
                       $(CUDA_HOME)/targets/x86_64-linux/lib/libcudart_static.a $(CUDA_HOME)/lib/libcudart_static.a))
   NVCC_CODES := $(shell $(NVCC) --list-gpu-code 2>/dev/null | sed 's/sm_//')
@@ -62,7 +68,7 @@ else
   CONFIG    := cpu
 endif
 
-.PHONY: build cpu dev cuda-check test clean info
+.PHONY: setup build cpu dev cuda-check test clean info
 .DEFAULT_GOAL := build
 
 build: info $(LIB) $(INFO)
@@ -108,8 +114,13 @@ cuda-check:
 	@test -n "$(NVCC)" || { echo "error: nvcc not found"; exit 1; }
 	$(MAKE) WITH_CUDA=1 $(CU_SRCS:%.cu=$(BUILD)/%.cu.o)
 
-test: build
-	$(PYTHON) -m pytest -q tests
+setup:
+	$(PYTHON) -m pip install -q -r requirements-dev.txt
+
+# Everything but the GPU tests (those run on a GPU host: `$(PYTHON) -m pytest -m gpu`).
+test: setup
+	$(MAKE) build
+	$(PYTHON) -m pytest -q -m "not gpu" tests
 
 clean:
 	rm -rf $(BUILD) $(LIB) $(INFO)

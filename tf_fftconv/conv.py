@@ -35,12 +35,14 @@ def _next_power_of_two(n):
     return size
 
 
-def conv_geometry(in_h, in_w, k_h, k_w, padding, fft_size=None):
+def conv_geometry(in_h, in_w, k_h, k_w, padding, fft_size=None, max_fft_size=MAX_FFT_SIZE):
     """Output size, padding offsets and FFT frame of a stride-1 convolution.
 
     SAME pads ``(k - 1) // 2`` before and the rest after, as ``tf.nn.conv2d`` does. The frame ``S``
     is the smallest power of two that holds the padded input and the kernel, so the circular
     correlation computed by the FFT never wraps around: ``S >= H + pad_total`` and ``S >= k``.
+    ``max_fft_size=None`` lifts the limit of the custom ops and accepts any explicit ``fft_size``
+    that is large enough (the ``tf.signal`` reference transforms any length).
     """
     padding = str(padding).upper()
     if padding not in ("VALID", "SAME"):
@@ -59,16 +61,17 @@ def conv_geometry(in_h, in_w, k_h, k_w, padding, fft_size=None):
         need = max(in_h + k_h - 1, in_w + k_w - 1)
     if fft_size is None:
         fft_size = _next_power_of_two(need)
-        if fft_size > MAX_FFT_SIZE:
+        if max_fft_size is not None and fft_size > max_fft_size:
             raise _invalid(
                 "input %dx%d with kernel %dx%d (%s) needs an FFT frame of %d > %d, the largest "
                 "supported; tiling larger images is not supported yet"
-                % (in_h, in_w, k_h, k_w, padding, fft_size, MAX_FFT_SIZE))
+                % (in_h, in_w, k_h, k_w, padding, fft_size, max_fft_size))
     else:
         fft_size = int(fft_size)
-        if fft_size < 2 or fft_size > MAX_FFT_SIZE or fft_size & (fft_size - 1):
+        if max_fft_size is not None and (
+                fft_size < 2 or fft_size > max_fft_size or fft_size & (fft_size - 1)):
             raise _invalid("fft_size must be a power of two in [2, %d], got %d"
-                           % (MAX_FFT_SIZE, fft_size))
+                           % (max_fft_size, fft_size))
         if fft_size < need:
             raise _invalid("fft_size %d is too small for input %dx%d with kernel %dx%d (%s): "
                            "needs >= %d to avoid wrap-around"

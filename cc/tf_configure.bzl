@@ -1,0 +1,45 @@
+"""Repository rule that exposes the installed pip TensorFlow to Bazel.
+
+It asks Python for tf.sysconfig's include and library directories, links them into the external
+repository, and writes a BUILD file with the header library and libtensorflow_framework.
+"""
+
+def _python(repository_ctx):
+    return repository_ctx.os.environ.get("TF_PYTHON", "python3")
+
+def _ask(repository_ctx, expression):
+    result = repository_ctx.execute([
+        _python(repository_ctx),
+        "-c",
+        "import tensorflow as tf; print(%s)" % expression,
+    ])
+    if result.return_code != 0:
+        fail("tf_configure: cannot import tensorflow with %s: %s" % (_python(repository_ctx), result.stderr))
+    return result.stdout.strip().splitlines()[-1]
+
+def _tf_configure_impl(repository_ctx):
+    include_dir = _ask(repository_ctx, "tf.sysconfig.get_include()")
+    lib_dir = _ask(repository_ctx, "tf.sysconfig.get_lib()")
+    repository_ctx.symlink(include_dir, "include")
+    repository_ctx.symlink(lib_dir + "/libtensorflow_framework.so.2", "libtensorflow_framework.so.2")
+    repository_ctx.file("BUILD", """
+package(default_visibility = ["//visibility:public"])
+
+cc_library(
+    name = "tf_header_lib",
+    hdrs = glob(["include/**"]),
+    includes = ["include"],
+    defines = ["EIGEN_MAX_ALIGN_BYTES=64", "_GLIBCXX_USE_CXX11_ABI=1"],
+)
+
+cc_import(
+    name = "libtensorflow_framework",
+    shared_library = "libtensorflow_framework.so.2",
+)
+""")
+
+tf_configure = repository_rule(
+    implementation = _tf_configure_impl,
+    environ = ["TF_PYTHON"],
+    local = True,
+)
