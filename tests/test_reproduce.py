@@ -1,0 +1,101 @@
+"""python -m tf_fftconv.reproduce: the baseline vs FFT table."""
+
+import json
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from tf_fftconv import reproduce
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _run_record(label, times, accuracy, jit=False):
+    return {"label": label, "epochs": len(times), "epoch_times_s": times,
+            "first_epoch_time_s": times[0], "avg_epoch_time_s": sum(times[1:]) / (len(times) - 1),
+            "avg_epoch_time_excludes_first": True, "wall_time_s": sum(times) + 0.04,
+            "test_accuracy": accuracy, "jit_compile": jit}
+
+
+def test_format_table_matches_the_design_document_style():
+    result = {
+        "dataset": {"display_name": "MNIST", "requested": "mnist", "source": "tfds",
+                    "num_train": 60000, "num_test": 10000, "batch_size": 128,
+                    "fallback_reason": None},
+        "device": {"device": "GPU: test", "tensorflow": "2.21.0", "keras": "3.15.1"},
+        "runs": {"baseline": _run_record("baseline", [3.0, 1.67633, 1.67633], 0.9879416, True),
+                 "fft": _run_record("fft", [4.0, 1.5, 1.5], 0.9878)},
+        "baseline_accuracy_over_seeds": {"seeds": [0, 1, 2], "accuracies": [0.98, 0.99, 0.985],
+                                         "mean": 0.985, "stdev": 0.005, "min": 0.98,
+                                         "max": 0.99},
+    }
+    lines = reproduce.format_table(result).splitlines()
+    assert lines[0] == "| Experiment | Description | Avg epoch time | Wall time | Acc |"
+    assert lines[1] == "|---|---|---|---|---|"
+    assert lines[2] == "| MNIST LeNet | Baseline | 1.67633 s | 6.4 s | 98.79416% |"
+    assert lines[3] == ("| MNIST Mathieu LeNet | Frequency domain convolutions (tf_fftconv) | "
+                        "1.50000 s | 7.0 s | 98.78000% |")
+    text = "\n".join(lines)
+    assert "epoch 1, with tracing" in text
+    assert "0.89x" in text and "-0.014 points" in text
+    assert "over 3 seeds (0, 1, 2): mean 98.500%" in text
+    assert 'baseline on, FFT off' in text
+    assert "NOTE" not in text
+
+    result["dataset"].update(display_name="Fashion-MNIST", fallback_reason="MNIST unreachable")
+    text = reproduce.format_table(result)
+    assert "| Fashion-MNIST LeNet | Baseline |" in text
+    assert "NOTE: 'mnist' was asked for but Fashion-MNIST was used (MNIST unreachable)." in text
+
+
+def test_arguments():
+    args = reproduce.parse_args([])
+    assert (args.dataset, args.epochs, args.batch_size, args.seed, args.baseline_seeds) == (
+        "mnist", 10, 128, 0, 1)
+    assert reproduce.parse_args(["--seeds", "3"]).baseline_seeds == 3
+    with pytest.raises(SystemExit):
+        reproduce.parse_args(["--epochs", "0"])
+
+
+def test_cli_smoke(tmp_path):
+    """Tiny settings in a subprocess: per-epoch progress, the table, the JSON file."""
+    out = tmp_path / "result.json"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [REPO] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
+    done = subprocess.run(
+        [sys.executable, "-m", "tf_fftconv.reproduce", "--dataset", "synthetic", "--epochs", "2",
+         "--batch-size", "64", "--limit-train", "512", "--limit-test", "256",
+         "--baseline-seeds", "2", "--seed", "5", "--json", str(out)],
+        env=env, capture_output=True, text=True, timeout=600, cwd=str(tmp_path))
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    stdout = done.stdout
+    for label in ("baseline", "fft", "baseline seed 6"):
+        for epoch in (1, 2):
+            assert f"[{label}] epoch {epoch}/2:" in stdout
+    assert "| Experiment | Description | Avg epoch time | Wall time | Acc |" in stdout
+    assert re.search(r"^\| Synthetic LeNet \| Baseline \| [\d.]+ s \| [\d.]+ s \| [\d.]+% \|$",
+                     stdout, re.M)
+    assert re.search(r"^\| Synthetic Mathieu LeNet \| Frequency domain convolutions "
+                     r"\(tf_fftconv\) \| [\d.]+ s \| [\d.]+ s \| [\d.]+% \|$", stdout, re.M)
+    assert "SYNTHETIC" in done.stderr  # announced
+
+    result = json.loads(out.read_text())
+    assert result["dataset"]["name"] == "synthetic"
+    assert result["dataset"]["num_train"] == 512 and result["dataset"]["num_test"] == 256
+    assert result["device"]["tensorflow"] and result["device"]["device"]
+    assert result["settings"]["seed"] == 5
+    baseline, fft = result["runs"]["baseline"], result["runs"]["fft"]
+    for run in (baseline, fft):
+        assert len(run["epoch_times_s"]) == len(run["train_loss"]) == 2
+        assert run["avg_epoch_time_s"] == run["epoch_times_s"][1]
+        assert 0 <= run["test_accuracy"] <= 1 and run["wall_time_s"] > 0
+    assert fft["jit_compile"] is False
+    # Same initial weights and batches: the first epoch's losses agree closely.
+    assert abs(fft["train_loss"][0] - baseline["train_loss"][0]) <= 1e-3 * baseline["train_loss"][0]
+    assert [r["seed"] for r in result["runs"]["baseline_extra_seeds"]] == [6]
+    spread = result["baseline_accuracy_over_seeds"]
+    assert spread["seeds"] == [5, 6] and len(spread["accuracies"]) == 2
+    assert result["table"] in stdout

@@ -1,0 +1,81 @@
+"""LeNet-5 with spatial or frequency-domain convolutions, for the baseline vs FFT comparison."""
+
+import keras
+
+from tf_fftconv.layers import FFTConv2D
+
+CONV_LAYERS = {"spatial": keras.layers.Conv2D, "fft": FFTConv2D}
+
+
+def lenet5(conv="fft", input_shape=(32, 32, 1), num_classes=10, *, activation="relu",
+           pooling="max", data_format=None, fft_size=None, name=None):
+    """LeNet-5 (LeCun et al., 1998) as used for the MNIST comparison of Mathieu et al.
+
+    Layers: [zero padding to 32 x 32] -> conv 5x5, 6 maps -> pool 2x2 -> conv 5x5, 16 maps
+    -> pool 2x2 -> flatten (16 x 5 x 5) -> dense 120 -> dense 84 -> dense `num_classes`.
+    The two models (`conv="spatial"` and `conv="fft"`) differ only in the class of their two
+    convolution layers (keras.layers.Conv2D or tf_fftconv.FFTConv2D, VALID padding); their
+    weights have the same shapes and order, so `fft.set_weights(spatial.get_weights())`
+    starts both from the same point.
+
+    Args:
+      conv: "fft" (FFTConv2D) or "spatial" (keras.layers.Conv2D).
+      input_shape: one example, in `data_format` layout. Images smaller than 32 x 32 (such as
+        MNIST's 28 x 28) are zero-padded to 32 x 32 (centred) by a ZeroPadding2D layer.
+      num_classes: size of the output.
+      activation: hidden-layer activation ("relu"; "tanh" for LeCun's original).
+      pooling: "max" or "average" (LeCun's subsampling).
+      data_format: "channels_last" or "channels_first"; default keras.config.image_data_format().
+      fft_size: passed to the FFTConv2D layers (ignored by the spatial model).
+
+    Returns:
+      An uncompiled keras.Model whose output is **logits** (no softmax): train it with
+      `keras.losses.SparseCategoricalCrossentropy(from_logits=True)`; apply
+      `keras.activations.softmax` for probabilities.
+    """
+    if conv not in CONV_LAYERS:
+        raise ValueError(f"conv must be one of {sorted(CONV_LAYERS)}, got {conv!r}")
+    if pooling not in ("max", "average"):
+        raise ValueError(f"pooling must be 'max' or 'average', got {pooling!r}")
+    data_format = data_format or keras.config.image_data_format()
+    if data_format not in ("channels_last", "channels_first"):
+        raise ValueError(f"data_format must be 'channels_last' or 'channels_first', "
+                         f"got {data_format!r}")
+    input_shape = tuple(input_shape)
+    if len(input_shape) != 3:
+        raise ValueError(f"input_shape must be (H, W, C) or (C, H, W), got {input_shape}")
+    height, width = input_shape[:2] if data_format == "channels_last" else input_shape[1:]
+
+    conv_layer = CONV_LAYERS[conv]
+    conv_kwargs = {"fft_size": fft_size} if conv == "fft" else {}
+    pool_layer = keras.layers.MaxPooling2D if pooling == "max" else keras.layers.AveragePooling2D
+
+    inputs = keras.Input(shape=input_shape, name="image")
+    x = inputs
+    pad_h, pad_w = max(0, 32 - height), max(0, 32 - width)
+    if pad_h or pad_w:
+        x = keras.layers.ZeroPadding2D(
+            ((pad_h // 2, pad_h - pad_h // 2), (pad_w // 2, pad_w - pad_w // 2)),
+            data_format=data_format, name="pad_to_32")(x)
+    x = conv_layer(6, 5, activation=activation, data_format=data_format, name="c1",
+                   **conv_kwargs)(x)
+    x = pool_layer(2, data_format=data_format, name="s2")(x)
+    x = conv_layer(16, 5, activation=activation, data_format=data_format, name="c3",
+                   **conv_kwargs)(x)
+    x = pool_layer(2, data_format=data_format, name="s4")(x)
+    x = keras.layers.Flatten(data_format=data_format, name="flatten")(x)
+    x = keras.layers.Dense(120, activation=activation, name="c5")(x)
+    x = keras.layers.Dense(84, activation=activation, name="f6")(x)
+    outputs = keras.layers.Dense(num_classes, name="logits")(x)
+    return keras.Model(inputs, outputs, name=name or f"lenet5_{conv}")
+
+
+def compile_lenet(model, learning_rate=1e-3):
+    """Compiles with Adam, sparse categorical cross-entropy on logits and accuracy.
+
+    Everything else is left at Keras' defaults (notably `jit_compile="auto"`).
+    """
+    model.compile(optimizer=keras.optimizers.Adam(learning_rate),
+                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                  metrics=["accuracy"])
+    return model
