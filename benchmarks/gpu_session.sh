@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Everything that needs the GPU host, in one script: correctness on the GPU (pytest -m gpu),
+# compute-sanitizer over the ops inside TensorFlow and over the standalone kernel check, the benchmark,
+# and the Fashion-MNIST reproduction. Run on the host after TensorFlow is staged there:
+#
+#   . /tmp/tfenv && COMMIT=<sha> bash benchmarks/gpu_session.sh [STEP ...]
+#
+# STEP: info build tests sanitize kernels bench reproduce (default: all, in that order). Logs go to
+# $WORK (build/gpu_session); after each step they are packed into $OUT/gpu_session.tar.gz so that a
+# run cut short still brings back what it did.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+WORK=${WORK:-build/gpu_session}
+OUT=${OUT:-$WORK}
+mkdir -p "$WORK" "$OUT"
+export PYTHONUNBUFFERED=1 TF_CPP_MIN_LOG_LEVEL=${TF_CPP_MIN_LOG_LEVEL:-2} PATH="$PATH:/usr/local/cuda/bin"
+steps=${*:-info build tests sanitize kernels bench reproduce}
+pack() { tar -czf "$OUT/gpu_session.tar.gz" -C "$WORK" . 2>/dev/null; }
+log() { echo "== $(date -u +%H:%M:%S) $*"; }
+
+for step in $steps; do
+  case $step in
+    info)
+      log info
+      { nvidia-smi; echo "commit ${COMMIT:-unknown}"; python3 -c 'import tensorflow as tf; print("TensorFlow", tf.__version__, tf.config.list_physical_devices("GPU"))'; } 2>&1 | tee "$WORK/info.log" ;;
+    build)
+      log build
+      if [ ! -f tf_fftconv/_fftconv_ops.so ]; then make dev -j"$(nproc)" 2>&1 | tail -5; fi
+      python3 -c 'import tf_fftconv as fc; print(fc.build_info())' 2>&1 | tee "$WORK/build.log" ;;
+    tests)
+      log "pytest -m gpu"
+      timeout 420 python3 -m pytest -m gpu -q -p no:cacheprovider tests 2>&1 | tee "$WORK/pytest_gpu.log" | tail -25 ;;
+    sanitize)
+      for tool in memcheck racecheck; do
+        log "compute-sanitizer --tool $tool (ops inside TensorFlow)"
+        TF_GPU_ALLOCATOR=cuda_malloc_async timeout 240 compute-sanitizer --tool $tool --error-exitcode 3 \
+          python3 tests/gpu_sanitize_ops.py > "$WORK/sanitizer_tf_$tool.log" 2>&1
+        echo "exit status: $?" >> "$WORK/sanitizer_tf_$tool.log"
+        grep -E "ERROR SUMMARY|RACECHECK SUMMARY|worst relative|exit status|disagree" "$WORK/sanitizer_tf_$tool.log" | tail -5
+      done ;;
+    kernels)
+      log "standalone kernel check + sanitizer"
+      OUT="$WORK/kernels" bash cuda/tests/gpu_check.sh 2>&1 | tail -30 ;;
+    bench)
+      log bench
+      timeout 420 python3 -m tf_fftconv.bench --json "$WORK/bench.json" --plot "$WORK/bench.png" --no-progress 2>&1 | tee "$WORK/bench.log" | tail -40 ;;
+    reproduce)
+      log reproduce
+      timeout 540 python3 -m tf_fftconv.reproduce --dataset "idx:${DATA_DIR:-.data/fashion-mnist}" --epochs "${EPOCHS:-10}" \
+        --baseline-seeds "${SEEDS:-3}" --json "$WORK/reproduce.json" 2>&1 | tee "$WORK/reproduce.log" | tail -30 ;;
+    *) echo "unknown step $step"; exit 2 ;;
+  esac
+  pack
+done
