@@ -114,3 +114,29 @@ def test_geometry_picks_the_smallest_frame_without_wrap_around():
     assert fc.conv_geometry(32, 32, 5, 5, "SAME") == (32, 32, 2, 2, 64)
     assert fc.conv_geometry(14, 14, 4, 4, "SAME") == (14, 14, 1, 1, 32)
     assert fc.conv_geometry(1, 1, 1, 1, "VALID").fft_size == 2
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("padding", ["VALID", "SAME"])
+def test_matches_conv2d_with_tf32_on_the_gpu(rng, padding):
+    """With TensorFlow's TF32 switch on, the matmul may use tensor cores: 1e-3 relative."""
+    tf32 = tf.config.experimental.tensor_float_32_execution_enabled()
+    tf.config.experimental.enable_tensor_float_32_execution(True)
+    try:
+        with tf.device("/GPU:0"):
+            for _ in range(6):
+                check_against_conv2d(rng, _random_case(rng, padding), padding, "NHWC", np.float32, 1e-3)
+            check_against_conv2d(rng, (32, 32, 32, 96, 128, 7, 7), padding, "NCHW", np.float32, 1e-3)
+    finally:
+        tf.config.experimental.enable_tensor_float_32_execution(tf32)
+
+
+@pytest.mark.gpu
+def test_gpu_and_cpu_kernels_agree(rng):
+    x = rng.standard_normal((3, 20, 17, 5)).astype(np.float32)
+    w = rng.standard_normal((4, 6, 5, 7)).astype(np.float32)
+    results = {}
+    for name in ("/CPU:0", "/GPU:0"):
+        with tf.device(name):
+            results[name] = fc.fft_conv2d(x, w, "SAME").numpy()
+    assert rel_error(results["/GPU:0"], results["/CPU:0"]) < 2e-6

@@ -251,3 +251,19 @@ def test_mixed_float16_model_fits(rng):
 
 def test_exported_from_package():
     assert tf_fftconv.FFTConv2D is FFTConv2D
+
+
+@pytest.mark.gpu
+def test_fit_with_default_compile_on_the_gpu():
+    """On a GPU Keras' jit_compile="auto" means XLA; a model holding FFTConv2D must still train."""
+    from tf_fftconv.models import lenet5
+
+    rng = np.random.default_rng()
+    x = rng.standard_normal((256, 32, 32, 1)).astype(np.float32)
+    y = rng.integers(0, 10, 256)
+    model = lenet5(conv="fft")
+    model.compile(optimizer="adam",
+                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    history = model.fit(x, y, batch_size=64, epochs=2, verbose=0)
+    assert model.jit_compile is False
+    assert np.all(np.isfinite(history.history["loss"]))
