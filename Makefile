@@ -106,7 +106,7 @@ $(BUILD)/cc/%.o: cc/%.cc $(wildcard cc/*.h) cuda/fftconv_cuda.h
 	@mkdir -p $(dir $@)
 	$(CXX) $(CXXFLAGS) -c $< -o $@
 
-$(BUILD)/cuda/%.cu.o: cuda/%.cu $(wildcard cuda/*.h cuda/*.cuh)
+$(BUILD)/cuda/%.cu.o: cuda/%.cu $(wildcard cuda/*.h cuda/*.cuh cuda/*.inc)
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVCCFLAGS) -c $< -o $@
 

@@ -29,11 +29,11 @@ for step in $steps; do
       python3 -c 'import tf_fftconv as fc; print(fc.build_info())' 2>&1 | tee "$WORK/build.log" ;;
     tests)
       log "pytest -m gpu"
-      timeout 420 python3 -m pytest -m gpu -q -p no:cacheprovider tests 2>&1 | tee "$WORK/pytest_gpu.log" | tail -25 ;;
+      timeout 330 python3 -m pytest -m gpu -q -p no:cacheprovider tests 2>&1 | tee "$WORK/pytest_gpu.log" | tail -25 ;;
     sanitize)
       for tool in memcheck racecheck; do
         log "compute-sanitizer --tool $tool (ops inside TensorFlow)"
-        TF_GPU_ALLOCATOR=cuda_malloc_async timeout 240 compute-sanitizer --tool $tool --error-exitcode 3 \
+        TF_GPU_ALLOCATOR=cuda_malloc_async timeout 120 compute-sanitizer --tool $tool --error-exitcode 3 \
           python3 tests/gpu_sanitize_ops.py > "$WORK/sanitizer_tf_$tool.log" 2>&1
         echo "exit status: $?" >> "$WORK/sanitizer_tf_$tool.log"
         grep -E "ERROR SUMMARY|RACECHECK SUMMARY|worst relative|exit status|disagree" "$WORK/sanitizer_tf_$tool.log" | tail -5

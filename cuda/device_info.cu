@@ -1,0 +1,65 @@
+// Cached device queries (compute capability, shared-memory limit) for the launchers.
+#include "device_info.h"
+
+#include <cuda_runtime.h>
+
+#include <atomic>
+
+namespace fftconv {
+namespace cuda {
+namespace detail {
+namespace {
+
+constexpr int kMaxDevices = 64;
+// 0 = not queried yet; otherwise (value + 1) so that a stored 0 is never ambiguous.
+std::atomic<int> g_compute_capability[kMaxDevices];
+std::atomic<int> g_max_shared[kMaxDevices];
+std::atomic<int> g_shared_cap{0};
+
+void ApplyCap(DeviceLimits* limits) {
+  const int cap = g_shared_cap.load(std::memory_order_relaxed);
+  if (cap > 0 && cap < limits->max_shared_per_block) limits->max_shared_per_block = cap;
+}
+
+}  // namespace
+
+int CurrentDeviceLimits(DeviceLimits* limits) {
+  int device = 0;
+  cudaError_t err = cudaGetDevice(&device);
+  if (err != cudaSuccess) return static_cast<int>(err);
+  if (device >= 0 && device < kMaxDevices) {
+    const int cc = g_compute_capability[device].load(std::memory_order_acquire);
+    const int smem = g_max_shared[device].load(std::memory_order_acquire);
+    if (cc != 0 && smem != 0) {
+      limits->compute_capability = cc - 1;
+      limits->max_shared_per_block = smem - 1;
+      ApplyCap(limits);
+      return 0;
+    }
+  }
+  int major = 0, minor = 0, optin = 0, plain = 0;
+  if ((err = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device)) != cudaSuccess ||
+      (err = cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device)) != cudaSuccess ||
+      (err = cudaDeviceGetAttribute(&plain, cudaDevAttrMaxSharedMemoryPerBlock, device)) != cudaSuccess) {
+    return static_cast<int>(err);
+  }
+  // Devices without an opt-in limit report 0 here: fall back to the plain per-block limit.
+  if (cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) != cudaSuccess) {
+    (void)cudaGetLastError();
+    optin = 0;
+  }
+  limits->compute_capability = 10 * major + minor;
+  limits->max_shared_per_block = optin > plain ? optin : plain;
+  if (device >= 0 && device < kMaxDevices) {
+    g_compute_capability[device].store(limits->compute_capability + 1, std::memory_order_release);
+    g_max_shared[device].store(limits->max_shared_per_block + 1, std::memory_order_release);
+  }
+  ApplyCap(limits);
+  return 0;
+}
+
+void SetSharedMemoryCapForTesting(int bytes) { g_shared_cap.store(bytes > 0 ? bytes : 0, std::memory_order_relaxed); }
+
+}  // namespace detail
+}  // namespace cuda
+}  // namespace fftconv

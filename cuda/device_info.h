@@ -1,0 +1,25 @@
+// Properties of the current CUDA device that the launchers need, queried once per device and cached.
+#ifndef TF_FFTCONV_CUDA_DEVICE_INFO_H_
+#define TF_FFTCONV_CUDA_DEVICE_INFO_H_
+
+namespace fftconv {
+namespace cuda {
+namespace detail {
+
+struct DeviceLimits {
+  int compute_capability;     // 10 * major + minor, e.g. 90 for sm_90
+  int max_shared_per_block;   // opt-in dynamic shared memory limit per block, bytes
+};
+
+// Fills `limits` for the calling thread's current device; returns a cudaError_t code (0 on success).
+int CurrentDeviceLimits(DeviceLimits* limits);
+
+// Caps the shared memory the launchers plan with (bytes; 0 restores the device limit). Lets tests run
+// the plans meant for devices with less shared memory (48 KiB on sm_60, 64 KiB on sm_75).
+void SetSharedMemoryCapForTesting(int bytes);
+
+}  // namespace detail
+}  // namespace cuda
+}  // namespace fftconv
+
+#endif  // TF_FFTCONV_CUDA_DEVICE_INFO_H_

@@ -1,0 +1,401 @@
+// Device building blocks shared by the forward and inverse small-FFT kernels:
+// complex arithmetic, twiddles, the register radix-2 FFT, the cross-lane (warp shuffle) stages,
+// fast integer division and the one place where tensor / spectrum / shared-memory offsets are computed.
+//
+// A length-S transform is spread over L lanes of a warp (L = 1 keeps it in one thread):
+//   input  : lane l, register p holds element p * L + l            (InputIndex)
+//   output : lane l, register r holds element BitReverse(r, P) + P * BitReverse(l, L), P = S / L
+//                                                                   (OutputIndex)
+// Each lane first runs a P-point decimation-in-frequency FFT in registers, multiplies by W_S^(l * k1)
+// and then the L lanes finish with log2(L) butterfly stages exchanged through __shfl_xor_sync.
+#ifndef TF_FFTCONV_CUDA_FFT_COMMON_CUH_
+#define TF_FFTCONV_CUDA_FFT_COMMON_CUH_
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <type_traits>
+
+#include "twiddle_table.inc"
+
+namespace fftconv {
+namespace cuda {
+namespace detail {
+
+constexpr int kMaxFftSize = 128;
+
+// ---------------------------------------------------------------------------------------------
+// Complex values: float2 / double2, (x, y) = (re, im).
+template <typename Real>
+struct ComplexOf;
+template <>
+struct ComplexOf<float> {
+  using type = float2;
+};
+template <>
+struct ComplexOf<double> {
+  using type = double2;
+};
+template <typename Real>
+using complex_t = typename ComplexOf<Real>::type;
+
+template <typename C>
+__device__ __forceinline__ C CAdd(C a, C b) {
+  return C{a.x + b.x, a.y + b.y};
+}
+template <typename C>
+__device__ __forceinline__ C CSub(C a, C b) {
+  return C{a.x - b.x, a.y - b.y};
+}
+template <typename C>
+__device__ __forceinline__ C CMul(C a, C b) {
+  return C{a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x};
+}
+template <typename C>
+__device__ __forceinline__ C CScale(C a, decltype(a.x) s) {
+  return C{a.x * s, a.y * s};
+}
+
+// ---------------------------------------------------------------------------------------------
+// Twiddles: W_128^t = exp(-2*pi*i*t/128) in constant memory. With t known after unrolling the
+// access becomes a constant-bank operand; with a lane-dependent t it is a (cheap) indexed load.
+#define FFTCONV_TWIDDLE_FLOAT(c, s) {static_cast<float>(c), static_cast<float>(s)},
+#define FFTCONV_TWIDDLE_DOUBLE(c, s) {c, s},
+static __constant__ float2 kTwiddle128Float[128] = {FFTCONV_TWIDDLE_128(FFTCONV_TWIDDLE_FLOAT)};
+static __constant__ double2 kTwiddle128Double[128] = {FFTCONV_TWIDDLE_128(FFTCONV_TWIDDLE_DOUBLE)};
+#undef FFTCONV_TWIDDLE_FLOAT
+#undef FFTCONV_TWIDDLE_DOUBLE
+
+template <typename Real>
+__device__ __forceinline__ complex_t<Real> Twiddle128(int t);
+template <>
+__device__ __forceinline__ float2 Twiddle128<float>(int t) {
+  return kTwiddle128Float[t];
+}
+template <>
+__device__ __forceinline__ double2 Twiddle128<double>(int t) {
+  return kTwiddle128Double[t];
+}
+
+// z * W_128^t (forward) or z * conj(W_128^t) (inverse). Meant for t that folds to a constant.
+template <typename Real, bool kInverse>
+__device__ __forceinline__ complex_t<Real> MulTwiddle(complex_t<Real> z, int t) {
+  using C = complex_t<Real>;
+  t &= 127;
+  if (t == 0) return z;
+  if (t == 64) return C{-z.x, -z.y};
+  if (t == 32) return kInverse ? C{-z.y, z.x} : C{z.y, -z.x};  // * (+i) or * (-i)
+  if (t == 96) return kInverse ? C{z.y, -z.x} : C{-z.y, z.x};
+  C w = Twiddle128<Real>(t);
+  if (kInverse) w.y = -w.y;
+  return CMul(z, w);
+}
+
+// Same for a run-time (lane-dependent) t: a table load, no branches.
+template <typename Real, bool kInverse>
+__device__ __forceinline__ complex_t<Real> MulTwiddleDynamic(complex_t<Real> z, int t) {
+  complex_t<Real> w = Twiddle128<Real>(t & 127);
+  if (kInverse) w.y = -w.y;
+  return CMul(z, w);
+}
+
+// Global store of a result that is not read again by this kernel. With FFTCONV_STREAMING_STORES the
+// cache-streaming hint (st.global.cs) is used.
+template <typename T>
+__device__ __forceinline__ void StoreStreaming(T* ptr, T v) {
+#if defined(FFTCONV_STREAMING_STORES) && FFTCONV_STREAMING_STORES
+  __stcs(ptr, v);
+#else
+  *ptr = v;
+#endif
+}
+
+__host__ __device__ constexpr int BitReverse(int v, int n) {
+  int r = 0;
+  for (int b = 1; b < n; b <<= 1) {
+    r = (r << 1) | (v & 1);
+    v >>= 1;
+  }
+  return r;
+}
+
+// ---------------------------------------------------------------------------------------------
+// P-point radix-2 decimation-in-frequency FFT in registers: natural order in, bit-reversed out.
+template <typename Real, bool kInverse, int P, int M>
+struct DifStages {
+  __device__ __forceinline__ static void Run(complex_t<Real> (&x)[P]) {
+    constexpr int H = M / 2;
+#pragma unroll
+    for (int s = 0; s < P; s += M) {
+#pragma unroll
+      for (int j = 0; j < H; ++j) {
+        const complex_t<Real> a = x[s + j];
+        const complex_t<Real> b = x[s + j + H];
+        x[s + j] = CAdd(a, b);
+        x[s + j + H] = MulTwiddle<Real, kInverse>(CSub(a, b), j * (kMaxFftSize / M));
+      }
+    }
+    DifStages<Real, kInverse, P, H>::Run(x);
+  }
+};
+template <typename Real, bool kInverse, int P>
+struct DifStages<Real, kInverse, P, 1> {
+  __device__ __forceinline__ static void Run(complex_t<Real> (&)[P]) {}
+};
+
+// Lanes of one distributed transform: lane l of the transform sits `lane_stride * l` lanes away
+// from lane 0 (all inside one warp); `group_mask` names every lane that runs the call.
+template <int S, int L>
+struct FftLayout {
+  static constexpr int kPerLane = S / L;
+  __device__ __forceinline__ static int InputIndex(int p, int l) { return p * L + l; }
+  __device__ __forceinline__ static int OutputIndex(int r, int l) {
+    return BitReverse(r, kPerLane) + kPerLane * BitReverse(l, L);
+  }
+};
+
+// Length-S FFT of the values held by L lanes (see the layout at the top of this file).
+template <typename Real, bool kInverse, int S, int L>
+__device__ __forceinline__ void DistributedFft(complex_t<Real> (&x)[S / L], int l, int lane_stride,
+                                               unsigned group_mask) {
+  constexpr int P = S / L;
+  DifStages<Real, kInverse, P, P>::Run(x);
+  if constexpr (L > 1) {
+    // Twiddle between the two factors: W_S^(l * k1), k1 = BitReverse(r, P).
+#pragma unroll
+    for (int r = 0; r < P; ++r) {
+      const int k1 = BitReverse(r, P);
+      x[r] = MulTwiddleDynamic<Real, kInverse>(x[r], ((l * k1) & (S - 1)) * (kMaxFftSize / S));
+    }
+    // L-point DIF across lanes: butterfly partner differs in bit h of l.
+#pragma unroll
+    for (int h = L / 2; h >= 1; h >>= 1) {
+      const bool upper = (l & h) != 0;
+      const int t = (l & (h - 1)) * (kMaxFftSize / (2 * h));
+#pragma unroll
+      for (int r = 0; r < P; ++r) {
+        complex_t<Real> y;
+        y.x = __shfl_xor_sync(group_mask, x[r].x, h * lane_stride);
+        y.y = __shfl_xor_sync(group_mask, x[r].y, h * lane_stride);
+        x[r] = upper ? MulTwiddleDynamic<Real, kInverse>(CSub(y, x[r]), t) : CAdd(x[r], y);
+      }
+    }
+  }
+}
+
+// Value of output index (S - k) mod S for the output held in register r of this lane, fetched
+// from whichever lane holds it (needed to split the spectrum of two packed real sequences).
+template <typename Real, int S, int L>
+__device__ __forceinline__ complex_t<Real> MirrorOutput(const complex_t<Real> (&x)[S / L], int r, int l,
+                                                        int lane_stride, unsigned group_mask) {
+  constexpr int P = S / L;
+  const int k1 = BitReverse(r, P);
+  const int r_mirror = BitReverse((P - k1) & (P - 1), P);
+  if constexpr (L == 1) {
+    return x[r_mirror];
+  } else {
+    complex_t<Real> v = x[r_mirror];
+    complex_t<Real> m;
+    if (k1 != 0) {
+      // k = k1 + P*k2 -> S - k = (P - k1) + P*(L - 1 - k2): the lane with all bits of l flipped.
+      m.x = __shfl_xor_sync(group_mask, v.x, (L - 1) * lane_stride);
+      m.y = __shfl_xor_sync(group_mask, v.y, (L - 1) * lane_stride);
+    } else {
+      // k = P*k2 -> S - k = P*((L - k2) mod L).
+      const int k2 = BitReverse(l, L);
+      const int l_src = BitReverse((L - k2) & (L - 1), L);
+      const int src_lane = static_cast<int>(threadIdx.x & 31) + (l_src - l) * lane_stride;
+      m.x = __shfl_sync(group_mask, v.x, src_lane);
+      m.y = __shfl_sync(group_mask, v.y, src_lane);
+    }
+    return m;
+  }
+}
+
+// Lanes [base, base + width) of the warp, width a power of two <= 32.
+__device__ __forceinline__ unsigned LaneGroupMask(int width) {
+  if (width >= 32) return 0xffffffffu;
+  const unsigned lane = threadIdx.x & 31u;
+  const unsigned base = lane & ~static_cast<unsigned>(width - 1);
+  return ((1u << width) - 1u) << base;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Division by a run-time constant (numerators in [0, 2^31)): q = umulhi(n, mul) >> shift.
+struct FastDivmod {
+  unsigned divisor = 1, mul = 0, shift = 0;
+
+  FastDivmod() = default;
+  explicit FastDivmod(int d) : divisor(static_cast<unsigned>(d > 0 ? d : 1)) {
+    if (divisor != 1) {
+      unsigned log2 = 0;
+      while ((1u << log2) < divisor) ++log2;  // ceil(log2(divisor))
+      const unsigned p = 31 + log2;
+      mul = static_cast<unsigned>(((1ull << p) + divisor - 1) / divisor);
+      shift = p - 32;
+    }
+  }
+  __host__ __device__ __forceinline__ int Div(int n) const {
+#ifdef __CUDA_ARCH__
+    return divisor == 1 ? n : static_cast<int>(__umulhi(static_cast<unsigned>(n), mul) >> shift);
+#else
+    return divisor == 1
+               ? n
+               : static_cast<int>((static_cast<unsigned long long>(static_cast<unsigned>(n)) * mul >> 32) >>
+                                  shift);
+#endif
+  }
+  __host__ __device__ __forceinline__ void DivMod(int n, int& q, int& r) const {
+    q = Div(n);
+    r = n - q * static_cast<int>(divisor);
+  }
+};
+
+// ---------------------------------------------------------------------------------------------
+// Offsets. Every tensor, spectrum and shared-memory offset used by the FFT kernels comes from here.
+//
+// Real image tensors, image index n = b * channels + c:
+//   NCHW [batch, channels, height, width]: element (n, h, w) at n*H*W + h*W + w
+//   NHWC [batch, height, width, channels]: element (n, h, w) at b*H*W*C + (h*W + w)*C + c
+// Spectra, frequency-major [bins, images]: bin (ky, kx) of image n at (ky*(S/2+1) + kx)*images + n.
+// Element counts fit int32 (checked by the caller), so int offsets are exact.
+struct ImageIndex {
+  int base, row_stride, col_stride;
+
+  __host__ __device__ __forceinline__ static ImageIndex Make(int n, int channels, int height, int width,
+                                                             bool nhwc) {
+    ImageIndex ix;
+    if (nhwc) {
+      const int b = n / channels, c = n - (n / channels) * channels;
+      ix.base = b * height * width * channels + c;
+      ix.row_stride = width * channels;
+      ix.col_stride = channels;
+    } else {
+      ix.base = n * height * width;
+      ix.row_stride = width;
+      ix.col_stride = 1;
+    }
+    return ix;
+  }
+  __host__ __device__ __forceinline__ int At(int h, int w) const { return base + h * row_stride + w * col_stride; }
+};
+
+__host__ __device__ __forceinline__ int SpectrumIndex(int fft_size, int ky, int kx, int images, int n) {
+  return (ky * (fft_size / 2 + 1) + kx) * images + n;
+}
+
+// Smallest y >= x with y = residue (mod modulus).
+__host__ __device__ constexpr int PadToResidue(int x, int residue, int modulus) {
+  return x + (((residue - x) % modulus) + modulus) % modulus;
+}
+
+// Stage: S x S frames (or output windows) of a block's G images in shared memory, real values,
+// layout [image i][row h][col w], strides (image_stride, row_stride, 1), for NCHW and NHWC alike.
+struct StageIndex {
+  int image_stride, row_stride;
+  __host__ __device__ __forceinline__ int At(int i, int h, int w) const { return i * image_stride + h * row_stride + w; }
+};
+
+// Strides chosen so that a warp's lanes (G images x L lanes x 32/(G*L) row jobs, the jobs on rows two
+// apart) hit distinct banks: image_stride = L (mod 32), 2 * row_stride = G * L (mod 32).
+inline StageIndex MakeStageIndex(int rows, int cols, int images_per_block, int lanes) {
+  const int gl = images_per_block * lanes;
+  StageIndex s;
+  s.row_stride = gl < 32 ? PadToResidue(cols, (gl / 2) % 16, 16) : cols;
+  s.image_stride = PadToResidue(rows * s.row_stride, lanes % 32, 32);
+  return s;
+}
+
+// Zeroes `bytes` (a multiple of 4) of shared memory with the block's threads.
+__device__ __forceinline__ void ZeroShared(void* ptr, int bytes, int tid, int threads) {
+  uint4* p4 = static_cast<uint4*>(ptr);
+  for (int k = tid; k < bytes / 16; k += threads) p4[k] = make_uint4(0u, 0u, 0u, 0u);
+  unsigned* p1 = static_cast<unsigned*>(ptr);
+  for (int k = (bytes / 16) * 4 + tid; k < bytes / 4; k += threads) p1[k] = 0u;
+}
+
+// Stride between consecutive slots of a [slot][job][image] complex buffer holding `rows` jobs of G
+// images: 2 * stride = G (mod 16) keeps half-warps on distinct banks when G < 16.
+inline int ComplexSlotStride(int rows, int images_per_block) {
+  const int g = images_per_block;
+  return g < 16 ? PadToResidue(rows * g, (g / 2) % 8, 8) : rows * g;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Block shapes of the FFT kernels: L lanes per transform, G images per block, and the minimum number
+// of resident blocks per SM promised to the compiler (register budget). G * L <= 32 when L > 1 so that
+// a transform's lanes share a warp; S/2 transforms per image run side by side in one block.
+// Shapes are written as one integer L * 10000 + G * 100 + MINB (G < 100) so that the tuning entries can
+// be overridden from the command line, e.g. -DFFTCONV_SHAPE_float_32_FWD=20804 (L=2, G=8, MINB=4).
+template <typename Real, int S, bool kInverse>
+struct FftShape;
+#define FFTCONV_FFT_SHAPE(REAL, S, INV, L, G, MINB)                            \
+  template <>                                                                  \
+  struct FftShape<REAL, S, INV> {                                              \
+    static constexpr int kLanes = L;                                           \
+    static constexpr int kImagesPerBlock = G;                                  \
+    static constexpr int kMinBlocks = MINB;                                    \
+    static constexpr int kThreads = G * L * S / 2;                             \
+    static_assert((L == 1 || G * L <= 32) && (G & (G - 1)) == 0, "shape");     \
+  };
+#define FFTCONV_FFT_SHAPE_CODE(REAL, S, INV, CODE) \
+  FFTCONV_FFT_SHAPE(REAL, S, INV, ((CODE) / 10000), ((CODE) / 100 % 100), ((CODE) % 100))
+
+// Tuned entries; the defaults were the fastest of the shapes timed on H200
+// (benchmarks/kernels/variants_run3.log).
+#ifndef FFTCONV_SHAPE_float_16_FWD
+#define FFTCONV_SHAPE_float_16_FWD 11604
+#endif
+#ifndef FFTCONV_SHAPE_float_16_INV
+#define FFTCONV_SHAPE_float_16_INV 11604
+#endif
+#ifndef FFTCONV_SHAPE_float_32_FWD
+#define FFTCONV_SHAPE_float_32_FWD 10804
+#endif
+#ifndef FFTCONV_SHAPE_float_32_INV
+#define FFTCONV_SHAPE_float_32_INV 10804
+#endif
+#ifndef FFTCONV_SHAPE_float_64_FWD
+#define FFTCONV_SHAPE_float_64_FWD 40801
+#endif
+#ifndef FFTCONV_SHAPE_float_64_INV
+#define FFTCONV_SHAPE_float_64_INV 40801
+#endif
+
+//                REAL    S    INV    L    G  MINB
+FFTCONV_FFT_SHAPE(float, 2, false, 1, 128, 4)
+FFTCONV_FFT_SHAPE(float, 2, true, 1, 128, 4)
+FFTCONV_FFT_SHAPE(float, 4, false, 1, 64, 4)
+FFTCONV_FFT_SHAPE(float, 4, true, 1, 64, 4)
+FFTCONV_FFT_SHAPE(float, 8, false, 1, 32, 4)
+FFTCONV_FFT_SHAPE(float, 8, true, 1, 32, 4)
+FFTCONV_FFT_SHAPE_CODE(float, 16, false, FFTCONV_SHAPE_float_16_FWD)
+FFTCONV_FFT_SHAPE_CODE(float, 16, true, FFTCONV_SHAPE_float_16_INV)
+FFTCONV_FFT_SHAPE_CODE(float, 32, false, FFTCONV_SHAPE_float_32_FWD)
+FFTCONV_FFT_SHAPE_CODE(float, 32, true, FFTCONV_SHAPE_float_32_INV)
+FFTCONV_FFT_SHAPE_CODE(float, 64, false, FFTCONV_SHAPE_float_64_FWD)
+FFTCONV_FFT_SHAPE_CODE(float, 64, true, FFTCONV_SHAPE_float_64_INV)
+FFTCONV_FFT_SHAPE(float, 128, false, 4, 2, 1)
+FFTCONV_FFT_SHAPE(float, 128, true, 4, 2, 1)
+FFTCONV_FFT_SHAPE(double, 2, false, 1, 128, 4)
+FFTCONV_FFT_SHAPE(double, 2, true, 1, 128, 4)
+FFTCONV_FFT_SHAPE(double, 4, false, 1, 64, 4)
+FFTCONV_FFT_SHAPE(double, 4, true, 1, 64, 4)
+FFTCONV_FFT_SHAPE(double, 8, false, 1, 32, 4)
+FFTCONV_FFT_SHAPE(double, 8, true, 1, 32, 4)
+FFTCONV_FFT_SHAPE(double, 16, false, 1, 16, 4)
+FFTCONV_FFT_SHAPE(double, 16, true, 1, 16, 4)
+FFTCONV_FFT_SHAPE(double, 32, false, 2, 8, 2)
+FFTCONV_FFT_SHAPE(double, 32, true, 2, 8, 2)
+FFTCONV_FFT_SHAPE(double, 64, false, 4, 4, 1)
+FFTCONV_FFT_SHAPE(double, 64, true, 4, 4, 1)
+FFTCONV_FFT_SHAPE(double, 128, false, 8, 1, 1)
+FFTCONV_FFT_SHAPE(double, 128, true, 8, 1, 1)
+#undef FFTCONV_FFT_SHAPE_CODE
+#undef FFTCONV_FFT_SHAPE
+
+}  // namespace detail
+}  // namespace cuda
+}  // namespace fftconv
+
+#endif  // TF_FFTCONV_CUDA_FFT_COMMON_CUH_

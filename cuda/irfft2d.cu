@@ -1,0 +1,330 @@
+// Inverse real 2-D FFT of frequency-major spectra with the crop fused into the store.
+//
+// Semantics: numpy.fft.irfft2(frame_spectrum)[offset_h : offset_h + out_h, offset_w : offset_w + out_w],
+// i.e. a full complex inverse FFT along ky first, then the complex-to-real inverse along kx in which
+// the imaginary parts of the kx = 0 and kx = S/2 values are ignored; everything scaled by 1 / S^2.
+//
+// One block handles G consecutive images n0 .. n0+G-1:
+//   1. columns : column job c (1 <= c < S/2) reads bin (ky, c) for all ky (threads of a warp read
+//                consecutive images of a bin: coalesced) and inverts along ky. Job 0 packs the two
+//                columns kx = 0 and kx = S/2: their Hermitian parts H0, HN (whose inverses are the real
+//                parts numpy keeps) form H0 + i * HN, so one complex inverse yields both real columns.
+//                The results of all S rows are kept in shared memory.
+//   2. row pass: two window rows are packed into one complex length-S inverse (Hermitian extension of
+//                row a plus i times that of row b); the frame rows go to a stage in shared memory.
+//   3. store   : the window of the stage is copied to NCHW / NHWC global memory with coalesced
+//                (vector) stores: the crop is fused into this copy.
+// When the window does not fit in shared memory, rows are split into chunks, one chunk per blockIdx.y
+// (each block recomputes the column inverse), and the row pass writes global memory directly.
+#include <cuda_runtime.h>
+
+#include "device_info.h"
+#include "fft_common.cuh"
+#include "fftconv_cuda.h"
+
+namespace fftconv {
+namespace cuda {
+namespace {
+
+using detail::complex_t;
+
+struct Irfft2dArgs {
+  int images;                 // batch * channels
+  int channels, out_h, out_w;
+  int offset_h, offset_w;
+  bool nhwc;
+  bool use_stage;             // plan 1: all S frame rows of the column results + a stage, one chunk
+  bool vector_io;             // float4 global stores in the stage copy
+  detail::StageIndex stage;   // window rows (rounded up to even) x S frame columns
+  int row_stride;             // column results: [row][column job c][image i], row stride (complex)
+  int chunk_rows;             // plan 2: window rows per block (even unless it covers the window)
+  detail::FastDivmod div_hw, div_w, div_channels;
+};
+
+// Copies the output windows from the stage (window row h, frame column offset_w + w) to global memory.
+template <typename Real, int G, int kThreads>
+__device__ __forceinline__ void StoreStage(const Real* stage, Real* __restrict__ output, const Irfft2dArgs& a,
+                                           int n0, int nvalid) {
+  const int tid = threadIdx.x;
+  const int hw = a.out_h * a.out_w;
+  const Real* window = stage + a.offset_w;
+  if (!a.nhwc) {
+    // NCHW: the block's output images are one contiguous run of nvalid * out_h * out_w values.
+    Real* dst = output + static_cast<size_t>(n0) * hw;
+    const int total = nvalid * hw;
+    int scalar_begin = 0;
+    if constexpr (std::is_same<Real, float>::value) {
+      if (a.vector_io) {
+        float4* dst4 = reinterpret_cast<float4*>(dst);
+        const int total4 = total / 4;
+        for (int idx = tid; idx < total4; idx += kThreads) {
+          int i, rem, h, w;
+          a.div_hw.DivMod(4 * idx, i, rem);
+          a.div_w.DivMod(rem, h, w);
+          float comp[4];
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            comp[e] = window[a.stage.At(i, h, w)];
+            if (++w == a.out_w) {
+              w = 0;
+              if (++h == a.out_h) {
+                h = 0;
+                ++i;
+              }
+            }
+          }
+          detail::StoreStreaming(dst4 + idx, make_float4(comp[0], comp[1], comp[2], comp[3]));
+        }
+        scalar_begin = total4 * 4;
+      }
+    }
+    for (int e = scalar_begin + tid; e < total; e += kThreads) {
+      int i, rem, h, w;
+      a.div_hw.DivMod(e, i, rem);
+      a.div_w.DivMod(rem, h, w);
+      detail::StoreStreaming(dst + e, window[a.stage.At(i, h, w)]);
+    }
+  } else {
+    if constexpr (std::is_same<Real, float>::value && G % 4 == 0) {
+      if (a.vector_io) {
+        // channels % 4 == 0: four consecutive images share b and are 16-byte aligned.
+        constexpr int kQuads = G / 4;
+        const int i = 4 * (tid % kQuads);
+        if (i >= nvalid) return;
+        int b, c;
+        a.div_channels.DivMod(n0 + i, b, c);
+        float* dst = output + static_cast<size_t>(b) * hw * a.channels + c;
+        for (int pix = tid / kQuads; pix < hw; pix += kThreads / kQuads) {
+          int h, w;
+          a.div_w.DivMod(pix, h, w);
+          const float* src = window + a.stage.At(i, h, w);
+          detail::StoreStreaming(reinterpret_cast<float4*>(dst + static_cast<size_t>(pix) * a.channels),
+                                 make_float4(src[0], src[a.stage.image_stride], src[2 * a.stage.image_stride],
+                                             src[3 * a.stage.image_stride]));
+        }
+        return;
+      }
+    }
+    const int i = tid % G;
+    if (i >= nvalid) return;
+    int b, c;
+    a.div_channels.DivMod(n0 + i, b, c);
+    Real* dst = output + static_cast<size_t>(b) * hw * a.channels + c;
+    for (int pix = tid / G; pix < hw; pix += kThreads / G) {
+      int h, w;
+      a.div_w.DivMod(pix, h, w);
+      detail::StoreStreaming(dst + static_cast<size_t>(pix) * a.channels, window[a.stage.At(i, h, w)]);
+    }
+  }
+}
+
+template <typename Real, int S, int L, int G>
+__global__ void __launch_bounds__(G * L * S / 2, (detail::FftShape<Real, S, true>::kMinBlocks))
+    Irfft2dKernel(const complex_t<Real>* __restrict__ spectrum, Real* __restrict__ output, const Irfft2dArgs a) {
+  using C = complex_t<Real>;
+  using Layout = detail::FftLayout<S, L>;
+  constexpr int P = S / L;
+  constexpr int kHalf = S / 2;
+  constexpr int kThreads = G * L * S / 2;
+  const Real scale = Real(1) / Real(S * S);
+
+  // Shared memory, one buffer used twice:
+  //   columns : complex [row][column job c][image i], row stride a.row_stride; rows are the S frame
+  //             rows (plan 1) or the window rows of the block's chunk (plan 2); job 0 holds
+  //             (real column kx = 0, real column kx = S/2) packed as re / im
+  //   stage   : real [image][window row][frame column], layout a.stage (plan 1)
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  C* columns = reinterpret_cast<C*>(smem_raw);
+  Real* stage = reinterpret_cast<Real*>(smem_raw);
+
+  const int tid = threadIdx.x;
+  const int i = tid % G;
+  const int l = (tid / G) % L;
+  const int q = tid / (G * L);
+  const int n0 = blockIdx.x * G;
+  const int nvalid = min(G, a.images - n0);
+  const int n = n0 + i;
+  const bool image_valid = i < nvalid;
+  const unsigned group_mask = detail::LaneGroupMask(G * L);
+  const int row0 = blockIdx.y * a.chunk_rows;  // first window row of this block
+
+  // ---- Column pass: job c = q, inverse along ky.
+  {
+    const int c = q;
+    const complex_t<Real>* in = spectrum + (image_valid ? n : 0);
+    C y[P];
+    if (c != 0) {
+#pragma unroll
+      for (int p = 0; p < P; ++p) {
+        const C v = in[detail::SpectrumIndex(S, Layout::InputIndex(p, l), c, a.images, 0)];
+        y[p] = image_valid ? v : C{Real(0), Real(0)};
+      }
+    } else {
+#pragma unroll
+      for (int p = 0; p < P; ++p) {
+        const int ky = Layout::InputIndex(p, l);
+        const int ky_mirror = (S - ky) & (S - 1);
+        const C x0 = in[detail::SpectrumIndex(S, ky, 0, a.images, 0)];
+        const C x0m = in[detail::SpectrumIndex(S, ky_mirror, 0, a.images, 0)];
+        const C xn = in[detail::SpectrumIndex(S, ky, kHalf, a.images, 0)];
+        const C xnm = in[detail::SpectrumIndex(S, ky_mirror, kHalf, a.images, 0)];
+        // 2H = X[ky] + conj(X[-ky]) for both columns; v = H0 + i * HN.
+        const Real h0x = Real(0.5) * (x0.x + x0m.x), h0y = Real(0.5) * (x0.y - x0m.y);
+        const Real hnx = Real(0.5) * (xn.x + xnm.x), hny = Real(0.5) * (xn.y - xnm.y);
+        y[p] = image_valid ? C{h0x - hny, h0y + hnx} : C{Real(0), Real(0)};
+      }
+    }
+    detail::DistributedFft<Real, true, S, L>(y, l, G, group_mask);
+    C* col = columns + c * G + i;
+    if (a.use_stage) {
+#pragma unroll
+      for (int r = 0; r < P; ++r) col[Layout::OutputIndex(r, l) * a.row_stride] = y[r];
+    } else {
+#pragma unroll
+      for (int r = 0; r < P; ++r) {
+        const int rel = Layout::OutputIndex(r, l) - a.offset_h - row0;  // row inside the chunk
+        if (rel >= 0 && rel < a.chunk_rows && row0 + rel < a.out_h) col[rel * a.row_stride] = y[r];
+      }
+    }
+  }
+  __syncthreads();
+
+  // ---- Row pass: job q packs window rows row0 + 2q (a) and row0 + 2q + 1 (b).
+  const int ra = 2 * q;
+  const bool row_active = ra < a.chunk_rows && row0 + ra < a.out_h;
+  const bool has_b = ra + 1 < a.chunk_rows && row0 + ra + 1 < a.out_h;
+  // Buffer rows of a and b; without b, row a is read twice (any real row works, its result is dropped).
+  const int buf_a = a.use_stage ? a.offset_h + ra : ra;
+  const int buf_b = has_b ? buf_a + 1 : buf_a;
+  const C* ya_row = columns + (row_active ? buf_a : 0) * a.row_stride + i;
+  const C* yb_row = columns + (row_active ? buf_b : 0) * a.row_stride + i;
+  // Input k = p * L + l: k < S/2 for p < P/2, k >= S/2 for p >= P/2 (k = S/2 exactly when p = P/2, l = 0).
+  C x[P];
+#pragma unroll
+  for (int p = 0; p < P; ++p) {
+    if (p < P / 2) {
+      const int k = Layout::InputIndex(p, l);
+      const C ya = ya_row[k * G], yb = yb_row[k * G];
+      x[p] = (p == 0 && l == 0) ? C{ya.x, yb.x}                 // k = 0: the real kx = 0 values
+                                : C{ya.x - yb.y, ya.y + yb.x};  // Ya[k] + i Yb[k]
+    } else {
+      const bool nyquist = p == P / 2 && l == 0;                          // k = S/2
+      const int kk = nyquist ? 0 : S - Layout::InputIndex(p, l);        // column job holding bin S - k
+      const C ya = ya_row[kk * G], yb = yb_row[kk * G];
+      x[p] = nyquist ? C{ya.y, yb.y}                                     // the real kx = S/2 values
+                     : C{ya.x + yb.y, yb.x - ya.y};                      // conj(Ya[S-k]) + i conj(Yb[S-k])
+    }
+  }
+  if (a.use_stage) {
+    __syncthreads();  // columns is overwritten by the stage below
+    if (row_active) {
+      detail::DistributedFft<Real, true, S, L>(x, l, G, group_mask);
+      Real* row_a = stage + a.stage.At(i, ra, 0);
+      Real* row_b = row_a + a.stage.row_stride;  // exists: stage rows are rounded up to even
+#pragma unroll
+      for (int r = 0; r < P; ++r) {
+        const int w = Layout::OutputIndex(r, l);
+        row_a[w] = x[r].x * scale;
+        row_b[w] = x[r].y * scale;
+      }
+    }
+    __syncthreads();
+    StoreStage<Real, G, kThreads>(stage, output, a, n0, nvalid);
+  } else if (row_active) {
+    detail::DistributedFft<Real, true, S, L>(x, l, G, group_mask);
+    if (image_valid) {
+      const detail::ImageIndex image = detail::ImageIndex::Make(n, a.channels, a.out_h, a.out_w, a.nhwc);
+#pragma unroll
+      for (int r = 0; r < P; ++r) {
+        const int w = Layout::OutputIndex(r, l) - a.offset_w;
+        if (w >= 0 && w < a.out_w) {
+          output[image.At(row0 + ra, w)] = x[r].x * scale;
+          if (has_b) output[image.At(row0 + ra + 1, w)] = x[r].y * scale;
+        }
+      }
+    }
+  }
+}
+
+template <typename Real, int S>
+int LaunchIrfft2dSized(const Irfft2dParams& p, const Real* spectrum, Real* output, cudaStream_t stream) {
+  using Shape = detail::FftShape<Real, S, true>;
+  constexpr int L = Shape::kLanes, G = Shape::kImagesPerBlock, kThreads = Shape::kThreads;
+  constexpr int kHalf = S / 2;
+  const int images = p.batch * p.channels;
+
+  detail::DeviceLimits limits;
+  int err = detail::CurrentDeviceLimits(&limits);
+  if (err != 0) return err;
+  const size_t max_smem = static_cast<size_t>(limits.max_shared_per_block);
+
+  Irfft2dArgs a;
+  a.images = images;
+  a.channels = p.channels;
+  a.out_h = p.out_h;
+  a.out_w = p.out_w;
+  a.offset_h = p.offset_h;
+  a.offset_w = p.offset_w;
+  a.nhwc = p.nhwc;
+  a.div_hw = detail::FastDivmod(p.out_h * p.out_w);
+  a.div_w = detail::FastDivmod(p.out_w);
+  a.div_channels = detail::FastDivmod(p.channels);
+  a.stage = detail::MakeStageIndex((p.out_h + 1) & ~1, S, G, L);
+  // Rows two apart must land on different banks: 2 * row_stride = G (mod 16), as for slot strides.
+  a.row_stride = detail::ComplexSlotStride(kHalf, G);
+  const size_t row_bytes = sizeof(complex_t<Real>) * static_cast<size_t>(a.row_stride);
+
+  // Plan 1: all S frame rows of the column results, then the stage, in the same memory.
+  const size_t stage_bytes = sizeof(Real) * static_cast<size_t>(G) * a.stage.image_stride;
+  const size_t columns_bytes = row_bytes * S;
+  size_t smem = stage_bytes > columns_bytes ? stage_bytes : columns_bytes;
+  a.use_stage = true;
+  a.chunk_rows = p.out_h;
+  if (smem > max_smem) {
+    // Plan 2: chunks of window rows (even count), direct global stores.
+    a.use_stage = false;
+    int rows = static_cast<int>(max_smem / row_bytes) & ~1;
+    if (rows < 2) rows = 2;
+    a.chunk_rows = rows < p.out_h ? rows : p.out_h;
+    smem = row_bytes * a.chunk_rows;
+  }
+  a.vector_io = false;
+  if (std::is_same<Real, float>::value && a.use_stage) {
+    const bool aligned = (reinterpret_cast<uintptr_t>(output) & 15) == 0;
+    a.vector_io = aligned && G % 4 == 0 && (!p.nhwc || p.channels % 4 == 0);
+  }
+
+  auto kernel = Irfft2dKernel<Real, S, L, G>;
+  if (smem > 48 * 1024) {
+    cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
+    if (e != cudaSuccess) return static_cast<int>(e);
+  }
+  const dim3 grid(static_cast<unsigned>((images + G - 1) / G),
+                  static_cast<unsigned>((p.out_h + a.chunk_rows - 1) / a.chunk_rows));
+  kernel<<<grid, kThreads, smem, stream>>>(reinterpret_cast<const complex_t<Real>*>(spectrum), output, a);
+  return static_cast<int>(cudaGetLastError());
+}
+
+}  // namespace
+
+template <typename Real>
+int LaunchIrfft2d(const Irfft2dParams& p, const Real* spectrum, Real* output, cudaStream_t stream) {
+  const long long images = static_cast<long long>(p.batch) * p.channels;
+  if (images <= 0 || p.out_h <= 0 || p.out_w <= 0) return 0;
+  switch (p.fft_size) {
+    case 2: return LaunchIrfft2dSized<Real, 2>(p, spectrum, output, stream);
+    case 4: return LaunchIrfft2dSized<Real, 4>(p, spectrum, output, stream);
+    case 8: return LaunchIrfft2dSized<Real, 8>(p, spectrum, output, stream);
+    case 16: return LaunchIrfft2dSized<Real, 16>(p, spectrum, output, stream);
+    case 32: return LaunchIrfft2dSized<Real, 32>(p, spectrum, output, stream);
+    case 64: return LaunchIrfft2dSized<Real, 64>(p, spectrum, output, stream);
+    case 128: return LaunchIrfft2dSized<Real, 128>(p, spectrum, output, stream);
+    default: return static_cast<int>(cudaErrorInvalidValue);
+  }
+}
+
+template int LaunchIrfft2d<float>(const Irfft2dParams&, const float*, float*, cudaStream_t);
+template int LaunchIrfft2d<double>(const Irfft2dParams&, const double*, double*, cudaStream_t);
+
+}  // namespace cuda
+}  // namespace fftconv

@@ -1,0 +1,393 @@
+// Forward real 2-D FFT of a batch of small images (fbfft-style), writing a frequency-major spectrum.
+//
+// One block transforms G consecutive images n0 .. n0+G-1 (n = b * channels + c):
+//   1. stage   : the S x S frames are zeroed in shared memory and the images' pixels copied in at
+//                (offset_h, offset_w) from NCHW or NHWC global memory with coalesced (vectorised where
+//                aligned) loads. No padded copy exists in global memory.
+//   2. row pass: frame rows 2j and 2j+1 are packed into one complex row z = row_a + i * row_b and
+//                transformed (length S, L lanes, data in registers). Pairs outside the image rows are
+//                not transformed (their spectrum is zero). The packed spectra Z_j[k] go to shared memory.
+//   3. columns : column job c (1 <= c < S/2) rebuilds column kx = c of the row spectra from
+//                Z_j[c] and Z_j[S-c]; job 0 packs the two real columns kx = 0 and kx = S/2 into one
+//                complex column. Each job runs a length-S FFT along ky and writes its bins; threads of
+//                one warp write consecutive images of the same bin (coalesced).
+// When the device's shared memory is too small for that plan (large S, double), the stage is skipped
+// (rows read straight from global memory) and the column jobs are split into chunks, one chunk per
+// blockIdx.y, each block recomputing the row pass.
+#include <cuda_runtime.h>
+
+#include "device_info.h"
+#include "fft_common.cuh"
+#include "fftconv_cuda.h"
+
+namespace fftconv {
+namespace cuda {
+namespace {
+
+using detail::complex_t;
+
+struct Rfft2dArgs {
+  int images;                 // batch * channels
+  int channels, height, width;
+  int offset_h, offset_w;
+  bool nhwc;
+  int pair_begin, pair_end;   // frame row pairs (2j, 2j+1) that hold pixels: [pair_begin, pair_end)
+  bool use_stage;             // plan 1: zero-padded frames in shared memory, one chunk
+  bool vector_io;             // float4 global loads in the stage copy
+  detail::StageIndex stage;   // frames, S x S
+  int stage_elements;         // G * stage.image_stride
+  int slot_stride;            // row spectra: [slot][pair j][image i], slot stride (complex)
+  int chunk_jobs;             // column jobs per block
+  detail::FastDivmod div_hw, div_w, div_channels;
+};
+
+// Copies the block's images into their zeroed frames (pixel (h, w) at frame (offset_h + h, offset_w + w)).
+template <typename Real, int G, int kThreads>
+__device__ __forceinline__ void LoadStage(const Real* __restrict__ input, Real* stage, const Rfft2dArgs& a,
+                                          int n0, int nvalid) {
+  const int tid = threadIdx.x;
+  const int hw = a.height * a.width;
+  Real* frame = stage + a.stage.At(0, a.offset_h, a.offset_w);
+  constexpr int kUnroll = 16;  // scalar loads in flight per thread (vector path: kUnroll / 2 float4)
+  if (!a.nhwc) {
+    // NCHW: the block's images are one contiguous run of nvalid * H * W values.
+    const Real* src = input + static_cast<size_t>(n0) * hw;
+    const int total = nvalid * hw;
+    int scalar_begin = 0;
+    if constexpr (std::is_same<Real, float>::value) {
+      if (a.vector_io) {
+        const float4* src4 = reinterpret_cast<const float4*>(src);
+        const int total4 = total / 4;
+        constexpr int kVec = kUnroll / 2;
+        for (int v0 = tid; v0 < total4; v0 += kThreads * kVec) {
+          float4 v[kVec];
+#pragma unroll
+          for (int u = 0; u < kVec; ++u) {
+            const int idx = v0 + u * kThreads;
+            v[u] = idx < total4 ? __ldg(src4 + idx) : make_float4(0.f, 0.f, 0.f, 0.f);
+          }
+#pragma unroll
+          for (int u = 0; u < kVec; ++u) {
+            const int idx = v0 + u * kThreads;
+            if (idx < total4) {
+              int i, rem, h, w;
+              a.div_hw.DivMod(4 * idx, i, rem);
+              a.div_w.DivMod(rem, h, w);
+              const float comp[4] = {v[u].x, v[u].y, v[u].z, v[u].w};
+#pragma unroll
+              for (int e = 0; e < 4; ++e) {
+                frame[a.stage.At(i, h, w)] = comp[e];
+                if (++w == a.width) {
+                  w = 0;
+                  if (++h == a.height) {
+                    h = 0;
+                    ++i;
+                  }
+                }
+              }
+            }
+          }
+        }
+        scalar_begin = total4 * 4;
+      }
+    }
+    for (int e0 = scalar_begin + tid; e0 < total; e0 += kThreads * kUnroll) {
+      Real v[kUnroll];
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) {
+        const int e = e0 + u * kThreads;
+        v[u] = e < total ? src[e] : Real(0);
+      }
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) {
+        const int e = e0 + u * kThreads;
+        if (e < total) {
+          int i, rem, h, w;
+          a.div_hw.DivMod(e, i, rem);
+          a.div_w.DivMod(rem, h, w);
+          frame[a.stage.At(i, h, w)] = v[u];
+        }
+      }
+    }
+  } else {
+    // NHWC: for every pixel the block's images are (mostly) consecutive channels.
+    if constexpr (std::is_same<Real, float>::value && G % 4 == 0) {
+      if (a.vector_io) {
+        // channels % 4 == 0: four consecutive images share b and are 16-byte aligned.
+        constexpr int kQuads = G / 4;
+        const int i = 4 * (tid % kQuads);
+        if (i < nvalid) {
+          int b, c;
+          a.div_channels.DivMod(n0 + i, b, c);
+          const float* src = input + static_cast<size_t>(b) * hw * a.channels + c;
+          constexpr int kVec = kUnroll / 2;
+          for (int p0 = tid / kQuads; p0 < hw; p0 += (kThreads / kQuads) * kVec) {
+            float4 v[kVec];
+#pragma unroll
+            for (int u = 0; u < kVec; ++u) {
+              const int pix = p0 + u * (kThreads / kQuads);
+              v[u] = pix < hw ? __ldg(reinterpret_cast<const float4*>(src + static_cast<size_t>(pix) * a.channels))
+                              : make_float4(0.f, 0.f, 0.f, 0.f);
+            }
+#pragma unroll
+            for (int u = 0; u < kVec; ++u) {
+              const int pix = p0 + u * (kThreads / kQuads);
+              if (pix < hw) {
+                int h, w;
+                a.div_w.DivMod(pix, h, w);
+                float* dst = frame + a.stage.At(i, h, w);
+                dst[0] = v[u].x;
+                dst[a.stage.image_stride] = v[u].y;
+                dst[2 * a.stage.image_stride] = v[u].z;
+                dst[3 * a.stage.image_stride] = v[u].w;
+              }
+            }
+          }
+        }
+        return;
+      }
+    }
+    const int i = tid % G;
+    if (i >= nvalid) return;
+    int b, c;
+    a.div_channels.DivMod(n0 + i, b, c);
+    const Real* src = input + static_cast<size_t>(b) * hw * a.channels + c;
+    for (int p0 = tid / G; p0 < hw; p0 += (kThreads / G) * kUnroll) {
+      Real v[kUnroll];
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) {
+        const int pix = p0 + u * (kThreads / G);
+        v[u] = pix < hw ? src[static_cast<size_t>(pix) * a.channels] : Real(0);
+      }
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) {
+        const int pix = p0 + u * (kThreads / G);
+        if (pix < hw) {
+          int h, w;
+          a.div_w.DivMod(pix, h, w);
+          frame[a.stage.At(i, h, w)] = v[u];
+        }
+      }
+    }
+  }
+}
+
+template <typename Real, int S, int L, int G>
+__global__ void __launch_bounds__(G * L * S / 2, (detail::FftShape<Real, S, false>::kMinBlocks))
+    Rfft2dKernel(const Real* __restrict__ input, complex_t<Real>* __restrict__ spectrum, const Rfft2dArgs a) {
+  using C = complex_t<Real>;
+  using Layout = detail::FftLayout<S, L>;
+  constexpr int P = S / L;
+  constexpr int kHalf = S / 2;
+  constexpr int kThreads = G * L * S / 2;
+
+  // Shared memory, one buffer used twice:
+  //   stage     : real S x S frames, layout a.stage                             (plan 1 only)
+  //   row_specs : complex [slot][pair j][image i], slot stride a.slot_stride; for column job c of the
+  //               block's chunk (c0 = first job), slot 2*(c - c0) holds Z_j[c] (Z_j[0] for c = 0) and
+  //               slot 2*(c - c0) + 1 holds Z_j[S - c] (Z_j[S/2] for c = 0), for every pair j < S/2
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  Real* stage = reinterpret_cast<Real*>(smem_raw);
+  C* row_specs = reinterpret_cast<C*>(smem_raw);
+
+  const int tid = threadIdx.x;
+  const int i = tid % G;              // image of the block
+  const int l = (tid / G) % L;        // lane inside the transform
+  const int q = tid / (G * L);        // job: row pair (row pass), column job (column pass)
+  const int n0 = blockIdx.x * G;
+  const int nvalid = min(G, a.images - n0);
+  const int n = n0 + i;
+  const bool image_valid = i < nvalid;
+  const unsigned group_mask = detail::LaneGroupMask(G * L);
+  const int c0 = blockIdx.y * a.chunk_jobs;  // first column job of this block
+
+  // ---- Row pass: pair j = q packs frame rows 2j and 2j+1.
+  const int j = q;
+  const bool row_active = j >= a.pair_begin && j < a.pair_end;
+  C x[P];
+  if (a.use_stage) {
+    detail::ZeroShared(stage, a.stage_elements * static_cast<int>(sizeof(Real)), tid, kThreads);
+    __syncthreads();
+    LoadStage<Real, G, kThreads>(input, stage, a, n0, nvalid);
+    __syncthreads();
+    const Real* row_a = stage + a.stage.At(i, 2 * j, 0);
+    const Real* row_b = row_a + a.stage.row_stride;
+#pragma unroll
+    for (int p = 0; p < P; ++p) x[p] = C{row_a[Layout::InputIndex(p, l)], row_b[Layout::InputIndex(p, l)]};
+    __syncthreads();  // the stage is overwritten by row_specs below
+  } else {
+    const detail::ImageIndex image =
+        detail::ImageIndex::Make(image_valid ? n : 0, a.channels, a.height, a.width, a.nhwc);
+    const int ha = 2 * j - a.offset_h, hb = ha + 1;  // image rows of the pair
+    const bool load_a = row_active && image_valid && ha >= 0 && ha < a.height;
+    const bool load_b = row_active && image_valid && hb >= 0 && hb < a.height;
+#pragma unroll
+    for (int p = 0; p < P; ++p) {
+      const int w = Layout::InputIndex(p, l) - a.offset_w;
+      const bool in_w = w >= 0 && w < a.width;
+      x[p] = C{load_a && in_w ? input[image.At(ha, w)] : Real(0), load_b && in_w ? input[image.At(hb, w)] : Real(0)};
+    }
+  }
+  if (row_active) {
+    detail::DistributedFft<Real, false, S, L>(x, l, G, group_mask);
+  } else {
+#pragma unroll
+    for (int r = 0; r < P; ++r) x[r] = C{Real(0), Real(0)};
+  }
+#pragma unroll
+  for (int r = 0; r < P; ++r) {
+    const int k = Layout::OutputIndex(r, l);
+    int job, which;
+    if (k == 0) {
+      job = 0, which = 0;
+    } else if (k == kHalf) {
+      job = 0, which = 1;
+    } else if (k < kHalf) {
+      job = k, which = 0;
+    } else {
+      job = S - k, which = 1;
+    }
+    if (job >= c0 && job - c0 < a.chunk_jobs) row_specs[(2 * (job - c0) + which) * a.slot_stride + j * G + i] = x[r];
+  }
+  __syncthreads();
+
+  // ---- Column pass: job c = c0 + q over frame rows h = InputIndex(p, l) (pair h / 2, part h % 2).
+  const int c = c0 + q;
+  if (q < a.chunk_jobs && c < kHalf) {
+    const C* spec_u = row_specs + (2 * q) * a.slot_stride + i;  // Z_j[c]   (Z_j[0])
+    const C* spec_m = spec_u + a.slot_stride;                    // Z_j[S-c] (Z_j[S/2])
+    C y[P];
+    if (c == 0) {
+      // Row spectra of real rows at kx = 0 and kx = S/2 are real: pack them as (kx=0, kx=S/2).
+#pragma unroll
+      for (int p = 0; p < P; ++p) {
+        const int h = Layout::InputIndex(p, l);
+        const C u = spec_u[(h >> 1) * G], m = spec_m[(h >> 1) * G];
+        y[p] = (h & 1) ? C{u.y, m.y} : C{u.x, m.x};
+      }
+    } else {
+      // Split the packed pair: 2A = u + conj(m) (row 2j), 2B = (u - conj(m)) / i (row 2j+1); the
+      // factor 1/2 is applied to the outputs.
+#pragma unroll
+      for (int p = 0; p < P; ++p) {
+        const int h = Layout::InputIndex(p, l);
+        const C u = spec_u[(h >> 1) * G], m = spec_m[(h >> 1) * G];
+        y[p] = (h & 1) ? C{u.y + m.y, m.x - u.x} : C{u.x + m.x, u.y - m.y};
+      }
+    }
+    detail::DistributedFft<Real, false, S, L>(y, l, G, group_mask);
+    complex_t<Real>* out = spectrum + n;
+    if (c != 0) {
+      if (image_valid) {
+#pragma unroll
+        for (int r = 0; r < P; ++r) {
+          detail::StoreStreaming(out + detail::SpectrumIndex(S, Layout::OutputIndex(r, l), c, a.images, 0),
+                                 detail::CScale(y[r], Real(0.5)));
+        }
+      }
+    } else {
+      // Unpack the two real columns: X[ky,0] = (Y + conj(Ym))/2, X[ky,S/2] = (Y - conj(Ym))/2i,
+      // Ym = Y[(S - ky) mod S].
+#pragma unroll
+      for (int r = 0; r < P; ++r) {
+        const C m = detail::MirrorOutput<Real, S, L>(y, r, l, G, group_mask);
+        const int ky = Layout::OutputIndex(r, l);
+        if (image_valid) {
+          detail::StoreStreaming(out + detail::SpectrumIndex(S, ky, 0, a.images, 0),
+                                 C{Real(0.5) * (y[r].x + m.x), Real(0.5) * (y[r].y - m.y)});
+          detail::StoreStreaming(out + detail::SpectrumIndex(S, ky, kHalf, a.images, 0),
+                                 C{Real(0.5) * (y[r].y + m.y), Real(0.5) * (m.x - y[r].x)});
+        }
+      }
+    }
+  }
+}
+
+template <typename Real, int S>
+int LaunchRfft2dSized(const Rfft2dParams& p, const Real* input, Real* spectrum, cudaStream_t stream) {
+  using Shape = detail::FftShape<Real, S, false>;
+  constexpr int L = Shape::kLanes, G = Shape::kImagesPerBlock, kThreads = Shape::kThreads;
+  constexpr int kHalf = S / 2;
+  const int images = p.batch * p.channels;
+
+  detail::DeviceLimits limits;
+  int err = detail::CurrentDeviceLimits(&limits);
+  if (err != 0) return err;
+  const size_t max_smem = static_cast<size_t>(limits.max_shared_per_block);
+
+  Rfft2dArgs a;
+  a.images = images;
+  a.channels = p.channels;
+  a.height = p.height;
+  a.width = p.width;
+  a.offset_h = p.offset_h;
+  a.offset_w = p.offset_w;
+  a.nhwc = p.nhwc;
+  a.pair_begin = p.offset_h / 2;
+  a.pair_end = (p.offset_h + p.height + 1) / 2;
+  a.div_hw = detail::FastDivmod(p.height * p.width);
+  a.div_w = detail::FastDivmod(p.width);
+  a.div_channels = detail::FastDivmod(p.channels);
+  a.stage = detail::MakeStageIndex(S, S, G, L);
+  a.stage_elements = G * a.stage.image_stride;
+  a.slot_stride = detail::ComplexSlotStride(kHalf, G);
+
+  // Plan 1: frames staged in shared memory, all column jobs in one block (stage and row spectra
+  // share the memory).
+  const size_t stage_bytes = sizeof(Real) * static_cast<size_t>(a.stage_elements);
+  const size_t slot_bytes = sizeof(complex_t<Real>) * static_cast<size_t>(a.slot_stride);
+  const size_t specs_bytes = 2 * kHalf * slot_bytes;
+  size_t smem = stage_bytes > specs_bytes ? stage_bytes : specs_bytes;
+  a.use_stage = true;
+  a.chunk_jobs = kHalf;
+  if (smem > max_smem) {
+    // Plan 2: rows read from global memory, column jobs in chunks that fit.
+    a.use_stage = false;
+    while (a.chunk_jobs > 1 && 2 * a.chunk_jobs * slot_bytes > max_smem) a.chunk_jobs /= 2;
+    smem = 2 * a.chunk_jobs * slot_bytes;
+  }
+  a.vector_io = false;
+  if (std::is_same<Real, float>::value && a.use_stage) {
+    const bool aligned = (reinterpret_cast<uintptr_t>(input) & 15) == 0;
+    a.vector_io = aligned && G % 4 == 0 && (!p.nhwc || p.channels % 4 == 0);
+  }
+
+  auto kernel = Rfft2dKernel<Real, S, L, G>;
+  if (smem > 48 * 1024) {
+    cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
+    if (e != cudaSuccess) return static_cast<int>(e);
+  }
+  const dim3 grid(static_cast<unsigned>((images + G - 1) / G), static_cast<unsigned>(kHalf / a.chunk_jobs));
+  kernel<<<grid, kThreads, smem, stream>>>(input, reinterpret_cast<complex_t<Real>*>(spectrum), a);
+  return static_cast<int>(cudaGetLastError());
+}
+
+}  // namespace
+
+template <typename Real>
+int LaunchRfft2d(const Rfft2dParams& p, const Real* input, Real* spectrum, cudaStream_t stream) {
+  const int s = p.fft_size;
+  const long long images = static_cast<long long>(p.batch) * p.channels;
+  if (images <= 0) return 0;
+  if (p.height <= 0 || p.width <= 0) {
+    // An empty image is an all-zero frame: its spectrum is zero.
+    const size_t bins = static_cast<size_t>(s) * (s / 2 + 1);
+    return static_cast<int>(cudaMemsetAsync(spectrum, 0, bins * images * 2 * sizeof(Real), stream));
+  }
+  switch (s) {
+    case 2: return LaunchRfft2dSized<Real, 2>(p, input, spectrum, stream);
+    case 4: return LaunchRfft2dSized<Real, 4>(p, input, spectrum, stream);
+    case 8: return LaunchRfft2dSized<Real, 8>(p, input, spectrum, stream);
+    case 16: return LaunchRfft2dSized<Real, 16>(p, input, spectrum, stream);
+    case 32: return LaunchRfft2dSized<Real, 32>(p, input, spectrum, stream);
+    case 64: return LaunchRfft2dSized<Real, 64>(p, input, spectrum, stream);
+    case 128: return LaunchRfft2dSized<Real, 128>(p, input, spectrum, stream);
+    default: return static_cast<int>(cudaErrorInvalidValue);
+  }
+}
+
+template int LaunchRfft2d<float>(const Rfft2dParams&, const float*, float*, cudaStream_t);
+template int LaunchRfft2d<double>(const Rfft2dParams&, const double*, double*, cudaStream_t);
+
+}  // namespace cuda
+}  // namespace fftconv

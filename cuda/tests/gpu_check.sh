@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# One-shot GPU session for the CUDA kernels: correctness suite, timings, compute-sanitizer
+# (memcheck, racecheck, synccheck on the --quick suite). Logs go to $OUT (default: build/gpu_logs).
+#   cuda/tests/gpu_check.sh            uses build/kernel_check if present, else builds it (ARCH=sm_90)
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+OUT="${OUT:-build/gpu_logs}"
+mkdir -p "$OUT"
+export PATH="$PATH:/usr/local/cuda/bin"
+header() {
+  echo "# $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | head -1)"
+  echo "# $(date -u '+%Y-%m-%d %H:%M:%S UTC')  $(nvcc --version 2>/dev/null | tail -1)"
+}
+if ! build/kernel_check --help >/dev/null 2>&1 && [ ! -x build/kernel_check ]; then
+  echo "building kernel_check on this host"
+  ARCH="${ARCH:-sm_90}" cuda/tests/run.sh 2>&1 | tail -20
+fi
+SEED="${SEED:-$(date +%s)}"
+{ header; timeout "${CHECK_TIMEOUT:-150}" build/kernel_check --seed "$SEED"; echo "exit status: $?"; } 2>&1 | tee "$OUT/kernel_check.log" | grep -E "FAIL|SUMMARY|exit status|device:" | head -60
+{ header; timeout "${TIME_TIMEOUT:-60}" build/kernel_check --time --seed "$SEED"; echo "exit status: $?"; } 2>&1 | tee "$OUT/timing.log"
+{
+  header
+  for tool in memcheck racecheck synccheck; do
+    echo "== compute-sanitizer --tool $tool build/kernel_check --quick --failures-only"
+    timeout "${SAN_TIMEOUT:-100}" compute-sanitizer --tool "$tool" --error-exitcode 3 build/kernel_check --quick --failures-only --seed "$SEED" 2>&1 | tail -25
+    echo "exit status: ${PIPESTATUS[0]}"
+  done
+} 2>&1 | tee "$OUT/sanitizer.log" | grep -E "==|ERROR|SUMMARY|exit status|FAIL" | head -60
+# Tuning builds (cuda/tests/build_variants.sh), if present: quick correctness + FFT timings of each.
+if ls build/variants/kc_* >/dev/null 2>&1; then
+  {
+    header
+    for b in build/variants/kc_*; do
+      echo "== $b"
+      timeout 60 "$b" --quick --failures-only --seed "$SEED" | tail -1
+      timeout 60 "$b" --time-fft | grep TIME
+    done
+  } 2>&1 | tee "$OUT/variants.log" | grep -E "==|SUMMARY|rfft2d  f32 NCHW \[128,96,26|irfft2d f32 NCHW S=32 -> \[128,256" 
+fi

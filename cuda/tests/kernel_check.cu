@@ -1,0 +1,617 @@
+// Standalone check and benchmark of the tf_fftconv CUDA launchers (no TensorFlow).
+//
+// Every case draws fresh random inputs (seed printed; --seed N repeats a run), poisons the output with
+// NaN and a canary tail, runs one launcher and compares with a float64 CPU reference by
+// ||out - ref|| / ||ref||. Prints PASS / FAIL per case and a summary; exit status 1 on any failure.
+//
+//   build : cuda/tests/run.sh            (or see the nvcc line there)
+//   run   : build/kernel_check           full correctness suite
+//           build/kernel_check --quick   reduced suite (for compute-sanitizer)
+//           build/kernel_check --time    timings of the layer shapes (cudaEvent, median of 30)
+//           build/kernel_check --time-fft   FFT timings only;  --profile   one launch of each main kernel
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <complex>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "../device_info.h"
+#include "../fft_common.cuh"
+#include "../fftconv_cuda.h"
+
+using fftconv::cuda::Irfft2dParams;
+using fftconv::cuda::Rfft2dParams;
+using fftconv::cuda::SpectralMatmulParams;
+using cd = std::complex<double>;
+
+namespace {
+
+#define CUDA_OK(expr)                                                                                  \
+  do {                                                                                                 \
+    cudaError_t e_ = (expr);                                                                           \
+    if (e_ != cudaSuccess) {                                                                           \
+      std::fprintf(stderr, "CUDA error %s at %s:%d: %s\n", cudaGetErrorString(e_), __FILE__, __LINE__, \
+                   #expr);                                                                             \
+      std::exit(2);                                                                                    \
+    }                                                                                                  \
+  } while (0)
+
+std::mt19937_64 g_rng;
+int g_pass = 0, g_fail = 0;
+bool g_verbose = true;
+
+double Uniform(double lo, double hi) { return std::uniform_real_distribution<double>(lo, hi)(g_rng); }
+int RandInt(int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(g_rng); }
+
+void Report(bool ok, const std::string& name, double err, double tol) {
+  if (ok) {
+    ++g_pass;
+  } else {
+    ++g_fail;
+  }
+  if (g_verbose || !ok) std::printf("%s  %-96s rel_err=%.3e tol=%.1e\n", ok ? "PASS" : "FAIL", name.c_str(), err, tol);
+}
+
+// Device buffer with a canary tail that must survive every launch.
+template <typename T>
+struct DeviceBuffer {
+  static constexpr size_t kCanary = 64;
+  T* ptr = nullptr;
+  size_t count = 0;
+  explicit DeviceBuffer(size_t n) : count(n) { CUDA_OK(cudaMalloc(&ptr, (n + kCanary) * sizeof(T) + 16)); }
+  ~DeviceBuffer() { cudaFree(ptr); }
+  void Upload(const std::vector<T>& h) {
+    CUDA_OK(cudaMemcpy(ptr, h.data(), count * sizeof(T), cudaMemcpyHostToDevice));
+  }
+  void Poison() {
+    CUDA_OK(cudaMemset(ptr, 0xFF, count * sizeof(T)));  // all-ones = NaN for float and double
+    std::vector<T> canary(kCanary, T(12345.0));
+    CUDA_OK(cudaMemcpy(ptr + count, canary.data(), kCanary * sizeof(T), cudaMemcpyHostToDevice));
+  }
+  std::vector<T> Download(bool* canary_ok) const {
+    std::vector<T> h(count + kCanary);
+    CUDA_OK(cudaMemcpy(h.data(), ptr, (count + kCanary) * sizeof(T), cudaMemcpyDeviceToHost));
+    *canary_ok = true;
+    for (size_t i = 0; i < kCanary; ++i) *canary_ok &= h[count + i] == T(12345.0);
+    h.resize(count);
+    return h;
+  }
+};
+
+double RelErr(const std::vector<double>& out, const std::vector<double>& ref) {
+  double num = 0, den = 0;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    const double d = out[i] - ref[i];
+    num += d * d;
+    den += ref[i] * ref[i];
+  }
+  if (ref.empty()) return 0;
+  if (den == 0) return std::sqrt(num);
+  return std::sqrt(num / den);
+}
+
+// ---------------------------------------------------------------------------------------------
+// float64 references.
+struct Twiddles {
+  std::vector<cd> w;  // w[k] = exp(-2 pi i k / S)
+  explicit Twiddles(int s) : w(s) {
+    for (int k = 0; k < s; ++k) w[k] = std::polar(1.0, -2.0 * M_PI * k / s);
+  }
+};
+
+size_t ImageOffset(int b, int c, int h, int w, int C, int H, int W, bool nhwc) {
+  return nhwc ? ((static_cast<size_t>(b) * H + h) * W + w) * C + c : ((static_cast<size_t>(b) * C + c) * H + h) * W + w;
+}
+
+// spectrum[(ky * (S/2+1) + kx) * N + n], interleaved re/im.
+std::vector<double> Rfft2dReference(const std::vector<double>& x, const Rfft2dParams& p) {
+  const int S = p.fft_size, half = S / 2 + 1, N = p.batch * p.channels;
+  Twiddles tw(S);
+  std::vector<double> out(static_cast<size_t>(S) * half * N * 2, 0.0);
+  std::vector<cd> rows(static_cast<size_t>(S) * half);
+  for (int b = 0; b < p.batch; ++b) {
+    for (int c = 0; c < p.channels; ++c) {
+      const int n = b * p.channels + c;
+      std::fill(rows.begin(), rows.end(), cd(0));
+      for (int h = 0; h < p.height; ++h) {
+        for (int kx = 0; kx < half; ++kx) {
+          cd acc = 0;
+          for (int w = 0; w < p.width; ++w) {
+            acc += x[ImageOffset(b, c, h, w, p.channels, p.height, p.width, p.nhwc)] *
+                   tw.w[(static_cast<long>(kx) * (p.offset_w + w)) % S];
+          }
+          rows[static_cast<size_t>(p.offset_h + h) * half + kx] = acc;
+        }
+      }
+      for (int ky = 0; ky < S; ++ky) {
+        for (int kx = 0; kx < half; ++kx) {
+          cd acc = 0;
+          for (int h = 0; h < S; ++h) acc += rows[static_cast<size_t>(h) * half + kx] * tw.w[(ky * h) % S];
+          const size_t o = (static_cast<size_t>(ky * half + kx) * N + n) * 2;
+          out[o] = acc.real();
+          out[o + 1] = acc.imag();
+        }
+      }
+    }
+  }
+  return out;
+}
+
+// numpy.fft.irfft2(X)[oh:oh+out_h, ow:ow+out_w]: ifft along ky, then irfft along kx (imaginary parts of
+// the kx = 0 and kx = S/2 values dropped).
+std::vector<double> Irfft2dReference(const std::vector<double>& spec, const Irfft2dParams& p) {
+  const int S = p.fft_size, half = S / 2 + 1, N = p.batch * p.channels;
+  Twiddles tw(S);
+  std::vector<double> out(static_cast<size_t>(N) * p.out_h * p.out_w, 0.0);
+  std::vector<cd> y(half);
+  for (int b = 0; b < p.batch; ++b) {
+    for (int c = 0; c < p.channels; ++c) {
+      const int n = b * p.channels + c;
+      for (int hh = 0; hh < p.out_h; ++hh) {
+        const int h = p.offset_h + hh;
+        for (int kx = 0; kx < half; ++kx) {
+          cd acc = 0;
+          for (int ky = 0; ky < S; ++ky) {
+            const size_t o = (static_cast<size_t>(ky * half + kx) * N + n) * 2;
+            acc += cd(spec[o], spec[o + 1]) * std::conj(tw.w[(ky * h) % S]);
+          }
+          y[kx] = acc / static_cast<double>(S);
+        }
+        for (int ww = 0; ww < p.out_w; ++ww) {
+          const int w = p.offset_w + ww;
+          double v = y[0].real() + y[S / 2].real() * ((w & 1) ? -1.0 : 1.0);
+          for (int kx = 1; kx < S / 2; ++kx) v += 2.0 * (y[kx] * std::conj(tw.w[(kx * w) % S])).real();
+          out[ImageOffset(b, c, hh, ww, p.channels, p.out_h, p.out_w, p.nhwc)] = v / S;
+        }
+      }
+    }
+  }
+  return out;
+}
+
+std::vector<double> MatmulReference(const std::vector<double>& a, const std::vector<double>& b,
+                                    const SpectralMatmulParams& p) {
+  const bool at = p.transpose_a || p.adjoint_a, bt = p.transpose_b || p.adjoint_b;
+  std::vector<double> c(static_cast<size_t>(p.bins) * p.m * p.n * 2, 0.0);
+  for (int f = 0; f < p.bins; ++f) {
+    const size_t ao = static_cast<size_t>(f) * p.m * p.k, bo = static_cast<size_t>(f) * p.k * p.n;
+    for (int i = 0; i < p.m; ++i) {
+      for (int j = 0; j < p.n; ++j) {
+        cd acc = 0;
+        for (int k = 0; k < p.k; ++k) {
+          const size_t ai = ao + (at ? static_cast<size_t>(k) * p.m + i : static_cast<size_t>(i) * p.k + k);
+          const size_t bi = bo + (bt ? static_cast<size_t>(j) * p.k + k : static_cast<size_t>(k) * p.n + j);
+          cd av(a[2 * ai], a[2 * ai + 1]), bv(b[2 * bi], b[2 * bi + 1]);
+          if (p.adjoint_a) av = std::conj(av);
+          if (p.adjoint_b) bv = std::conj(bv);
+          acc += av * bv;
+        }
+        const size_t ci = (static_cast<size_t>(f) * p.m + i) * p.n + j;
+        c[2 * ci] = acc.real();
+        c[2 * ci + 1] = acc.imag();
+      }
+    }
+  }
+  return c;
+}
+
+template <typename T>
+std::vector<T> RandomVector(size_t n) {
+  std::vector<T> v(n);
+  for (auto& x : v) x = static_cast<T>(Uniform(-1.0, 1.0));
+  return v;
+}
+template <typename T>
+std::vector<double> ToDouble(const std::vector<T>& v) {
+  return std::vector<double>(v.begin(), v.end());
+}
+
+template <typename T>
+const char* TypeName() {
+  return sizeof(T) == 4 ? "f32" : "f64";
+}
+
+// ---------------------------------------------------------------------------------------------
+template <typename T>
+void CheckRfft2d(const Rfft2dParams& p, const char* tag) {
+  const int S = p.fft_size, N = p.batch * p.channels;
+  const size_t in_count = static_cast<size_t>(N) * p.height * p.width;
+  const size_t out_count = static_cast<size_t>(S) * (S / 2 + 1) * N * 2;
+  std::vector<T> x = RandomVector<T>(in_count);
+  DeviceBuffer<T> dx(in_count), dy(out_count);
+  dx.Upload(x);
+  dy.Poison();
+  const int err = fftconv::cuda::LaunchRfft2d<T>(p, dx.ptr, dy.ptr, nullptr);
+  const cudaError_t sync = cudaDeviceSynchronize();
+  char name[256];
+  std::snprintf(name, sizeof(name), "rfft2d  %s %s S=%-3d %s B=%d C=%d H=%d W=%d off=(%d,%d)%s", TypeName<T>(),
+                p.nhwc ? "NHWC" : "NCHW", S, tag, p.batch, p.channels, p.height, p.width, p.offset_h, p.offset_w, "");
+  if (err != 0 || sync != cudaSuccess) {
+    Report(false, std::string(name) + " launch: " + fftconv::cuda::FftconvCudaErrorString(err ? err : sync), 0, 0);
+    return;
+  }
+  bool canary = false;
+  std::vector<double> out = ToDouble(dy.Download(&canary));
+  std::vector<double> ref = Rfft2dReference(ToDouble(x), p);
+  const double rel = RelErr(out, ref);
+  const double tol = sizeof(T) == 4 ? (S <= 64 ? 2e-6 : 4e-6) : 1e-12;
+  Report(canary && rel <= tol, std::string(name) + (canary ? "" : " CANARY"), rel, tol);
+}
+
+template <typename T>
+void CheckIrfft2d(const Irfft2dParams& p, const char* tag) {
+  const int S = p.fft_size, N = p.batch * p.channels;
+  const size_t in_count = static_cast<size_t>(S) * (S / 2 + 1) * N * 2;
+  const size_t out_count = static_cast<size_t>(N) * p.out_h * p.out_w;
+  std::vector<T> x = RandomVector<T>(in_count);  // not Hermitian-consistent on purpose
+  DeviceBuffer<T> dx(in_count), dy(out_count);
+  dx.Upload(x);
+  dy.Poison();
+  const int err = fftconv::cuda::LaunchIrfft2d<T>(p, dx.ptr, dy.ptr, nullptr);
+  const cudaError_t sync = cudaDeviceSynchronize();
+  char name[256];
+  std::snprintf(name, sizeof(name), "irfft2d %s %s S=%-3d %s B=%d C=%d out=%dx%d off=(%d,%d)", TypeName<T>(),
+                p.nhwc ? "NHWC" : "NCHW", S, tag, p.batch, p.channels, p.out_h, p.out_w, p.offset_h, p.offset_w);
+  if (err != 0 || sync != cudaSuccess) {
+    Report(false, std::string(name) + " launch: " + fftconv::cuda::FftconvCudaErrorString(err ? err : sync), 0, 0);
+    return;
+  }
+  bool canary = false;
+  std::vector<double> out = ToDouble(dy.Download(&canary));
+  std::vector<double> ref = Irfft2dReference(ToDouble(x), p);
+  const double rel = RelErr(out, ref);
+  const double tol = sizeof(T) == 4 ? (S <= 64 ? 2e-6 : 4e-6) : 1e-12;
+  Report(canary && rel <= tol, std::string(name) + (canary ? "" : " CANARY"), rel, tol);
+}
+
+template <typename T>
+void CheckMatmul(const SpectralMatmulParams& p) {
+  const bool at = p.transpose_a || p.adjoint_a, bt = p.transpose_b || p.adjoint_b;
+  (void)at;
+  (void)bt;
+  const size_t a_count = static_cast<size_t>(p.bins) * p.m * p.k * 2;
+  const size_t b_count = static_cast<size_t>(p.bins) * p.k * p.n * 2;
+  const size_t c_count = static_cast<size_t>(p.bins) * p.m * p.n * 2;
+  std::vector<T> a = RandomVector<T>(a_count), b = RandomVector<T>(b_count);
+  DeviceBuffer<T> da(a_count), db(b_count), dc(c_count);
+  da.Upload(a);
+  db.Upload(b);
+  dc.Poison();
+  const int err = fftconv::cuda::LaunchSpectralMatmul<T>(p, da.ptr, db.ptr, dc.ptr, nullptr);
+  const cudaError_t sync = cudaDeviceSynchronize();
+  auto op = [](bool t, bool h) { return h ? "H" : (t ? "T" : "N"); };
+  char name[256];
+  std::snprintf(name, sizeof(name), "matmul  %s op=(%s,%s) tf32=%d bins=%d m=%d n=%d k=%d", TypeName<T>(),
+                op(p.transpose_a, p.adjoint_a), op(p.transpose_b, p.adjoint_b), p.allow_tf32 ? 1 : 0, p.bins, p.m,
+                p.n, p.k);
+  if (err != 0 || sync != cudaSuccess) {
+    Report(false, std::string(name) + " launch: " + fftconv::cuda::FftconvCudaErrorString(err ? err : sync), 0, 0);
+    return;
+  }
+  bool canary = false;
+  std::vector<double> out = ToDouble(dc.Download(&canary));
+  std::vector<double> ref = MatmulReference(ToDouble(a), ToDouble(b), p);
+  const double rel = RelErr(out, ref);
+  const double tol = sizeof(T) == 8 ? 1e-12 : (p.allow_tf32 ? 1e-3 : 1e-5);
+  Report(canary && rel <= tol, std::string(name) + (canary ? "" : " CANARY"), rel, tol);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Random shapes. Image counts include 0 and 1 and counts that leave partial blocks.
+void RandomBatch(int S, bool quick, int* batch, int* channels) {
+  const int r = RandInt(0, 9);
+  if (r == 0) {
+    *batch = RandInt(0, 1) ? 0 : RandInt(1, 3);
+    *channels = *batch == 0 ? RandInt(1, 4) : 0;
+  } else if (r == 1) {
+    *batch = 1;
+    *channels = 1;
+  } else {
+    const int max_images = quick ? 24 : (S >= 128 ? 12 : (S >= 64 ? 40 : 300));
+    *batch = RandInt(1, 6);
+    *channels = RandInt(1, std::max(1, max_images / *batch));
+    if (RandInt(0, 2) == 0) *channels = std::max(4, *channels / 4 * 4);  // vector paths need C % 4 == 0
+  }
+}
+
+template <typename T>
+void FftSuite(bool quick, const char* tag) {
+  for (int S = 2; S <= 128; S *= 2) {
+    const int reps = quick ? 1 : (S >= 128 ? 2 : 4);
+    for (int nhwc = 0; nhwc < 2; ++nhwc) {
+      for (int rep = 0; rep < reps; ++rep) {
+        Rfft2dParams p;
+        RandomBatch(S, quick, &p.batch, &p.channels);
+        p.fft_size = S;
+        p.nhwc = nhwc;
+        if (rep == 0) {
+          p.height = S;
+          p.width = S;
+        } else {
+          p.height = RandInt(1, S);
+          p.width = RandInt(1, S);
+          if (rep == 3) p.height = RandInt(0, 1) ? 0 : p.height;  // empty image: zero spectrum
+        }
+        p.offset_h = RandInt(0, S - p.height);
+        p.offset_w = RandInt(0, S - p.width);
+        CheckRfft2d<T>(p, tag);
+
+        Irfft2dParams q;
+        RandomBatch(S, quick, &q.batch, &q.channels);
+        q.fft_size = S;
+        q.nhwc = nhwc;
+        q.out_h = rep == 0 ? S : RandInt(1, S);
+        q.out_w = rep == 0 ? S : RandInt(1, S);
+        q.offset_h = RandInt(0, S - q.out_h);
+        q.offset_w = RandInt(0, S - q.out_w);
+        CheckIrfft2d<T>(q, tag);
+      }
+    }
+  }
+}
+
+template <typename T>
+void MatmulSuite(bool quick) {
+  struct Shape {
+    int bins, m, n, k;
+  };
+  std::vector<Shape> shapes = {{3, 37, 45, 29}, {2, 128, 6, 1}, {2, 128, 16, 6}, {1, 1, 1, 1}, {0, 4, 4, 4}};
+  if (!quick) {
+    shapes.push_back({2, 130, 70, 33});
+    shapes.push_back({3, 64, 96, 17});
+    shapes.push_back({1, 257, 129, 40});
+    shapes.push_back({2, 5, 3, 0});
+    shapes.push_back({RandInt(1, 4), RandInt(1, 200), RandInt(1, 200), RandInt(1, 100)});
+  }
+  for (const Shape& s : shapes) {
+    for (int fa = 0; fa < 3; ++fa) {
+      for (int fb = 0; fb < 3; ++fb) {
+        for (int tf32 = 0; tf32 < (sizeof(T) == 4 ? 2 : 1); ++tf32) {
+          if (quick && s.m > 64 && (fa + fb) % 3 != 0) continue;
+          SpectralMatmulParams p;
+          p.bins = s.bins;
+          p.m = s.m;
+          p.n = s.n;
+          p.k = s.k;
+          p.transpose_a = fa == 1;
+          p.adjoint_a = fa == 2;
+          p.transpose_b = fb == 1;
+          p.adjoint_b = fb == 2;
+          p.allow_tf32 = tf32;
+          CheckMatmul<T>(p);
+        }
+      }
+    }
+  }
+}
+
+void FastDivmodSuite() {
+  bool ok = true;
+  for (int t = 0; t < 2000 && ok; ++t) {
+    const int d = t < 300 ? t + 1 : RandInt(1, 1 << 20);
+    fftconv::cuda::detail::FastDivmod fd(d);
+    for (int u = 0; u < 200; ++u) {
+      const int n = u < 100 ? RandInt(0, 1 << 16) : RandInt(0, 0x7fffffff);
+      int q, r;
+      fd.DivMod(n, q, r);
+      if (q != n / d || r != n % d) {
+        ok = false;
+        std::printf("FastDivmod mismatch d=%d n=%d\n", d, n);
+        break;
+      }
+    }
+  }
+  Report(ok, "FastDivmod host check", 0, 0);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Timing.
+template <typename F>
+double MedianMs(F&& launch, int warmup = 5, int runs = 30) {
+  cudaEvent_t start, stop;
+  CUDA_OK(cudaEventCreate(&start));
+  CUDA_OK(cudaEventCreate(&stop));
+  for (int i = 0; i < warmup; ++i) launch();
+  CUDA_OK(cudaDeviceSynchronize());
+  std::vector<float> ms(runs);
+  for (int i = 0; i < runs; ++i) {
+    CUDA_OK(cudaEventRecord(start));
+    launch();
+    CUDA_OK(cudaEventRecord(stop));
+    CUDA_OK(cudaEventSynchronize(stop));
+    CUDA_OK(cudaEventElapsedTime(&ms[i], start, stop));
+  }
+  CUDA_OK(cudaEventDestroy(start));
+  CUDA_OK(cudaEventDestroy(stop));
+  std::sort(ms.begin(), ms.end());
+  return ms[runs / 2];
+}
+
+void CheckLaunch(int err) {
+  if (err != 0) {
+    std::fprintf(stderr, "launch failed: %s\n", fftconv::cuda::FftconvCudaErrorString(err));
+    std::exit(2);
+  }
+}
+
+void TimeRfft(int B, int C, int H, int W, int S, bool nhwc) {
+  Rfft2dParams p{B, C, H, W, S, 0, 0, nhwc};
+  const size_t n_in = static_cast<size_t>(B) * C * H * W, n_out = static_cast<size_t>(S) * (S / 2 + 1) * B * C * 2;
+  DeviceBuffer<float> x(n_in), y(n_out);
+  x.Upload(RandomVector<float>(n_in));
+  const double ms = MedianMs([&] { CheckLaunch(fftconv::cuda::LaunchRfft2d<float>(p, x.ptr, y.ptr, nullptr)); });
+  const double gb = (n_in + n_out) * 4.0 / 1e9;
+  std::printf("TIME rfft2d  f32 %s [%d,%d,%d,%d] S=%d            : %8.4f ms  %7.1f GB/s\n", nhwc ? "NHWC" : "NCHW", B,
+              C, H, W, S, ms, gb / (ms / 1e3));
+}
+
+void TimeIrfft(int B, int C, int H, int W, int S, bool nhwc) {
+  Irfft2dParams p{B, C, S, H, W, 0, 0, nhwc};
+  const size_t n_in = static_cast<size_t>(S) * (S / 2 + 1) * B * C * 2, n_out = static_cast<size_t>(B) * C * H * W;
+  DeviceBuffer<float> x(n_in), y(n_out);
+  x.Upload(RandomVector<float>(n_in));
+  const double ms = MedianMs([&] { CheckLaunch(fftconv::cuda::LaunchIrfft2d<float>(p, x.ptr, y.ptr, nullptr)); });
+  const double gb = (n_in + n_out) * 4.0 / 1e9;
+  std::printf("TIME irfft2d f32 %s S=%d -> [%d,%d,%d,%d]           : %8.4f ms  %7.1f GB/s\n", nhwc ? "NHWC" : "NCHW", S,
+              B, C, H, W, ms, gb / (ms / 1e3));
+}
+
+void TimeMatmul(const char* label, SpectralMatmulParams p) {
+  const size_t na = static_cast<size_t>(p.bins) * p.m * p.k * 2, nb = static_cast<size_t>(p.bins) * p.k * p.n * 2,
+               nc = static_cast<size_t>(p.bins) * p.m * p.n * 2;
+  DeviceBuffer<float> a(na), b(nb), c(nc);
+  a.Upload(RandomVector<float>(na));
+  b.Upload(RandomVector<float>(nb));
+  const double ms =
+      MedianMs([&] { CheckLaunch(fftconv::cuda::LaunchSpectralMatmul<float>(p, a.ptr, b.ptr, c.ptr, nullptr)); });
+  const double flop = 8.0 * p.m * p.n * p.k * p.bins;
+  const double gb = (na + nb + nc) * 4.0 / 1e9;
+  std::printf("TIME matmul  %-12s tf32=%d bins=%d M=%d K=%d N=%d : %8.4f ms  %7.2f TFLOP/s  %7.1f GB/s\n", label,
+              p.allow_tf32 ? 1 : 0, p.bins, p.m, p.k, p.n, ms, flop / (ms / 1e3) / 1e12, gb / (ms / 1e3));
+}
+
+void TimeCopy() {
+  const size_t n = 64ull << 20;  // 256 MiB of floats
+  DeviceBuffer<float> a(n), b(n);
+  CUDA_OK(cudaMemset(a.ptr, 0, n * 4));
+  const double ms = MedianMs([&] { CUDA_OK(cudaMemcpyAsync(b.ptr, a.ptr, n * 4, cudaMemcpyDeviceToDevice)); });
+  std::printf("TIME cudaMemcpy D2D 256 MiB (read + write)       : %8.4f ms  %7.1f GB/s\n", ms, 2.0 * n * 4 / 1e9 / (ms / 1e3));
+}
+
+void FftTimingSuite() {
+  TimeRfft(128, 96, 26, 26, 32, false);
+  TimeRfft(128, 96, 26, 26, 32, true);
+  TimeRfft(128, 96, 32, 32, 32, false);
+  TimeRfft(128, 96, 32, 32, 32, true);
+  TimeRfft(256, 96, 7, 7, 32, false);
+  TimeRfft(128, 64, 13, 13, 16, false);
+  TimeRfft(128, 32, 56, 56, 64, false);
+  TimeIrfft(128, 256, 26, 26, 32, false);
+  TimeIrfft(128, 256, 26, 26, 32, true);
+  TimeIrfft(128, 96, 32, 32, 32, false);
+  TimeIrfft(128, 64, 16, 16, 16, false);
+  TimeIrfft(128, 32, 56, 56, 64, false);
+}
+
+// One launch of each main kernel (for a profiler run).
+void ProfileSuite() {
+  {
+    Rfft2dParams p{128, 96, 26, 26, 32, 0, 0, false};
+    const size_t n_in = 128ull * 96 * 26 * 26, n_out = 544ull * 128 * 96 * 2;
+    DeviceBuffer<float> x(n_in), y(n_out);
+    x.Upload(RandomVector<float>(n_in));
+    CheckLaunch(fftconv::cuda::LaunchRfft2d<float>(p, x.ptr, y.ptr, nullptr));
+    Irfft2dParams q{128, 96, 32, 26, 26, 0, 0, false};
+    CheckLaunch(fftconv::cuda::LaunchIrfft2d<float>(q, y.ptr, x.ptr, nullptr));
+  }
+  SpectralMatmulParams fwd{544, 128, 256, 96, false, false, false, true, true};
+  const size_t na = 544ull * 128 * 96 * 2, nb = 544ull * 256 * 96 * 2, nc = 544ull * 128 * 256 * 2;
+  DeviceBuffer<float> a(na), b(nb), c(nc);
+  a.Upload(RandomVector<float>(na));
+  b.Upload(RandomVector<float>(nb));
+  CheckLaunch(fftconv::cuda::LaunchSpectralMatmul<float>(fwd, a.ptr, b.ptr, c.ptr, nullptr));
+  fwd.allow_tf32 = false;
+  CheckLaunch(fftconv::cuda::LaunchSpectralMatmul<float>(fwd, a.ptr, b.ptr, c.ptr, nullptr));
+  CUDA_OK(cudaDeviceSynchronize());
+}
+
+void TimingSuite() {
+  TimeCopy();
+  TimeRfft(128, 96, 26, 26, 32, false);
+  TimeRfft(128, 96, 26, 26, 32, true);
+  TimeRfft(128, 96, 32, 32, 32, false);
+  TimeRfft(128, 96, 32, 32, 32, true);
+  TimeRfft(256, 96, 7, 7, 32, false);  // weights of Mathieu's layer, 7x7 into S = 32
+  TimeRfft(128, 64, 13, 13, 16, false);
+  TimeRfft(128, 32, 56, 56, 64, false);
+  TimeIrfft(128, 256, 26, 26, 32, false);
+  TimeIrfft(128, 256, 26, 26, 32, true);
+  TimeIrfft(128, 96, 32, 32, 32, false);
+  for (int tf32 = 0; tf32 < 2; ++tf32) {
+    SpectralMatmulParams fwd{544, 128, 256, 96, false, false, false, true, tf32 != 0};
+    SpectralMatmulParams dgrad{544, 128, 96, 256, false, false, false, false, tf32 != 0};
+    SpectralMatmulParams wgrad{544, 256, 96, 128, false, true, false, false, tf32 != 0};
+    TimeMatmul("forward", fwd);
+    TimeMatmul("input-grad", dgrad);
+    TimeMatmul("weight-grad", wgrad);
+  }
+  SpectralMatmulParams tiny1{544, 128, 6, 1, false, false, false, true, true};
+  SpectralMatmulParams tiny2{544, 128, 16, 6, false, false, false, true, true};
+  TimeMatmul("tiny K=1", tiny1);
+  TimeMatmul("tiny K=6", tiny2);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  bool quick = false, timing = false, check = true, fft_timing = false, profile = false;
+  unsigned long long seed = static_cast<unsigned long long>(
+      std::chrono::high_resolution_clock::now().time_since_epoch().count());
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--quick")) {
+      quick = true;
+    } else if (!std::strcmp(argv[i], "--time")) {
+      timing = true;
+      check = false;
+    } else if (!std::strcmp(argv[i], "--time-fft")) {
+      fft_timing = true;
+      check = false;
+    } else if (!std::strcmp(argv[i], "--profile")) {
+      profile = true;
+      check = false;
+    } else if (!std::strcmp(argv[i], "--all")) {
+      timing = true;
+      check = true;
+    } else if (!std::strcmp(argv[i], "--failures-only")) {
+      g_verbose = false;
+    } else if (!std::strcmp(argv[i], "--seed") && i + 1 < argc) {
+      seed = std::strtoull(argv[++i], nullptr, 10);
+    } else {
+      std::fprintf(stderr, "usage: %s [--quick] [--time|--time-fft|--profile|--all] [--failures-only] [--seed N]\n",
+                   argv[0]);
+      return 2;
+    }
+  }
+  g_rng.seed(seed);
+  cudaDeviceProp prop;
+  int dev = 0;
+  CUDA_OK(cudaGetDevice(&dev));
+  CUDA_OK(cudaGetDeviceProperties(&prop, dev));
+  const std::time_t now = std::time(nullptr);
+  char date[64];
+  std::strftime(date, sizeof(date), "%Y-%m-%d %H:%M:%S UTC", std::gmtime(&now));
+  std::printf("device: %s (sm_%d%d, %d SMs, %.0f KiB smem/block opt-in)  date: %s  seed: %llu\n", prop.name,
+              prop.major, prop.minor, prop.multiProcessorCount, prop.sharedMemPerBlockOptin / 1024.0, date, seed);
+
+  if (check) {
+    FastDivmodSuite();
+    FftSuite<float>(quick, "      ");
+    FftSuite<double>(quick, "      ");
+    // Plans for devices with less shared memory (sm_75: 64 KiB, sm_60: 48 KiB).
+    for (int cap : {64 * 1024, 48 * 1024}) {
+      fftconv::cuda::detail::SetSharedMemoryCapForTesting(cap);
+      const char* tag = cap == 64 * 1024 ? "cap64K" : "cap48K";
+      if (!quick || cap == 48 * 1024) {
+        FftSuite<float>(true, tag);
+        FftSuite<double>(true, tag);
+      }
+    }
+    fftconv::cuda::detail::SetSharedMemoryCapForTesting(0);
+    MatmulSuite<float>(quick);
+    MatmulSuite<double>(quick);
+    std::printf("SUMMARY: %d passed, %d failed\n", g_pass, g_fail);
+  }
+  if (timing) TimingSuite();
+  if (fft_timing) FftTimingSuite();
+  if (profile) ProfileSuite();
+  return g_fail == 0 ? 0 : 1;
+}
