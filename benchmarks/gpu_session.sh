@@ -5,7 +5,9 @@
 #
 #   . /tmp/tfenv && COMMIT=<sha> bash benchmarks/gpu_session.sh [STEP ...]
 #
-# STEP: info build tests sanitize kernels bench reproduce (default: all, in that order). Logs go to
+# STEP: info build tests sanitize kernels bench reproduce variants (default: all but kernels and
+# variants, in that order; kernels = cuda/tests/gpu_check.sh, variants = the reproduction with other
+# XLA settings). Logs go to
 # $WORK (build/gpu_session); after each step they are packed into $OUT/gpu_session.tar.gz so that a
 # run cut short still brings back what it did.
 set -uo pipefail
@@ -13,8 +15,8 @@ cd "$(dirname "$0")/.."
 WORK=${WORK:-build/gpu_session}
 OUT=${OUT:-$WORK}
 mkdir -p "$WORK" "$OUT"
-export PYTHONUNBUFFERED=1 TF_CPP_MIN_LOG_LEVEL=${TF_CPP_MIN_LOG_LEVEL:-2} PATH="$PATH:/usr/local/cuda/bin"
-steps=${*:-info build tests sanitize kernels bench reproduce}
+export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" TF_FFTCONV_COMMIT="${COMMIT:-}" PYTHONUNBUFFERED=1 TF_CPP_MIN_LOG_LEVEL=${TF_CPP_MIN_LOG_LEVEL:-2} PATH="$PATH:/usr/local/cuda/bin"
+steps=${*:-info build tests sanitize bench reproduce}
 pack() { tar -czf "$OUT/gpu_session.tar.gz" -C "$WORK" . 2>/dev/null; }
 log() { echo "== $(date -u +%H:%M:%S) $*"; }
 
@@ -31,7 +33,7 @@ for step in $steps; do
       log "pytest -m gpu"
       timeout 330 python3 -m pytest -m gpu -q -p no:cacheprovider tests 2>&1 | tee "$WORK/pytest_gpu.log" | tail -25 ;;
     sanitize)
-      for tool in memcheck racecheck; do
+      for tool in ${SANITIZER_TOOLS:-memcheck racecheck}; do
         log "compute-sanitizer --tool $tool (ops inside TensorFlow)"
         TF_GPU_ALLOCATOR=cuda_malloc_async timeout 120 compute-sanitizer --tool $tool --error-exitcode 3 \
           python3 tests/gpu_sanitize_ops.py > "$WORK/sanitizer_tf_$tool.log" 2>&1
@@ -48,6 +50,14 @@ for step in $steps; do
       log reproduce
       timeout 540 python3 -m tf_fftconv.reproduce --dataset "idx:${DATA_DIR:-.data/fashion-mnist}" --epochs "${EPOCHS:-10}" \
         --baseline-seeds "${SEEDS:-3}" --json "$WORK/reproduce.json" 2>&1 | tee "$WORK/reproduce.log" | tail -30 ;;
+    variants)
+      for variant in "--xla-auto-clustering" "--jit-compile off"; do
+        name=$(echo "$variant" | tr -d ' -')
+        log "reproduce $variant"
+        timeout 300 python3 -m tf_fftconv.reproduce --dataset "idx:${DATA_DIR:-.data/fashion-mnist}" \
+          --epochs "${VARIANT_EPOCHS:-5}" $variant --json "$WORK/reproduce_$name.json" 2>&1 \
+          | tee "$WORK/reproduce_$name.log" | tail -9
+      done ;;
     *) echo "unknown step $step"; exit 2 ;;
   esac
   pack

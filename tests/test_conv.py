@@ -132,7 +132,8 @@ def test_matches_conv2d_with_tf32_on_the_gpu(rng, padding):
 
 
 @pytest.mark.gpu
-def test_gpu_and_cpu_kernels_agree(rng):
+def test_gpu_and_cpu_kernels_agree(rng, device):
+    """Same results from the CUDA and the CPU kernels (the device fixture turns TF32 off)."""
     x = rng.standard_normal((3, 20, 17, 5)).astype(np.float32)
     w = rng.standard_normal((4, 6, 5, 7)).astype(np.float32)
     results = {}

@@ -20,5 +20,5 @@ def test_fuzz_op(device, op):
     assert proc.returncode == 0, "fuzzer died (seed %d, rc %d):\n%s" % (seed, proc.returncode, proc.stderr[-3000:])
     summary = json.loads(proc.stdout.strip().splitlines()[-1])
     assert summary["cases"] >= 1000
-    assert summary["valid"] >= 300 and summary["invalid"] >= 150, summary
+    assert summary["valid"] >= 200 and summary["invalid"] >= 200, summary
     assert summary["n_failures"] == 0, "seed %d: %s" % (seed, json.dumps(summary["failures"], indent=1))

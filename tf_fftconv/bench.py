@@ -327,6 +327,9 @@ def resolve_device(text):
 
 
 def git_commit():
+    """HEAD of the source tree; TF_FFTCONV_COMMIT names it where the tree has no .git (a copy)."""
+    if os.environ.get("TF_FFTCONV_COMMIT"):
+        return os.environ["TF_FFTCONV_COMMIT"], None
     root = Path(__file__).resolve().parent.parent
     try:
         commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True,

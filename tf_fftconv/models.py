@@ -70,12 +70,13 @@ def lenet5(conv="fft", input_shape=(32, 32, 1), num_classes=10, *, activation="r
     return keras.Model(inputs, outputs, name=name or f"lenet5_{conv}")
 
 
-def compile_lenet(model, learning_rate=1e-3):
+def compile_lenet(model, learning_rate=1e-3, jit_compile="auto"):
     """Compiles with Adam, sparse categorical cross-entropy on logits and accuracy.
 
-    Everything else is left at Keras' defaults (notably `jit_compile="auto"`).
+    Everything else is left at Keras' defaults (notably `jit_compile="auto"`, which gives XLA to a
+    model of Conv2D layers on a GPU and none to a model holding FFTConv2D).
     """
     model.compile(optimizer=keras.optimizers.Adam(learning_rate),
                   loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-                  metrics=["accuracy"])
+                  metrics=["accuracy"], jit_compile=jit_compile)
     return model

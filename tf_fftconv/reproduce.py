@@ -102,7 +102,7 @@ def _build(conv, info, fft_size=None):
                          data_format=data_format, fft_size=fft_size)
 
 
-def _warm_up(batches, info, fft_size):
+def _warm_up(batches, info, fft_size, jit_compile="auto"):
     """One training step of each model type on throwaway models, before anything is timed.
 
     `batches` must not be a timed run's training pipeline: iterating it would move that
@@ -112,7 +112,7 @@ def _warm_up(batches, info, fft_size):
 
     images, labels = next(iter(batches.take(1)))
     for conv in ("spatial", "fft"):
-        model = models.compile_lenet(_build(conv, info, fft_size))
+        model = models.compile_lenet(_build(conv, info, fft_size), jit_compile=jit_compile)
         model.train_on_batch(images, labels)
 
 
@@ -150,9 +150,17 @@ def train_and_evaluate(model, label, train, test, epochs, seed, progress):
 
 def run(dataset="mnist", epochs=10, batch_size=128, seed=0, limit_train=None, limit_test=None,
         baseline_seeds=1, fallback=True, data_dir=None, data_format=None, fft_size=None,
-        warm_up=True, progress=print):
-    """Trains the baseline and the FFT LeNet-5 (and extra baselines); returns the results dict."""
+        warm_up=True, jit_compile="auto", xla_auto_clustering=False, progress=print):
+    """Trains the baseline and the FFT LeNet-5 (and extra baselines); returns the results dict.
+
+    jit_compile: passed to model.compile for both models ("auto": Keras' default; False: no XLA for
+    either, so the convolutions are compared on equal terms).
+    xla_auto_clustering: turn on TensorFlow's XLA auto-clustering, which compiles the parts of a
+    graph XLA supports and leaves the custom ops outside (the FFT model's dense layers, pooling and
+    optimizer then get fused kernels too).
+    """
     import keras
+    import tensorflow as tf
 
     from tf_fftconv import data, models
 
@@ -171,15 +179,17 @@ def run(dataset="mnist", epochs=10, batch_size=128, seed=0, limit_train=None, li
     progress(f"data: {info.display_name}, {info.source} ({info.num_train} train, "
              f"{info.num_test} test images, batch {batch_size}); {device['device']}; "
              f"TensorFlow {device['tensorflow']}")
+    if xla_auto_clustering:
+        tf.config.optimizer.set_jit("autoclustering")
     if warm_up:
-        _warm_up(test, info, fft_size)
+        _warm_up(test, info, fft_size, jit_compile)
 
     # Same initial weights: build the baseline, copy its weights into the FFT model.
     keras.utils.set_random_seed(seed)
-    baseline = models.compile_lenet(_build("spatial", info))
+    baseline = models.compile_lenet(_build("spatial", info), jit_compile=jit_compile)
     fft = _build("fft", info, fft_size)
     fft.set_weights(baseline.get_weights())
-    models.compile_lenet(fft)
+    models.compile_lenet(fft, jit_compile=jit_compile)
 
     runs = {"baseline": train_and_evaluate(baseline, "baseline", train, test, epochs, seed,
                                            progress)}
@@ -191,7 +201,7 @@ def run(dataset="mnist", epochs=10, batch_size=128, seed=0, limit_train=None, li
     for k in range(1, baseline_seeds):
         s = seed + k
         keras.utils.set_random_seed(s)
-        model = models.compile_lenet(_build("spatial", info))
+        model = models.compile_lenet(_build("spatial", info), jit_compile=jit_compile)
         extra_train, extra_test, _ = pipelines(s)
         extra.append(train_and_evaluate(model, f"baseline seed {s}", extra_train, extra_test,
                                         epochs, s, progress))
@@ -204,7 +214,8 @@ def run(dataset="mnist", epochs=10, batch_size=128, seed=0, limit_train=None, li
                      "seed": seed, "limit_train": limit_train, "limit_test": limit_test,
                      "baseline_seeds": baseline_seeds, "fft_size": fft_size,
                      "data_format": data_format or keras.config.image_data_format(),
-                     "warm_up": warm_up},
+                     "warm_up": warm_up, "jit_compile": jit_compile,
+                     "xla_auto_clustering": xla_auto_clustering},
         "runs": runs,
     }
     accuracies = [runs["baseline"]["test_accuracy"]] + [r["test_accuracy"] for r in extra]
@@ -232,6 +243,7 @@ def format_table(result):
         rows.append(f"| {experiment} | {description} | {r['avg_epoch_time_s']:.5f} s | "
                     f"{r['wall_time_s']:.1f} s | {100 * r['test_accuracy']:.5f}% |")
     base, fft = runs["baseline"], runs["fft"]
+    settings = result.get("settings", {})
     if base["avg_epoch_time_excludes_first"]:
         epoch_note = (f"Avg epoch time: epochs 2..{base['epochs']} (epoch 1, with tracing: "
                       f"baseline {base['first_epoch_time_s']:.3f} s, "
@@ -245,8 +257,9 @@ def format_table(result):
         f"FFT / baseline epoch time: {fft['avg_epoch_time_s'] / base['avg_epoch_time_s']:.2f}x; "
         f"accuracy difference (FFT - baseline): "
         f"{100 * (fft['test_accuracy'] - base['test_accuracy']):+.3f} points. "
-        f"XLA (jit_compile=\"auto\"): baseline {'on' if base['jit_compile'] else 'off'}, "
-        f"FFT {'on' if fft['jit_compile'] else 'off'}.",
+        f"XLA (jit_compile={settings.get('jit_compile', 'auto')!r}): baseline "
+        f"{'on' if base['jit_compile'] else 'off'}, FFT {'on' if fft['jit_compile'] else 'off'}"
+        f"{'; XLA auto-clustering on' if settings.get('xla_auto_clustering') else ''}.",
     ]
     spread = result.get("baseline_accuracy_over_seeds")
     if spread:
@@ -299,6 +312,12 @@ def parse_args(argv=None):
                         help="FFT frame size for the FFT model (default: chosen by fft_conv2d)")
     parser.add_argument("--no-warm-up", action="store_true",
                         help="skip the untimed warm-up step before the timed runs")
+    parser.add_argument("--jit-compile", choices=("auto", "off"), default="auto",
+                        help="model.compile's jit_compile for both models (default: Keras' "
+                             "\"auto\"; \"off\": no XLA for either)")
+    parser.add_argument("--xla-auto-clustering", action="store_true",
+                        help="turn on TensorFlow's XLA auto-clustering (XLA for everything but "
+                             "the custom ops)")
     return parser.parse_args(argv)
 
 
@@ -311,6 +330,8 @@ def main(argv=None):
                  baseline_seeds=args.baseline_seeds, fallback=not args.no_fallback,
                  data_dir=args.data_dir, data_format=args.data_format, fft_size=args.fft_size,
                  warm_up=not args.no_warm_up,
+                 jit_compile="auto" if args.jit_compile == "auto" else False,
+                 xla_auto_clustering=args.xla_auto_clustering,
                  progress=lambda line: print(line, flush=True))
     print()
     print(result["table"], flush=True)
