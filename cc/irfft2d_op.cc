@@ -27,7 +27,7 @@ REGISTER_OP("FftconvIrfft2d")
       TF_RETURN_IF_ERROR(c->WithRank(c->input(0), 3, &spectrum));
       int64_t fft_size, out_h, out_w, offset_h, offset_w;
       std::string data_format;
-      bool nhwc;
+      bool nhwc = false;
       TF_RETURN_IF_ERROR(c->GetAttr("fft_size", &fft_size));
       TF_RETURN_IF_ERROR(c->GetAttr("out_h", &out_h));
       TF_RETURN_IF_ERROR(c->GetAttr("out_w", &out_w));

@@ -25,7 +25,7 @@ REGISTER_OP("FftconvRfft2d")
       TF_RETURN_IF_ERROR(c->WithRank(c->input(0), 4, &x));
       int64_t fft_size, offset_h, offset_w;
       std::string data_format;
-      bool nhwc;
+      bool nhwc = false;
       TF_RETURN_IF_ERROR(c->GetAttr("fft_size", &fft_size));
       TF_RETURN_IF_ERROR(c->GetAttr("offset_h", &offset_h));
       TF_RETURN_IF_ERROR(c->GetAttr("offset_w", &offset_w));
