@@ -394,6 +394,46 @@ FFTCONV_FFT_SHAPE(double, 128, true, 8, 1, 1)
 #undef FFTCONV_FFT_SHAPE_CODE
 #undef FFTCONV_FFT_SHAPE
 
+// ---- Launch helpers shared by the forward and inverse launchers (host code).
+
+// Calls launch(std::integral_constant<int, S>{}) for the run-time FFT size s, one kernel family per S.
+template <typename Launch>
+int DispatchFftSize(int s, Launch&& launch) {
+  switch (s) {
+    case 2: return launch(std::integral_constant<int, 2>{});
+    case 4: return launch(std::integral_constant<int, 4>{});
+    case 8: return launch(std::integral_constant<int, 8>{});
+    case 16: return launch(std::integral_constant<int, 16>{});
+    case 32: return launch(std::integral_constant<int, 32>{});
+    case 64: return launch(std::integral_constant<int, 64>{});
+    case 128: return launch(std::integral_constant<int, 128>{});
+    default: return static_cast<int>(cudaErrorInvalidValue);
+  }
+}
+
+// 16-byte global accesses in the staged path: float only, an aligned pointer, whole float4 groups
+// of images per block and, in NHWC, of channels.
+template <typename Real>
+bool UseVectorIo(const void* global, bool use_stage, int images_per_block, bool nhwc, int channels) {
+  if (!std::is_same<Real, float>::value || !use_stage) return false;
+  const bool aligned = (reinterpret_cast<uintptr_t>(global) & 15) == 0;
+  return aligned && images_per_block % 4 == 0 && (!nhwc || channels % 4 == 0);
+}
+
+// Launches `kernel` with `smem` bytes of dynamic shared memory, first raising the kernel's limit
+// when it needs more than the default 48 KiB; returns the launch's error code.
+template <typename... Params, typename... Args>
+int LaunchWithSharedMemory(void (*kernel)(Params...), dim3 grid, int threads, size_t smem,
+                           cudaStream_t stream, Args... args) {
+  if (smem > 48 * 1024) {
+    const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                               static_cast<int>(smem));
+    if (e != cudaSuccess) return static_cast<int>(e);
+  }
+  kernel<<<grid, threads, smem, stream>>>(args...);
+  return static_cast<int>(cudaGetLastError());
+}
+
 }  // namespace detail
 }  // namespace cuda
 }  // namespace fftconv

@@ -288,21 +288,12 @@ int LaunchIrfft2dSized(const Irfft2dParams& p, const Real* spectrum, Real* outpu
     a.chunk_rows = rows < p.out_h ? rows : p.out_h;
     smem = row_bytes * a.chunk_rows;
   }
-  a.vector_io = false;
-  if (std::is_same<Real, float>::value && a.use_stage) {
-    const bool aligned = (reinterpret_cast<uintptr_t>(output) & 15) == 0;
-    a.vector_io = aligned && G % 4 == 0 && (!p.nhwc || p.channels % 4 == 0);
-  }
+  a.vector_io = detail::UseVectorIo<Real>(output, a.use_stage, G, p.nhwc, p.channels);
 
-  auto kernel = Irfft2dKernel<Real, S, L, G>;
-  if (smem > 48 * 1024) {
-    cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
-    if (e != cudaSuccess) return static_cast<int>(e);
-  }
   const dim3 grid(static_cast<unsigned>((images + G - 1) / G),
                   static_cast<unsigned>((p.out_h + a.chunk_rows - 1) / a.chunk_rows));
-  kernel<<<grid, kThreads, smem, stream>>>(reinterpret_cast<const complex_t<Real>*>(spectrum), output, a);
-  return static_cast<int>(cudaGetLastError());
+  return detail::LaunchWithSharedMemory(Irfft2dKernel<Real, S, L, G>, grid, kThreads, smem, stream,
+                                        reinterpret_cast<const complex_t<Real>*>(spectrum), output, a);
 }
 
 }  // namespace
@@ -311,16 +302,9 @@ template <typename Real>
 int LaunchIrfft2d(const Irfft2dParams& p, const Real* spectrum, Real* output, cudaStream_t stream) {
   const long long images = static_cast<long long>(p.batch) * p.channels;
   if (images <= 0 || p.out_h <= 0 || p.out_w <= 0) return 0;
-  switch (p.fft_size) {
-    case 2: return LaunchIrfft2dSized<Real, 2>(p, spectrum, output, stream);
-    case 4: return LaunchIrfft2dSized<Real, 4>(p, spectrum, output, stream);
-    case 8: return LaunchIrfft2dSized<Real, 8>(p, spectrum, output, stream);
-    case 16: return LaunchIrfft2dSized<Real, 16>(p, spectrum, output, stream);
-    case 32: return LaunchIrfft2dSized<Real, 32>(p, spectrum, output, stream);
-    case 64: return LaunchIrfft2dSized<Real, 64>(p, spectrum, output, stream);
-    case 128: return LaunchIrfft2dSized<Real, 128>(p, spectrum, output, stream);
-    default: return static_cast<int>(cudaErrorInvalidValue);
-  }
+  return detail::DispatchFftSize(p.fft_size, [&](auto size) {
+    return LaunchIrfft2dSized<Real, decltype(size)::value>(p, spectrum, output, stream);
+  });
 }
 
 template int LaunchIrfft2d<float>(const Irfft2dParams&, const float*, float*, cudaStream_t);

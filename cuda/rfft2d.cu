@@ -346,20 +346,11 @@ int LaunchRfft2dSized(const Rfft2dParams& p, const Real* input, Real* spectrum, 
     while (a.chunk_jobs > 1 && 2 * a.chunk_jobs * slot_bytes > max_smem) a.chunk_jobs /= 2;
     smem = 2 * a.chunk_jobs * slot_bytes;
   }
-  a.vector_io = false;
-  if (std::is_same<Real, float>::value && a.use_stage) {
-    const bool aligned = (reinterpret_cast<uintptr_t>(input) & 15) == 0;
-    a.vector_io = aligned && G % 4 == 0 && (!p.nhwc || p.channels % 4 == 0);
-  }
+  a.vector_io = detail::UseVectorIo<Real>(input, a.use_stage, G, p.nhwc, p.channels);
 
-  auto kernel = Rfft2dKernel<Real, S, L, G>;
-  if (smem > 48 * 1024) {
-    cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
-    if (e != cudaSuccess) return static_cast<int>(e);
-  }
   const dim3 grid(static_cast<unsigned>((images + G - 1) / G), static_cast<unsigned>(kHalf / a.chunk_jobs));
-  kernel<<<grid, kThreads, smem, stream>>>(input, reinterpret_cast<complex_t<Real>*>(spectrum), a);
-  return static_cast<int>(cudaGetLastError());
+  return detail::LaunchWithSharedMemory(Rfft2dKernel<Real, S, L, G>, grid, kThreads, smem, stream, input,
+                                        reinterpret_cast<complex_t<Real>*>(spectrum), a);
 }
 
 }  // namespace
@@ -374,16 +365,9 @@ int LaunchRfft2d(const Rfft2dParams& p, const Real* input, Real* spectrum, cudaS
     const size_t bins = static_cast<size_t>(s) * (s / 2 + 1);
     return static_cast<int>(cudaMemsetAsync(spectrum, 0, bins * images * 2 * sizeof(Real), stream));
   }
-  switch (s) {
-    case 2: return LaunchRfft2dSized<Real, 2>(p, input, spectrum, stream);
-    case 4: return LaunchRfft2dSized<Real, 4>(p, input, spectrum, stream);
-    case 8: return LaunchRfft2dSized<Real, 8>(p, input, spectrum, stream);
-    case 16: return LaunchRfft2dSized<Real, 16>(p, input, spectrum, stream);
-    case 32: return LaunchRfft2dSized<Real, 32>(p, input, spectrum, stream);
-    case 64: return LaunchRfft2dSized<Real, 64>(p, input, spectrum, stream);
-    case 128: return LaunchRfft2dSized<Real, 128>(p, input, spectrum, stream);
-    default: return static_cast<int>(cudaErrorInvalidValue);
-  }
+  return detail::DispatchFftSize(s, [&](auto size) {
+    return LaunchRfft2dSized<Real, decltype(size)::value>(p, input, spectrum, stream);
+  });
 }
 
 template int LaunchRfft2d<float>(const Rfft2dParams&, const float*, float*, cudaStream_t);
