@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Everything that needs the GPU host, in one script: correctness on the GPU (pytest -m gpu),
 # compute-sanitizer over the ops inside TensorFlow and over the standalone kernel check, the benchmark,
-# and the Fashion-MNIST reproduction. Run on the host after TensorFlow is staged there:
+# and the Fashion-MNIST reproduction. Run on a GPU host whose python3 imports TensorFlow 2.21, with the
+# library built (or `build` makes it) and the Fashion-MNIST IDX files in $DATA_DIR (.data/fashion-mnist):
 #
-#   . /tmp/tfenv && COMMIT=<sha> bash benchmarks/gpu_session.sh [STEP ...]
+#   COMMIT=<sha> bash benchmarks/gpu_session.sh [STEP ...]
 #
 # STEP: info build tests sanitize kernels bench reproduce variants (default: all but kernels and
 # variants, in that order; kernels = cuda/tests/gpu_check.sh, variants = the reproduction with other
