@@ -46,3 +46,13 @@ def spectral_matmul(a, b, transpose_a=False, transpose_b=False, adjoint_a=False,
 
 def random_complex(rng, shape):
     return rng.standard_normal(shape) + 1j * rng.standard_normal(shape)
+
+
+def rel_error(out, ref):
+    """||out - ref|| / ||ref|| in float64 / complex128 (||out|| when ref is all zeros)."""
+    out = np.asarray(out, dtype=np.complex128 if np.iscomplexobj(out) else np.float64)
+    ref = np.asarray(ref)
+    denom = np.linalg.norm(ref.ravel())
+    if denom == 0:
+        return float(np.linalg.norm(out.ravel()))
+    return float(np.linalg.norm((out - ref).ravel()) / denom)

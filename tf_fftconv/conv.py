@@ -17,15 +17,12 @@ import collections
 import tensorflow as tf
 
 from tf_fftconv import ops
+from tf_fftconv.ops import invalid_argument as _invalid
 
 MAX_FFT_SIZE = 128
 
 ConvGeometry = collections.namedtuple(
     "ConvGeometry", ["out_h", "out_w", "pad_top", "pad_left", "fft_size"])
-
-
-def _invalid(message):
-    return tf.errors.InvalidArgumentError(None, None, "tf_fftconv: " + message)
 
 
 def _next_power_of_two(n):

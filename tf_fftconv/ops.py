@@ -14,13 +14,14 @@ _COMPLEX_OF = {tf.float32: tf.complex64, tf.float64: tf.complex128}
 _REAL_OF = {tf.complex64: tf.float32, tf.complex128: tf.float64}
 
 
-def _invalid(message):
-    return tf.errors.InvalidArgumentError(None, None, message)
+def invalid_argument(message):
+    """The InvalidArgumentError the Python side raises for bad input (the kernels raise the same)."""
+    return tf.errors.InvalidArgumentError(None, None, "tf_fftconv: " + message)
 
 
 def _check_dtype(tensor, allowed, what):
     if tensor.dtype not in allowed:
-        raise _invalid("tf_fftconv: %s must be %s, got %s" % (
+        raise invalid_argument("%s must be %s, got %s" % (
             what, " or ".join(d.name for d in allowed), tensor.dtype.name))
 
 
@@ -47,7 +48,7 @@ def spectral_matmul(a, b, transpose_a=False, transpose_b=False, adjoint_a=False,
     b = tf.convert_to_tensor(b)
     _check_dtype(a, _REAL_OF, "a")
     if b.dtype != a.dtype:
-        raise _invalid("tf_fftconv: a and b must have the same dtype, got %s and %s"
+        raise invalid_argument("a and b must have the same dtype, got %s and %s"
                        % (a.dtype.name, b.dtype.name))
     return load_library().fftconv_spectral_matmul(
         a=a, b=b, transpose_a=transpose_a, transpose_b=transpose_b, adjoint_a=adjoint_a,
