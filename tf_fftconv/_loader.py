@@ -41,12 +41,36 @@ def _check_library():
             "TensorFlow you use." % (built_with, tf.__version__))
 
 
+def _other_copies_loaded():
+    """Paths of op libraries of this name that the process has mapped from elsewhere (Linux)."""
+    try:
+        with open("/proc/self/maps") as maps:
+            # address perms offset device inode [path]
+            paths = {fields[5].strip() for fields in (line.split(None, 5) for line in maps)
+                     if len(fields) == 6}
+    except OSError:
+        return []
+    ours = os.path.realpath(_LIBRARY)
+    name = os.path.basename(_LIBRARY)
+    return sorted(p for p in paths
+                  if os.path.basename(p) == name and os.path.realpath(p) != ours)
+
+
 def load_library():
     """Loads the op library once and returns its generated op module."""
     global _module
     with _lock:
         if _module is None:
             _check_library()
+            # A process can hold one copy of the kernels: a second copy registers none of its own
+            # (its ops would silently run the first copy's), so say so instead of loading it.
+            others = _other_copies_loaded()
+            if others:
+                raise ImportError(
+                    "tf_fftconv: another copy of the op library is already loaded in this process "
+                    "(%s); this package's copy is %s. Load only one of them per process (import "
+                    "tf_fftconv, or tf.load_op_library(tf_fftconv.library_path()))."
+                    % (others[0], _LIBRARY))
             try:
                 _module = tf.load_op_library(_LIBRARY)
             except tf.errors.NotFoundError as e:

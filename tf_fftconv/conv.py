@@ -82,16 +82,43 @@ def _static_dims(tensor, what):
     return tensor.shape.as_list()
 
 
+def _run_time_geometry(x, data_format, k_h, k_w, padding):
+    """``conv_geometry`` as int32 tensors, for an input whose height or width is unknown.
+
+    The sizes are computed in the graph from ``tf.shape(x)``; under XLA they fold to constants
+    when the program is compiled for a concrete shape, which is all the ops' size inputs need.
+    The frame is the smallest power of two that is large enough; inputs needing more than
+    ``MAX_FFT_SIZE`` get that op's own error for the frame size they would need.
+    """
+    padding = str(padding).upper()
+    if padding not in ("VALID", "SAME"):
+        raise _invalid("padding must be \"VALID\" or \"SAME\", got %r" % (padding,))
+    shape = tf.shape(x, out_type=tf.int32)
+    in_h, in_w = (shape[1], shape[2]) if data_format == "NHWC" else (shape[2], shape[3])
+    if padding == "VALID":
+        out_h, out_w, pad_top, pad_left = in_h - k_h + 1, in_w - k_w + 1, 0, 0
+        need = tf.maximum(tf.maximum(in_h, in_w), max(k_h, k_w))
+    else:
+        out_h, out_w, pad_top, pad_left = in_h, in_w, (k_h - 1) // 2, (k_w - 1) // 2
+        need = tf.maximum(in_h + k_h - 1, in_w + k_w - 1)
+    # Powers of two from 2 up to twice the largest frame: the first one >= need.
+    frames = tf.constant([2 ** i for i in range(1, MAX_FFT_SIZE.bit_length() + 1)], tf.int32)
+    fft_size = tf.gather(frames, tf.reduce_sum(tf.cast(frames < need, tf.int32)))
+    return ConvGeometry(out_h, out_w, pad_top, pad_left, fft_size), (in_h, in_w)
+
+
 def fft_conv2d(x, w, padding="VALID", data_format="NHWC", fft_size=None, name=None):
     """Stride-1, dilation-1 ``tf.nn.conv2d`` (cross-correlation) computed with FFTs.
 
     Args:
       x: float32 or float64 input, ``[B, H, W, Cin]`` (NHWC) or ``[B, Cin, H, W]`` (NCHW).
-        H, W and Cin must be known statically; B may be dynamic.
-      w: filters ``[kh, kw, Cin, Cout]``, the same dtype as ``x``.
+        Cin must be known statically; B, H and W may be dynamic (with static H and W the sizes
+        are Python numbers, otherwise they are computed in the graph).
+      w: filters ``[kh, kw, Cin, Cout]``, the same dtype as ``x``, with a static shape.
       padding: "VALID" or "SAME".
       data_format: "NHWC" or "NCHW".
-      fft_size: the FFT frame; default the smallest power of two without wrap-around.
+      fft_size: the FFT frame; default the smallest power of two without wrap-around. Needs a
+        static height and width.
     Returns:
       ``[B, Ho, Wo, Cout]`` (NHWC) or ``[B, Cout, Ho, Wo]`` (NCHW), differentiable in ``x`` and
       ``w``.
@@ -110,14 +137,21 @@ def fft_conv2d(x, w, padding="VALID", data_format="NHWC", fft_size=None, name=No
             _, in_h, in_w, in_channels = x_dims
         else:
             _, in_channels, in_h, in_w = x_dims
-        if None in (in_h, in_w, in_channels, k_h, k_w, w_in, w_out):
-            raise _invalid("the height, width and channels of x and the shape of w must be "
-                           "known statically, got x %s and w %s" % (x.shape, w.shape))
+        if None in (in_channels, k_h, k_w, w_in, w_out):
+            raise _invalid("the channels of x and the shape of w must be known statically, got "
+                           "x %s and w %s" % (x.shape, w.shape))
         if w_in != in_channels:
             raise _invalid("x has %d input channels but w is [%d, %d, %d, %d] (dimension 2 must "
                            "match)" % (in_channels, k_h, k_w, w_in, w_out))
-        geometry = conv_geometry(in_h, in_w, k_h, k_w, padding, fft_size)
-        return _frequency_domain_conv(geometry, (in_h, in_w), (k_h, k_w), data_format)(x, w)
+        if in_h is not None and in_w is not None:
+            geometry = conv_geometry(in_h, in_w, k_h, k_w, padding, fft_size)
+            image_size = (in_h, in_w)
+        elif fft_size is not None:
+            raise _invalid("an explicit fft_size needs a static height and width, got x %s"
+                           % (x.shape,))
+        else:
+            geometry, image_size = _run_time_geometry(x, data_format, k_h, k_w, padding)
+        return _frequency_domain_conv(geometry, image_size, (k_h, k_w), data_format)(x, w)
 
 
 def _frequency_domain_conv(geometry, image_size, kernel_size, data_format):

@@ -1,0 +1,129 @@
+// The XLA side of the three ops at run time: each op's XLA lowering (cc/<op>_xla.cc) emits a
+// typed-FFI custom call, and XLA runs it through the handlers registered here under one target name
+// per op, on the "Host" platform (cc/<op>_xla.cc, the CPU kernels) and on "CUDA" (cc/<op>_gpu.cc,
+// the cuda/ launchers on XLA's stream). Only the header-only FFI API is used, so no XLA internals.
+//
+// Also the registration guard of the whole library: a second copy of it loaded into the same
+// process (from another path) must register nothing, since duplicate TensorFlow kernels make every
+// later call ambiguous and duplicate XLA registrations are fatal.
+#ifndef TF_FFTCONV_CC_FFTCONV_FFI_H_
+#define TF_FFTCONV_CC_FFTCONV_FFI_H_
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <cstdio>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "absl/status/status.h"
+#include "cc/fftconv_cpu.h"
+#include "xla/ffi/api/ffi.h"
+
+namespace fftconv {
+
+namespace ffi = ::xla::ffi;
+
+// Custom-call targets, the same on every platform.
+inline constexpr char kRfft2dTarget[] = "tf_fftconv_rfft2d";
+inline constexpr char kIrfft2dTarget[] = "tf_fftconv_irfft2d";
+inline constexpr char kSpectralMatmulTarget[] = "tf_fftconv_spectral_matmul";
+
+// True in the first copy of the library that a process loads, false in any later copy. The XLA FFI
+// registry is process-wide (it lives in libtensorflow_framework), so the first copy claims a marker
+// name in it and a later copy finds the name taken.
+// The marker's handler is never called.
+inline XLA_FFI_Error* LibraryMarker(XLA_FFI_CallFrame*) { return nullptr; }
+
+inline bool FirstCopyInProcess() {
+  static const bool first = [] {
+    XLA_FFI_Error* error = ffi::Ffi::RegisterStaticHandler(
+        XLA_FFI_GetApi(), "tf_fftconv_op_library", "Host", LibraryMarker);
+    if (error == nullptr) return true;
+    XLA_FFI_Error_Destroy_Args args;
+    args.struct_size = XLA_FFI_Error_Destroy_Args_STRUCT_SIZE;
+    args.extension_start = nullptr;
+    args.error = error;
+    XLA_FFI_GetApi()->XLA_FFI_Error_Destroy(&args);
+    std::fprintf(stderr,
+                 "tf_fftconv: another copy of the op library is already loaded in this process; "
+                 "this copy registers no kernels, and the ops run the first copy's\n");
+    return false;
+  }();
+  return first;
+}
+
+// XLA_FFI_REGISTER_HANDLER behind the guard above.
+#define FFTCONV_REGISTER_FFI_HANDLER(target, platform, handler) \
+  FFTCONV_REGISTER_FFI_HANDLER_UNIQ(__COUNTER__, target, platform, handler)
+#define FFTCONV_REGISTER_FFI_HANDLER_UNIQ(n, target, platform, handler) \
+  FFTCONV_REGISTER_FFI_HANDLER_UNIQ_(n, target, platform, handler)
+#define FFTCONV_REGISTER_FFI_HANDLER_UNIQ_(n, target, platform, handler)                    \
+  [[maybe_unused]] static const bool fftconv_ffi_handler_registered_##n =                   \
+      ::fftconv::FirstCopyInProcess() &&                                                    \
+      ::xla::ffi::Ffi::RegisterStaticHandler(XLA_FFI_GetApi(), target, platform, handler) == \
+          nullptr
+
+// A validation or launch status as the FFI error XLA raises: InvalidArgument stays
+// InvalidArgument (TensorFlow reports it as InvalidArgumentError with the same message).
+inline ffi::Error FfiError(const absl::Status& status) {
+  if (status.ok()) return ffi::Error::Success();
+  const std::string message(status.message());
+  return status.code() == absl::StatusCode::kInvalidArgument
+             ? ffi::Error::InvalidArgument(message)
+             : ffi::Error::Internal(message);
+}
+
+// The buffer's dimensions as int64, for the shared validation; false if its rank is not `rank`.
+inline bool BufferDims(const ffi::AnyBuffer& buffer, int rank, int64_t* dims) {
+  const auto buffer_dims = buffer.dimensions();
+  if (static_cast<int>(buffer_dims.size()) != rank) return false;
+  for (int i = 0; i < rank; ++i) dims[i] = buffer_dims[i];
+  return true;
+}
+
+// A ParallelRunner over XLA's intra-op thread pool. The calling thread takes part and waits only
+// for blocks that were claimed, so a busy pool (or a caller that is itself one of the pool's
+// threads) cannot stall the call: blocks no worker picked up are run by the caller. Workers hold
+// the shared state, never the caller's stack, once all blocks are claimed.
+inline ParallelRunner FfiParallelRunner(ffi::ThreadPool& pool) {
+  return [&pool](int64_t units, int64_t cost_per_unit,
+                 const std::function<void(int64_t, int64_t)>& work) {
+    if (units <= 0) return;
+    const int64_t threads = std::max<int64_t>(1, pool.num_threads());
+    // Blocks of at least ~64k instructions (below that a task costs more than it saves), up to
+    // four per thread for balance.
+    const int64_t min_units = std::max<int64_t>(1, (int64_t{1} << 16) / std::max<int64_t>(1, cost_per_unit));
+    const int64_t blocks = std::min<int64_t>(threads * 4, (units + min_units - 1) / min_units);
+    if (threads == 1 || blocks <= 1) {
+      work(0, units);
+      return;
+    }
+    struct State {
+      std::atomic<int64_t> next{0};
+      int64_t finished = 0;
+      std::mutex mutex;
+      std::condition_variable all_finished;
+    };
+    auto state = std::make_shared<State>();
+    const std::function<void(int64_t, int64_t)>* work_ptr = &work;
+    auto run_blocks = [state, units, blocks, work_ptr] {
+      for (int64_t block; (block = state->next.fetch_add(1)) < blocks;) {
+        (*work_ptr)(block * units / blocks, (block + 1) * units / blocks);
+        std::lock_guard<std::mutex> lock(state->mutex);
+        if (++state->finished == blocks) state->all_finished.notify_all();
+      }
+    };
+    for (int64_t i = 1; i < std::min(threads, blocks); ++i) pool.Schedule(run_blocks);
+    run_blocks();
+    std::unique_lock<std::mutex> lock(state->mutex);
+    state->all_finished.wait(lock, [&] { return state->finished == blocks; });
+  };
+}
+
+}  // namespace fftconv
+
+#endif  // TF_FFTCONV_CC_FFTCONV_FFI_H_

@@ -1,0 +1,103 @@
+// FftconvIrfft2d under XLA: the lowering to the tf_fftconv_irfft2d custom call, and that call's
+// host handler (the CPU kernel on XLA's thread pool). The CUDA handler is in cc/irfft2d_gpu.cc.
+#include "cc/fftconv_ffi.h"
+#include "cc/fftconv_xla.h"
+#include "cc/irfft2d.h"
+
+namespace fftconv {
+
+// spectrum [bins, B, C] complex -> the window [B, C, out_h, out_w] or [B, out_h, out_w, C], real;
+// fft_size, out_h and out_w must be compile-time constants (they set the output shape).
+class Irfft2dXlaOp : public tensorflow::XlaOpKernel {
+ public:
+  explicit Irfft2dXlaOp(tensorflow::OpKernelConstruction* ctx) : tensorflow::XlaOpKernel(ctx) {
+    OP_REQUIRES_OK(ctx, ReadIrfft2dAttrs(ctx, &attrs_));
+  }
+
+  void Compile(tensorflow::XlaOpKernelContext* ctx) override {
+    std::vector<int64_t> spectrum_dims(3);
+    OP_REQUIRES_OK(ctx, StaticInputDims(ctx, 0, "spectrum", 3, spectrum_dims.data()));
+    int64_t fft_size = 0, out_h = 0, out_w = 0;
+    OP_REQUIRES_OK(ctx, ctx->ConstantInputAsIntScalar("fft_size", &fft_size));
+    OP_REQUIRES_OK(ctx, ctx->ConstantInputAsIntScalar("out_h", &out_h));
+    OP_REQUIRES_OK(ctx, ctx->ConstantInputAsIntScalar("out_w", &out_w));
+    Irfft2dParams params;
+    OP_REQUIRES_OK(ctx, MakeIrfft2dParams(spectrum_dims.data(), fft_size, out_h, out_w, attrs_,
+                                          &params));
+    const int64_t batch = params.batch, channels = params.channels;
+    ctx->SetOutput(0, EmitCustomCall(
+                          ctx, kIrfft2dTarget, {{0, spectrum_dims}},
+                          RealXlaType(ctx->input_xla_type(0)),
+                          attrs_.nhwc ? std::vector<int64_t>{batch, out_h, out_w, channels}
+                                      : std::vector<int64_t>{batch, channels, out_h, out_w},
+                          {{"fft_size", fft_size},
+                           {"out_h", out_h},
+                           {"out_w", out_w},
+                           {"offset_h", attrs_.offset_h},
+                           {"offset_w", attrs_.offset_w},
+                           {"nhwc", attrs_.nhwc}}));
+  }
+
+ private:
+  Irfft2dAttrs attrs_;
+};
+
+FFTCONV_REGISTER_KERNEL(Name("FftconvIrfft2d").Device(tensorflow::DEVICE_CPU_XLA_JIT),
+                        Irfft2dXlaOp);
+#ifdef FFTCONV_WITH_CUDA
+FFTCONV_REGISTER_KERNEL(Name("FftconvIrfft2d").Device(tensorflow::DEVICE_GPU_XLA_JIT),
+                        Irfft2dXlaOp);
+#endif
+
+absl::Status Irfft2dParamsFromCall(const ffi::AnyBuffer& spectrum, int64_t fft_size,
+                                   int64_t out_h, int64_t out_w, int64_t offset_h,
+                                   int64_t offset_w, int64_t nhwc, Irfft2dParams* params) {
+  int64_t spectrum_dims[3];
+  if (!BufferDims(spectrum, 3, spectrum_dims)) {
+    return absl::InvalidArgumentError("spectrum must have rank 3");
+  }
+  Irfft2dAttrs attrs;
+  attrs.offset_h = offset_h;
+  attrs.offset_w = offset_w;
+  attrs.nhwc = nhwc != 0;
+  return MakeIrfft2dParams(spectrum_dims, fft_size, out_h, out_w, attrs, params);
+}
+
+static ffi::Error Irfft2dHost(ffi::ThreadPool pool, ffi::AnyBuffer spectrum,
+                              ffi::Result<ffi::AnyBuffer> output, int64_t fft_size, int64_t out_h,
+                              int64_t out_w, int64_t offset_h, int64_t offset_w, int64_t nhwc) {
+  Irfft2dParams params;
+  if (absl::Status s = Irfft2dParamsFromCall(spectrum, fft_size, out_h, out_w, offset_h,
+                                             offset_w, nhwc, &params);
+      !s.ok())
+    return FfiError(s);
+  const ParallelRunner parallel = FfiParallelRunner(pool);
+  switch (spectrum.element_type()) {
+    case ffi::DataType::C64:
+      Irfft2dOnCpu<float>(parallel, params, spectrum.typed_data<std::complex<float>>(),
+                          static_cast<float*>(output->untyped_data()));
+      return ffi::Error::Success();
+    case ffi::DataType::C128:
+      Irfft2dOnCpu<double>(parallel, params, spectrum.typed_data<std::complex<double>>(),
+                           static_cast<double*>(output->untyped_data()));
+      return ffi::Error::Success();
+    default:
+      return ffi::Error::InvalidArgument(
+          "FftconvIrfft2d: spectrum must be complex64 or complex128");
+  }
+}
+
+XLA_FFI_DEFINE_HANDLER(kIrfft2dHost, Irfft2dHost,
+                       ffi::Ffi::Bind()
+                           .Ctx<ffi::ThreadPool>()
+                           .Arg<ffi::AnyBuffer>()
+                           .Ret<ffi::AnyBuffer>()
+                           .Attr<int64_t>("fft_size")
+                           .Attr<int64_t>("out_h")
+                           .Attr<int64_t>("out_w")
+                           .Attr<int64_t>("offset_h")
+                           .Attr<int64_t>("offset_w")
+                           .Attr<int64_t>("nhwc"));
+FFTCONV_REGISTER_FFI_HANDLER(kIrfft2dTarget, "Host", kIrfft2dHost);
+
+}  // namespace fftconv

@@ -1,0 +1,90 @@
+// FftconvRfft2d under XLA: the lowering to the tf_fftconv_rfft2d custom call, and that call's
+// host handler (the CPU kernel on XLA's thread pool). The CUDA handler is in cc/rfft2d_gpu.cc.
+#include "cc/fftconv_ffi.h"
+#include "cc/fftconv_xla.h"
+#include "cc/rfft2d.h"
+
+namespace fftconv {
+
+// x [B, C, H, W] or [B, H, W, C] real -> spectrum [bins, B, C] complex; fft_size must be a
+// compile-time constant (it sets the output shape), as tf.signal.rfft2d's fft_length is.
+class Rfft2dXlaOp : public tensorflow::XlaOpKernel {
+ public:
+  explicit Rfft2dXlaOp(tensorflow::OpKernelConstruction* ctx) : tensorflow::XlaOpKernel(ctx) {
+    OP_REQUIRES_OK(ctx, ReadRfft2dAttrs(ctx, &attrs_));
+  }
+
+  void Compile(tensorflow::XlaOpKernelContext* ctx) override {
+    std::vector<int64_t> x_dims(4);
+    OP_REQUIRES_OK(ctx, StaticInputDims(ctx, 0, "x", 4, x_dims.data()));
+    int64_t fft_size = 0;
+    OP_REQUIRES_OK(ctx, ctx->ConstantInputAsIntScalar("fft_size", &fft_size));
+    Rfft2dParams params;
+    OP_REQUIRES_OK(ctx, MakeRfft2dParams(x_dims.data(), fft_size, attrs_, &params));
+    ctx->SetOutput(0, EmitCustomCall(ctx, kRfft2dTarget, {{0, x_dims}},
+                                     ComplexXlaType(ctx->input_xla_type(0)),
+                                     {NumBins(fft_size), params.batch, params.channels},
+                                     {{"fft_size", fft_size},
+                                      {"offset_h", attrs_.offset_h},
+                                      {"offset_w", attrs_.offset_w},
+                                      {"nhwc", attrs_.nhwc}}));
+  }
+
+ private:
+  Rfft2dAttrs attrs_;
+};
+
+FFTCONV_REGISTER_KERNEL(Name("FftconvRfft2d").Device(tensorflow::DEVICE_CPU_XLA_JIT),
+                        Rfft2dXlaOp);
+#ifdef FFTCONV_WITH_CUDA
+FFTCONV_REGISTER_KERNEL(Name("FftconvRfft2d").Device(tensorflow::DEVICE_GPU_XLA_JIT),
+                        Rfft2dXlaOp);
+#endif
+
+// The attributes the lowering wrote, back as the op's attributes, and the sizes checked again
+// against the buffers XLA passes.
+absl::Status Rfft2dParamsFromCall(const ffi::AnyBuffer& x, int64_t fft_size, int64_t offset_h,
+                                  int64_t offset_w, int64_t nhwc, Rfft2dParams* params) {
+  int64_t x_dims[4];
+  if (!BufferDims(x, 4, x_dims)) return absl::InvalidArgumentError("x must have rank 4");
+  Rfft2dAttrs attrs;
+  attrs.offset_h = offset_h;
+  attrs.offset_w = offset_w;
+  attrs.nhwc = nhwc != 0;
+  return MakeRfft2dParams(x_dims, fft_size, attrs, params);
+}
+
+static ffi::Error Rfft2dHost(ffi::ThreadPool pool, ffi::AnyBuffer x,
+                             ffi::Result<ffi::AnyBuffer> spectrum, int64_t fft_size,
+                             int64_t offset_h, int64_t offset_w, int64_t nhwc) {
+  Rfft2dParams params;
+  if (absl::Status s = Rfft2dParamsFromCall(x, fft_size, offset_h, offset_w, nhwc, &params);
+      !s.ok())
+    return FfiError(s);
+  const ParallelRunner parallel = FfiParallelRunner(pool);
+  switch (x.element_type()) {
+    case ffi::DataType::F32:
+      Rfft2dOnCpu<float>(parallel, params, x.typed_data<float>(),
+                         static_cast<std::complex<float>*>(spectrum->untyped_data()));
+      return ffi::Error::Success();
+    case ffi::DataType::F64:
+      Rfft2dOnCpu<double>(parallel, params, x.typed_data<double>(),
+                          static_cast<std::complex<double>*>(spectrum->untyped_data()));
+      return ffi::Error::Success();
+    default:
+      return ffi::Error::InvalidArgument("FftconvRfft2d: x must be float32 or float64");
+  }
+}
+
+XLA_FFI_DEFINE_HANDLER(kRfft2dHost, Rfft2dHost,
+                       ffi::Ffi::Bind()
+                           .Ctx<ffi::ThreadPool>()
+                           .Arg<ffi::AnyBuffer>()
+                           .Ret<ffi::AnyBuffer>()
+                           .Attr<int64_t>("fft_size")
+                           .Attr<int64_t>("offset_h")
+                           .Attr<int64_t>("offset_w")
+                           .Attr<int64_t>("nhwc"));
+FFTCONV_REGISTER_FFI_HANDLER(kRfft2dTarget, "Host", kRfft2dHost);
+
+}  // namespace fftconv

@@ -1,0 +1,106 @@
+// FftconvSpectralMatmul under XLA: the lowering to the tf_fftconv_spectral_matmul custom call, and
+// that call's host handler (the CPU kernel on XLA's thread pool). The CUDA handler is in
+// cc/spectral_matmul_gpu.cc.
+#include "cc/fftconv_ffi.h"
+#include "cc/fftconv_xla.h"
+#include "cc/spectral_matmul.h"
+
+namespace fftconv {
+
+// a [bins, ., .], b [bins, ., .] complex -> [bins, m, n]. TensorFlow's TF32 switch is read when the
+// call is compiled, as XLA's own dot does.
+class SpectralMatmulXlaOp : public tensorflow::XlaOpKernel {
+ public:
+  explicit SpectralMatmulXlaOp(tensorflow::OpKernelConstruction* ctx)
+      : tensorflow::XlaOpKernel(ctx) {
+    OP_REQUIRES_OK(ctx, ReadSpectralMatmulAttrs(ctx, &attrs_));
+  }
+
+  void Compile(tensorflow::XlaOpKernelContext* ctx) override {
+    std::vector<int64_t> a_dims(3), b_dims(3);
+    OP_REQUIRES_OK(ctx, StaticInputDims(ctx, 0, "a", 3, a_dims.data()));
+    OP_REQUIRES_OK(ctx, StaticInputDims(ctx, 1, "b", 3, b_dims.data()));
+    SpectralMatmulParams params;
+    const bool allow_tf32 = TensorFloat32Enabled();
+    OP_REQUIRES_OK(ctx, MakeSpectralMatmulParams(a_dims.data(), b_dims.data(), attrs_,
+                                                 allow_tf32, &params));
+    ctx->SetOutput(0, EmitCustomCall(ctx, kSpectralMatmulTarget, {{0, a_dims}, {1, b_dims}},
+                                     ctx->input_xla_type(0), {params.bins, params.m, params.n},
+                                     {{"transpose_a", attrs_.transpose_a},
+                                      {"adjoint_a", attrs_.adjoint_a},
+                                      {"transpose_b", attrs_.transpose_b},
+                                      {"adjoint_b", attrs_.adjoint_b},
+                                      {"allow_tf32", allow_tf32}}));
+  }
+
+ private:
+  SpectralMatmulAttrs attrs_;
+};
+
+FFTCONV_REGISTER_KERNEL(Name("FftconvSpectralMatmul").Device(tensorflow::DEVICE_CPU_XLA_JIT),
+                        SpectralMatmulXlaOp);
+#ifdef FFTCONV_WITH_CUDA
+FFTCONV_REGISTER_KERNEL(Name("FftconvSpectralMatmul").Device(tensorflow::DEVICE_GPU_XLA_JIT),
+                        SpectralMatmulXlaOp);
+#endif
+
+absl::Status SpectralMatmulParamsFromCall(const ffi::AnyBuffer& a, const ffi::AnyBuffer& b,
+                                          int64_t transpose_a, int64_t adjoint_a,
+                                          int64_t transpose_b, int64_t adjoint_b,
+                                          int64_t allow_tf32, SpectralMatmulParams* params) {
+  int64_t a_dims[3], b_dims[3];
+  if (!BufferDims(a, 3, a_dims) || !BufferDims(b, 3, b_dims)) {
+    return absl::InvalidArgumentError("a and b must have rank 3");
+  }
+  if (a.element_type() != b.element_type()) {
+    return absl::InvalidArgumentError("a and b must have the same dtype");
+  }
+  SpectralMatmulAttrs attrs;
+  attrs.transpose_a = transpose_a != 0;
+  attrs.adjoint_a = adjoint_a != 0;
+  attrs.transpose_b = transpose_b != 0;
+  attrs.adjoint_b = adjoint_b != 0;
+  return MakeSpectralMatmulParams(a_dims, b_dims, attrs, allow_tf32 != 0, params);
+}
+
+static ffi::Error SpectralMatmulHost(ffi::ThreadPool pool, ffi::AnyBuffer a, ffi::AnyBuffer b,
+                                     ffi::Result<ffi::AnyBuffer> product, int64_t transpose_a,
+                                     int64_t adjoint_a, int64_t transpose_b, int64_t adjoint_b,
+                                     int64_t allow_tf32) {
+  SpectralMatmulParams params;
+  if (absl::Status s = SpectralMatmulParamsFromCall(a, b, transpose_a, adjoint_a, transpose_b,
+                                                    adjoint_b, allow_tf32, &params);
+      !s.ok())
+    return FfiError(s);
+  const ParallelRunner parallel = FfiParallelRunner(pool);
+  switch (a.element_type()) {
+    case ffi::DataType::C64:
+      SpectralMatmulOnCpu<float>(parallel, params, a.typed_data<std::complex<float>>(),
+                                 b.typed_data<std::complex<float>>(),
+                                 static_cast<std::complex<float>*>(product->untyped_data()));
+      return ffi::Error::Success();
+    case ffi::DataType::C128:
+      SpectralMatmulOnCpu<double>(parallel, params, a.typed_data<std::complex<double>>(),
+                                  b.typed_data<std::complex<double>>(),
+                                  static_cast<std::complex<double>*>(product->untyped_data()));
+      return ffi::Error::Success();
+    default:
+      return ffi::Error::InvalidArgument(
+          "FftconvSpectralMatmul: a and b must be complex64 or complex128");
+  }
+}
+
+XLA_FFI_DEFINE_HANDLER(kSpectralMatmulHost, SpectralMatmulHost,
+                       ffi::Ffi::Bind()
+                           .Ctx<ffi::ThreadPool>()
+                           .Arg<ffi::AnyBuffer>()
+                           .Arg<ffi::AnyBuffer>()
+                           .Ret<ffi::AnyBuffer>()
+                           .Attr<int64_t>("transpose_a")
+                           .Attr<int64_t>("adjoint_a")
+                           .Attr<int64_t>("transpose_b")
+                           .Attr<int64_t>("adjoint_b")
+                           .Attr<int64_t>("allow_tf32"));
+FFTCONV_REGISTER_FFI_HANDLER(kSpectralMatmulTarget, "Host", kSpectralMatmulHost);
+
+}  // namespace fftconv
