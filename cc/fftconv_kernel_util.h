@@ -6,18 +6,13 @@
 #include <complex>
 #include <functional>
 
+#include "cc/fftconv_params.h"
 #include "cc/fftconv_shapes.h"
-#include "cuda/fftconv_cuda.h"
 #include "tensorflow/core/framework/op_kernel.h"
 #include "tensorflow/core/framework/shape_inference.h"
 #include "tensorflow/core/framework/types.h"
 
 namespace fftconv {
-
-// The launch parameters are plain structs shared by the CPU and the GPU functors.
-using Rfft2dParams = cuda::Rfft2dParams;
-using Irfft2dParams = cuda::Irfft2dParams;
-using SpectralMatmulParams = cuda::SpectralMatmulParams;
 
 // Functors are specialised on these tags (CPU in <op>_op.cc, GPU in <op>_gpu.cc).
 struct CpuDevice {};

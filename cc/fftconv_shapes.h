@@ -13,17 +13,13 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "cc/fftconv_params.h"
 
 namespace fftconv {
 
-constexpr int64_t kMinFftSize = 2;
-constexpr int64_t kMaxFftSize = 128;
 // The GPU kernels index with int32: every tensor an op reads or writes stays below this.
 constexpr int64_t kMaxElements = std::numeric_limits<int32_t>::max();
 
-// Bins of an S x S real FFT: S rows (ky) by S/2 + 1 columns (kx, the half axis).
-inline int64_t HalfWidth(int64_t fft_size) { return fft_size / 2 + 1; }
-inline int64_t NumBins(int64_t fft_size) { return fft_size * HalfWidth(fft_size); }
 // Position of bin (ky, kx) in the frequency-major spectrum [bins, batch, channels].
 inline int64_t BinIndex(int64_t fft_size, int64_t ky, int64_t kx) {
   return ky * HalfWidth(fft_size) + kx;

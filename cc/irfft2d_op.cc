@@ -103,9 +103,7 @@ struct Irfft2dFunctor<CpuDevice, Real> {
         }
       }
     };
-    int log2 = 1;
-    while ((1 << log2) < size) ++log2;
-    ParallelFor(ctx, images, int64_t{12} * size * size * log2, work);
+    ParallelFor(ctx, images, int64_t{12} * size * size * Log2(size), work);
     return absl::OkStatus();
   }
 };
