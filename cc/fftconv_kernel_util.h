@@ -1,11 +1,12 @@
-// Pieces every tf_fftconv OpKernel and shape function uses: device tags for the functors, the
-// Real <-> complex dtype pairing, reading dimensions out of shapes, and the CPU thread pool.
+// Pieces every tf_fftconv OpKernel and shape function uses: device tags for the functors, rank
+// checks, reading dimensions out of shapes, and the CPU thread pool.
 #ifndef TF_FFTCONV_CC_FFTCONV_KERNEL_UTIL_H_
 #define TF_FFTCONV_CC_FFTCONV_KERNEL_UTIL_H_
 
 #include <complex>
 #include <functional>
 
+#include "cc/fftconv_attrs.h"
 #include "cc/fftconv_params.h"
 #include "cc/fftconv_shapes.h"
 #include "tensorflow/core/framework/op_kernel.h"
@@ -17,23 +18,6 @@ namespace fftconv {
 // Functors are specialised on these tags (CPU in <op>_op.cc, GPU in <op>_gpu.cc).
 struct CpuDevice {};
 struct GpuDevice {};
-
-// A real op input or output goes with the complex type of the same precision.
-inline tensorflow::DataType ComplexTypeOf(tensorflow::DataType real) {
-  return real == tensorflow::DT_DOUBLE ? tensorflow::DT_COMPLEX128 : tensorflow::DT_COMPLEX64;
-}
-
-// Kernels are registered by one of the two type attributes; the other must be its partner.
-inline absl::Status CheckDtypePair(tensorflow::DataType real, tensorflow::DataType complex) {
-  if (ComplexTypeOf(real) != complex ||
-      (real != tensorflow::DT_FLOAT && real != tensorflow::DT_DOUBLE)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "dtype mismatch: T = ", tensorflow::DataTypeString(real),
-        " goes with Tcomplex = ", tensorflow::DataTypeString(ComplexTypeOf(real)), ", got ",
-        tensorflow::DataTypeString(complex), " (float32 <-> complex64, float64 <-> complex128)"));
-  }
-  return absl::OkStatus();
-}
 
 inline absl::Status CheckRank(const char* what, const tensorflow::TensorShape& shape, int rank) {
   if (shape.dims() != rank) {

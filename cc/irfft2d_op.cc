@@ -25,24 +25,20 @@ REGISTER_OP("FftconvIrfft2d")
     .SetShapeFn([](InferenceContext* c) -> absl::Status {
       ShapeHandle spectrum;
       TF_RETURN_IF_ERROR(c->WithRank(c->input(0), 3, &spectrum));
-      int64_t fft_size, out_h, out_w, offset_h, offset_w;
-      std::string data_format;
-      bool nhwc = false;
+      FftAttrs attrs;
+      TF_RETURN_IF_ERROR(ReadFftAttrs(c, &attrs));
+      int64_t fft_size, out_h, out_w;
       TF_RETURN_IF_ERROR(c->GetAttr("fft_size", &fft_size));
       TF_RETURN_IF_ERROR(c->GetAttr("out_h", &out_h));
       TF_RETURN_IF_ERROR(c->GetAttr("out_w", &out_w));
-      TF_RETURN_IF_ERROR(c->GetAttr("offset_h", &offset_h));
-      TF_RETURN_IF_ERROR(c->GetAttr("offset_w", &offset_w));
-      TF_RETURN_IF_ERROR(c->GetAttr("data_format", &data_format));
-      TF_RETURN_IF_ERROR(ParseDataFormat(data_format, &nhwc));
       int64_t dims[3] = {-1, -1, -1};
       KnownDims(c, spectrum, 3, dims);
       TF_RETURN_IF_ERROR(
-          ValidateIrfft2d(dims[0], dims[1], dims[2], fft_size, out_h, out_w, offset_h, offset_w));
+          ValidateIrfft2d(dims[0], dims[1], dims[2], fft_size, out_h, out_w, attrs.offset_h, attrs.offset_w));
       auto batch = DimOrUnknown(c, dims[1]), channels = DimOrUnknown(c, dims[2]);
       auto height = c->MakeDim(out_h), width = c->MakeDim(out_w);
-      c->set_output(0, nhwc ? c->MakeShape({batch, height, width, channels})
-                            : c->MakeShape({batch, channels, height, width}));
+      c->set_output(0, attrs.nhwc ? c->MakeShape({batch, height, width, channels})
+                                  : c->MakeShape({batch, channels, height, width}));
       return absl::OkStatus();
     })
     .Doc(R"doc(

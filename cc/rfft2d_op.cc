@@ -23,18 +23,14 @@ REGISTER_OP("FftconvRfft2d")
     .SetShapeFn([](InferenceContext* c) -> absl::Status {
       ShapeHandle x;
       TF_RETURN_IF_ERROR(c->WithRank(c->input(0), 4, &x));
-      int64_t fft_size, offset_h, offset_w;
-      std::string data_format;
-      bool nhwc = false;
+      FftAttrs attrs;
+      TF_RETURN_IF_ERROR(ReadFftAttrs(c, &attrs));
+      int64_t fft_size;
       TF_RETURN_IF_ERROR(c->GetAttr("fft_size", &fft_size));
-      TF_RETURN_IF_ERROR(c->GetAttr("offset_h", &offset_h));
-      TF_RETURN_IF_ERROR(c->GetAttr("offset_w", &offset_w));
-      TF_RETURN_IF_ERROR(c->GetAttr("data_format", &data_format));
-      TF_RETURN_IF_ERROR(ParseDataFormat(data_format, &nhwc));
       int64_t dims[4] = {-1, -1, -1, -1};
       KnownDims(c, x, 4, dims);
-      const ImageDims image = ImageDimsFrom(dims, nhwc);
-      TF_RETURN_IF_ERROR(ValidateRfft2d(image, fft_size, offset_h, offset_w));
+      const ImageDims image = ImageDimsFrom(dims, attrs.nhwc);
+      TF_RETURN_IF_ERROR(ValidateRfft2d(image, fft_size, attrs.offset_h, attrs.offset_w));
       c->set_output(0, c->MakeShape({c->MakeDim(NumBins(fft_size)), DimOrUnknown(c, image.batch),
                                      DimOrUnknown(c, image.channels)}));
       return absl::OkStatus();
