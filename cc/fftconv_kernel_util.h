@@ -27,6 +27,32 @@ inline absl::Status CheckRank(const char* what, const tensorflow::TensorShape& s
   return absl::OkStatus();
 }
 
+// The scalar int32 inputs of the FFT ops (fft_size, out_h, out_w), read on the host by the kernels.
+inline absl::Status ReadScalarInput(tensorflow::OpKernelContext* ctx, int index, const char* name,
+                                    int64_t* value) {
+  const tensorflow::Tensor& input = ctx->input(index);
+  if (!tensorflow::TensorShapeUtils::IsScalar(input.shape())) {
+    return absl::InvalidArgumentError(absl::StrCat(name, " must be a scalar, got shape ",
+                                                   input.shape().DebugString()));
+  }
+  *value = input.scalar<int32_t>()();
+  return absl::OkStatus();
+}
+
+// The same input in a shape function: its value when it is a constant while tracing, else
+// kUnknownValue.
+inline absl::Status ReadScalarInput(tensorflow::shape_inference::InferenceContext* c, int index,
+                                    const char* name, int64_t* value) {
+  tensorflow::shape_inference::ShapeHandle scalar;
+  if (!c->WithRank(c->input(index), 0, &scalar).ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(name, " must be a scalar, got shape ",
+                                                   c->DebugString(c->input(index))));
+  }
+  const tensorflow::Tensor* input = c->input_tensor(index);
+  *value = input == nullptr ? kUnknownValue : input->scalar<int32_t>()();
+  return absl::OkStatus();
+}
+
 // Dimensions of a shape-function input as int64 with -1 for unknown; false if the rank is unknown.
 inline bool KnownDims(tensorflow::shape_inference::InferenceContext* c,
                       tensorflow::shape_inference::ShapeHandle shape, int rank, int64_t* dims) {
