@@ -102,11 +102,11 @@ $(INFO): $(LIB)
 	  "$(TF_VERSION)" "$(WITH_CUDA)" "$(ARCHS)" "$(NVCC)" $@
 	@echo "tf_fftconv: built $(LIB)"
 
-$(BUILD)/cc/%.o: cc/%.cc $(wildcard cc/*.h) cuda/fftconv_cuda.h
+$(BUILD)/cc/%.o: cc/%.cc $(wildcard cc/*.h cuda/*.h)
 	@mkdir -p $(dir $@)
 	$(CXX) $(CXXFLAGS) -c $< -o $@
 
-$(BUILD)/cuda/%.cu.o: cuda/%.cu $(wildcard cuda/*.h cuda/*.cuh cuda/*.inc)
+$(BUILD)/cuda/%.cu.o: cuda/%.cu $(wildcard cuda/*.h cuda/*.cuh cuda/*.inc) cc/fftconv_params.h
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVCCFLAGS) -c $< -o $@
 

@@ -10,7 +10,7 @@
 #include <complex>
 #include <vector>
 
-#include "cc/fftconv_shapes.h"
+#include "cc/fftconv_params.h"
 
 namespace fftconv {
 
@@ -20,8 +20,7 @@ class FftPlan {
   using Complex = std::complex<Real>;
 
   explicit FftPlan(int n) : n_(n), bit_reversed_(n), twiddles_(n / 2 > 0 ? n / 2 : 1) {
-    int log2n = 0;
-    while ((1 << log2n) < n) ++log2n;
+    const int log2n = Log2(n);
     for (int i = 0; i < n; ++i) {
       int r = 0;
       for (int bit = 0; bit < log2n; ++bit) r |= ((i >> bit) & 1) << (log2n - 1 - bit);
@@ -75,9 +74,7 @@ const FftPlan<Real>& GetFftPlan(int n) {
     for (int size = 1; size <= kMaxFftSize; size <<= 1) all->emplace_back(size);
     return all;
   }();
-  int log2n = 0;
-  while ((1 << log2n) < n) ++log2n;
-  return (*plans)[log2n];
+  return (*plans)[Log2(n)];
 }
 
 }  // namespace fftconv

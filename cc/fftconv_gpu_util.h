@@ -4,6 +4,7 @@
 #define TF_FFTCONV_CC_FFTCONV_GPU_UTIL_H_
 
 #include "cc/fftconv_kernel_util.h"
+#include "cuda/fftconv_cuda.h"
 #include "tensorflow/core/framework/device_base.h"
 #include "xla/stream_executor/stream.h"
 

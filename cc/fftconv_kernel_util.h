@@ -1,50 +1,55 @@
-// Pieces every tf_fftconv OpKernel and shape function uses: device tags for the functors, the
-// Real <-> complex dtype pairing, reading dimensions out of shapes, and the CPU thread pool.
+// Pieces every tf_fftconv OpKernel and shape function uses: device tags for the functors, rank
+// checks, reading dimensions out of shapes, and the CPU thread pool.
 #ifndef TF_FFTCONV_CC_FFTCONV_KERNEL_UTIL_H_
 #define TF_FFTCONV_CC_FFTCONV_KERNEL_UTIL_H_
 
 #include <complex>
 #include <functional>
 
+#include "cc/fftconv_attrs.h"
+#include "cc/fftconv_params.h"
 #include "cc/fftconv_shapes.h"
-#include "cuda/fftconv_cuda.h"
 #include "tensorflow/core/framework/op_kernel.h"
 #include "tensorflow/core/framework/shape_inference.h"
 #include "tensorflow/core/framework/types.h"
 
 namespace fftconv {
 
-// The launch parameters are plain structs shared by the CPU and the GPU functors.
-using Rfft2dParams = cuda::Rfft2dParams;
-using Irfft2dParams = cuda::Irfft2dParams;
-using SpectralMatmulParams = cuda::SpectralMatmulParams;
-
 // Functors are specialised on these tags (CPU in <op>_op.cc, GPU in <op>_gpu.cc).
 struct CpuDevice {};
 struct GpuDevice {};
-
-// A real op input or output goes with the complex type of the same precision.
-inline tensorflow::DataType ComplexTypeOf(tensorflow::DataType real) {
-  return real == tensorflow::DT_DOUBLE ? tensorflow::DT_COMPLEX128 : tensorflow::DT_COMPLEX64;
-}
-
-// Kernels are registered by one of the two type attributes; the other must be its partner.
-inline absl::Status CheckDtypePair(tensorflow::DataType real, tensorflow::DataType complex) {
-  if (ComplexTypeOf(real) != complex ||
-      (real != tensorflow::DT_FLOAT && real != tensorflow::DT_DOUBLE)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "dtype mismatch: T = ", tensorflow::DataTypeString(real),
-        " goes with Tcomplex = ", tensorflow::DataTypeString(ComplexTypeOf(real)), ", got ",
-        tensorflow::DataTypeString(complex), " (float32 <-> complex64, float64 <-> complex128)"));
-  }
-  return absl::OkStatus();
-}
 
 inline absl::Status CheckRank(const char* what, const tensorflow::TensorShape& shape, int rank) {
   if (shape.dims() != rank) {
     return absl::InvalidArgumentError(absl::StrCat(what, " must have rank ", rank, ", got shape ",
                                                    shape.DebugString()));
   }
+  return absl::OkStatus();
+}
+
+// The scalar int32 inputs of the FFT ops (fft_size, out_h, out_w), read on the host by the kernels.
+inline absl::Status ReadScalarInput(tensorflow::OpKernelContext* ctx, int index, const char* name,
+                                    int64_t* value) {
+  const tensorflow::Tensor& input = ctx->input(index);
+  if (!tensorflow::TensorShapeUtils::IsScalar(input.shape())) {
+    return absl::InvalidArgumentError(absl::StrCat(name, " must be a scalar, got shape ",
+                                                   input.shape().DebugString()));
+  }
+  *value = input.scalar<int32_t>()();
+  return absl::OkStatus();
+}
+
+// The same input in a shape function: its value when it is a constant while tracing, else
+// kUnknownValue.
+inline absl::Status ReadScalarInput(tensorflow::shape_inference::InferenceContext* c, int index,
+                                    const char* name, int64_t* value) {
+  tensorflow::shape_inference::ShapeHandle scalar;
+  if (!c->WithRank(c->input(index), 0, &scalar).ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(name, " must be a scalar, got shape ",
+                                                   c->DebugString(c->input(index))));
+  }
+  const tensorflow::Tensor* input = c->input_tensor(index);
+  *value = input == nullptr ? kUnknownValue : input->scalar<int32_t>()();
   return absl::OkStatus();
 }
 

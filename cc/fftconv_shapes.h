@@ -3,7 +3,8 @@
 // before any memory is touched.
 //
 // Dimensions are int64; -1 means "unknown" (only shape functions pass that) and every check that
-// needs an unknown value is skipped.
+// needs an unknown value is skipped. The scalar inputs fft_size, out_h and out_w are kUnknownValue
+// in a shape function that cannot see them (not constants while tracing); kernels always know them.
 #ifndef TF_FFTCONV_CC_FFTCONV_SHAPES_H_
 #define TF_FFTCONV_CC_FFTCONV_SHAPES_H_
 
@@ -13,23 +14,25 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "cc/fftconv_params.h"
 
 namespace fftconv {
 
-constexpr int64_t kMinFftSize = 2;
-constexpr int64_t kMaxFftSize = 128;
 // The GPU kernels index with int32: every tensor an op reads or writes stays below this.
 constexpr int64_t kMaxElements = std::numeric_limits<int32_t>::max();
 
-// Bins of an S x S real FFT: S rows (ky) by S/2 + 1 columns (kx, the half axis).
-inline int64_t HalfWidth(int64_t fft_size) { return fft_size / 2 + 1; }
-inline int64_t NumBins(int64_t fft_size) { return fft_size * HalfWidth(fft_size); }
 // Position of bin (ky, kx) in the frequency-major spectrum [bins, batch, channels].
 inline int64_t BinIndex(int64_t fft_size, int64_t ky, int64_t kx) {
   return ky * HalfWidth(fft_size) + kx;
 }
 
 inline bool Known(int64_t d) { return d >= 0; }
+
+// A scalar input that a shape function cannot see. Not -1: a constant out_h = -1 must be refused.
+constexpr int64_t kUnknownValue = std::numeric_limits<int64_t>::min();
+inline bool KnownValue(int64_t v) { return v != kUnknownValue; }
+inline std::string ValueText(int64_t v) { return KnownValue(v) ? absl::StrCat(v) : "unknown"; }
 
 // Flat offset of pixel (b, c, h, w) in an NCHW or NHWC image tensor: the one place that knows both
 // layouts on the CPU side.
@@ -66,7 +69,8 @@ inline ImageDims ImageDimsFrom(const int64_t dims[4], bool nhwc) {
 }
 
 inline absl::Status ValidateFftSize(int64_t fft_size) {
-  if (fft_size < kMinFftSize || fft_size > kMaxFftSize || (fft_size & (fft_size - 1)) != 0) {
+  if (KnownValue(fft_size) && (fft_size < kMinFftSize || fft_size > kMaxFftSize ||
+                               (fft_size & (fft_size - 1)) != 0)) {
     return absl::InvalidArgumentError(
         absl::StrCat("fft_size must be a power of two in [", kMinFftSize, ", ", kMaxFftSize,
                      "], got ", fft_size));
@@ -74,7 +78,8 @@ inline absl::Status ValidateFftSize(int64_t fft_size) {
   return absl::OkStatus();
 }
 
-// A run of `size` samples starting at `offset` must lie inside [0, fft_size).
+// A run of `size` samples starting at `offset` must lie inside [0, fft_size). With fft_size unknown
+// it must at least fit in the largest frame.
 inline absl::Status ValidateWindow(const char* size_name, int64_t size, const char* offset_name,
                                    int64_t offset, int64_t fft_size) {
   if (Known(size) && size > kMaxFftSize) {
@@ -82,35 +87,42 @@ inline absl::Status ValidateWindow(const char* size_name, int64_t size, const ch
         size_name, " = ", size, " needs an FFT frame larger than the largest fft_size (",
         kMaxFftSize, "); tiling larger images is not supported yet"));
   }
-  if (offset < 0 || offset >= fft_size) {
+  const bool frame_known = KnownValue(fft_size);
+  const int64_t frame = frame_known ? fft_size : kMaxFftSize;
+  const std::string frame_text = frame_known ? absl::StrCat("fft_size ", fft_size)
+                                             : absl::StrCat("the largest fft_size ", frame);
+  if (offset < 0 || offset >= frame) {
     return absl::InvalidArgumentError(absl::StrCat(offset_name, " = ", offset,
-                                                   " lies outside the frame [0, ", fft_size,
-                                                   ") of fft_size ", fft_size));
+                                                   " lies outside the frame [0, ", frame,
+                                                   ") of ", frame_text));
   }
-  if (Known(size) && offset + size > fft_size) {
+  if (Known(size) && offset + size > frame) {
     return absl::InvalidArgumentError(absl::StrCat(
         size_name, " = ", size, " at ", offset_name, " = ", offset,
-        " does not fit in the frame of fft_size ", fft_size, " (needs ", size_name, " + ",
-        offset_name, " <= fft_size)"));
+        " does not fit in the frame of ", frame_text, " (needs ", size_name, " + ", offset_name,
+        " <= fft_size)"));
   }
   return absl::OkStatus();
 }
 
-// The product of the known dimensions must stay below kMaxElements.
+// The tensor `what`, of the given dimensions, must hold at most kMaxElements elements. An empty
+// tensor (a zero among its known dimensions) is never too large, whatever its other dimensions;
+// with an unknown dimension and no zero, nothing can be said yet.
 inline absl::Status ValidateElementCount(const char* what, std::initializer_list<int64_t> dims) {
-  int64_t count = 1;
+  for (int64_t d : dims) {
+    if (d == 0) return absl::OkStatus();
+  }
   for (int64_t d : dims) {
     if (!Known(d)) return absl::OkStatus();
-    if (d == 0) return absl::OkStatus();
+  }
+  int64_t count = 1;
+  for (int64_t d : dims) {
     if (count > kMaxElements / d) {
-      count = kMaxElements + 1;
-      break;
+      return absl::InvalidArgumentError(absl::StrCat(
+          what, " (", absl::StrJoin(dims, " x "), ") would hold more than ", kMaxElements,
+          " elements (int32 indexing limit)"));
     }
     count *= d;
-  }
-  if (count > kMaxElements) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        what, " would hold more than ", kMaxElements, " elements (int32 indexing limit)"));
   }
   return absl::OkStatus();
 }
@@ -126,10 +138,11 @@ inline absl::Status ValidateRfft2d(const ImageDims& image, int64_t fft_size, int
       !s.ok())
     return s;
   if (absl::Status s = ValidateElementCount(
-          "the input", {image.batch, image.channels, image.height, image.width});
+          "the input x", {image.batch, image.channels, image.height, image.width});
       !s.ok())
     return s;
-  return ValidateElementCount("the spectrum", {NumBins(fft_size), image.batch, image.channels});
+  return ValidateElementCount("the spectrum", {KnownValue(fft_size) ? NumBins(fft_size) : -1,
+                                               image.batch, image.channels});
 }
 
 // FftconvIrfft2d: spectrum [bins, batch, channels] -> real window of out_h x out_w.
@@ -137,14 +150,15 @@ inline absl::Status ValidateIrfft2d(int64_t bins, int64_t batch, int64_t channel
                                     int64_t fft_size, int64_t out_h, int64_t out_w,
                                     int64_t offset_h, int64_t offset_w) {
   if (absl::Status s = ValidateFftSize(fft_size); !s.ok()) return s;
-  if (Known(bins) && bins != NumBins(fft_size)) {
+  if (Known(bins) && KnownValue(fft_size) && bins != NumBins(fft_size)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "the spectrum has ", bins, " bins but fft_size ", fft_size, " needs ", fft_size,
         " * (", fft_size, "/2 + 1) = ", NumBins(fft_size)));
   }
-  if (out_h < 0 || out_w < 0) {
+  if ((KnownValue(out_h) && out_h < 0) || (KnownValue(out_w) && out_w < 0)) {
     return absl::InvalidArgumentError(
-        absl::StrCat("out_h and out_w must be >= 0, got ", out_h, " and ", out_w));
+        absl::StrCat("out_h and out_w must be >= 0, got ", ValueText(out_h), " and ",
+                     ValueText(out_w)));
   }
   if (absl::Status s = ValidateWindow("out_h", out_h, "offset_h", offset_h, fft_size); !s.ok())
     return s;
@@ -187,10 +201,10 @@ inline absl::Status ValidateSpectralMatmul(const int64_t a_dims[3], const int64_
         k_b, ", ", d.n, "]"));
   }
   d.k = Known(k_a) ? k_a : k_b;
-  for (const int64_t* dims : {a_dims, b_dims}) {
-    if (absl::Status s = ValidateElementCount("an operand", {dims[0], dims[1], dims[2]}); !s.ok())
-      return s;
-  }
+  if (absl::Status s = ValidateElementCount("a", {a_dims[0], a_dims[1], a_dims[2]}); !s.ok())
+    return s;
+  if (absl::Status s = ValidateElementCount("b", {b_dims[0], b_dims[1], b_dims[2]}); !s.ok())
+    return s;
   if (absl::Status s = ValidateElementCount("the product", {d.bins, d.m, d.n}); !s.ok()) return s;
   if (out != nullptr) *out = d;
   return absl::OkStatus();

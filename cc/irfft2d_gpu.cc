@@ -16,10 +16,14 @@ struct Irfft2dFunctor<GpuDevice, Real> {
   }
 };
 
+// fft_size, out_h and out_w are read on the host before anything is launched.
 #define REGISTER_GPU(Real)                                                     \
   REGISTER_KERNEL_BUILDER(Name("FftconvIrfft2d")                               \
                               .Device(tensorflow::DEVICE_GPU)                  \
-                              .TypeConstraint<std::complex<Real>>("Tcomplex"), \
+                              .TypeConstraint<std::complex<Real>>("Tcomplex") \
+                              .HostMemory("fft_size")                          \
+                              .HostMemory("out_h")                             \
+                              .HostMemory("out_w"),                            \
                           Irfft2dOp<GpuDevice, Real>);
 REGISTER_GPU(float)
 REGISTER_GPU(double)

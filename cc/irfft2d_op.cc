@@ -13,42 +13,39 @@ using tensorflow::shape_inference::ShapeHandle;
 
 REGISTER_OP("FftconvIrfft2d")
     .Input("spectrum: Tcomplex")
+    .Input("fft_size: int32")
+    .Input("out_h: int32")
+    .Input("out_w: int32")
     .Output("y: T")
     .Attr("T: {float, double} = DT_FLOAT")
     .Attr("Tcomplex: {complex64, complex128} = DT_COMPLEX64")
-    .Attr("fft_size: int")
-    .Attr("out_h: int")
-    .Attr("out_w: int")
     .Attr("offset_h: int = 0")
     .Attr("offset_w: int = 0")
     .Attr("data_format: string = 'NCHW'")
     .SetShapeFn([](InferenceContext* c) -> absl::Status {
       ShapeHandle spectrum;
       TF_RETURN_IF_ERROR(c->WithRank(c->input(0), 3, &spectrum));
-      int64_t fft_size, out_h, out_w, offset_h, offset_w;
-      std::string data_format;
-      bool nhwc = false;
-      TF_RETURN_IF_ERROR(c->GetAttr("fft_size", &fft_size));
-      TF_RETURN_IF_ERROR(c->GetAttr("out_h", &out_h));
-      TF_RETURN_IF_ERROR(c->GetAttr("out_w", &out_w));
-      TF_RETURN_IF_ERROR(c->GetAttr("offset_h", &offset_h));
-      TF_RETURN_IF_ERROR(c->GetAttr("offset_w", &offset_w));
-      TF_RETURN_IF_ERROR(c->GetAttr("data_format", &data_format));
-      TF_RETURN_IF_ERROR(ParseDataFormat(data_format, &nhwc));
+      FftAttrs attrs;
+      TF_RETURN_IF_ERROR(ReadFftAttrs(c, &attrs));
+      int64_t fft_size = 0, out_h = 0, out_w = 0;
+      TF_RETURN_IF_ERROR(ReadScalarInput(c, 1, "fft_size", &fft_size));
+      TF_RETURN_IF_ERROR(ReadScalarInput(c, 2, "out_h", &out_h));
+      TF_RETURN_IF_ERROR(ReadScalarInput(c, 3, "out_w", &out_w));
       int64_t dims[3] = {-1, -1, -1};
       KnownDims(c, spectrum, 3, dims);
-      TF_RETURN_IF_ERROR(
-          ValidateIrfft2d(dims[0], dims[1], dims[2], fft_size, out_h, out_w, offset_h, offset_w));
+      TF_RETURN_IF_ERROR(ValidateIrfft2d(dims[0], dims[1], dims[2], fft_size, out_h, out_w,
+                                         attrs.offset_h, attrs.offset_w));
       auto batch = DimOrUnknown(c, dims[1]), channels = DimOrUnknown(c, dims[2]);
-      auto height = c->MakeDim(out_h), width = c->MakeDim(out_w);
-      c->set_output(0, nhwc ? c->MakeShape({batch, height, width, channels})
-                            : c->MakeShape({batch, channels, height, width}));
+      auto height = DimOrUnknown(c, out_h), width = DimOrUnknown(c, out_w);
+      c->set_output(0, attrs.nhwc ? c->MakeShape({batch, height, width, channels})
+                                  : c->MakeShape({batch, channels, height, width}));
       return absl::OkStatus();
     })
     .Doc(R"doc(
 Inverse real 2-D FFT of a frequency-major spectrum [bins, batch, channels], scaled by
 1 / fft_size^2, writing only the window [offset_h, offset_h + out_h) x [offset_w, offset_w + out_w)
-of the frame. As numpy.fft.irfft2, the imaginary parts of the kx = 0 and kx = S/2 columns are ignored.
+of the frame. fft_size, out_h and out_w are int32 scalar inputs. As numpy.fft.irfft2, the imaginary
+parts of the kx = 0 and kx = S/2 columns are ignored.
 )doc");
 
 // One task per (batch, channel) image: inverse column FFTs over ky for each kx, then the
@@ -103,9 +100,7 @@ struct Irfft2dFunctor<CpuDevice, Real> {
         }
       }
     };
-    int log2 = 1;
-    while ((1 << log2) < size) ++log2;
-    ParallelFor(ctx, images, int64_t{12} * size * size * log2, work);
+    ParallelFor(ctx, images, int64_t{12} * size * size * Log2(size), work);
     return absl::OkStatus();
   }
 };

@@ -1,11 +1,11 @@
-// FftconvRfft2d: forward real 2-D FFT of images placed in an S x S frame of zeros.
+// FftconvRfft2d(x, fft_size): forward real 2-D FFT of images placed in an S x S frame of zeros.
 //   x        : NCHW [batch, channels, height, width] or NHWC [batch, height, width, channels], real
+//   fft_size : S, int32 scalar (host memory)
 //   spectrum : [bins, batch, channels] complex, bins = S * (S/2 + 1), bin = ky * (S/2 + 1) + kx
 #ifndef TF_FFTCONV_CC_RFFT2D_H_
 #define TF_FFTCONV_CC_RFFT2D_H_
 
 #include <complex>
-#include <string>
 
 #include "cc/fftconv_kernel_util.h"
 
@@ -21,27 +21,21 @@ template <typename Device, typename Real>
 class Rfft2dOp : public tensorflow::OpKernel {
  public:
   explicit Rfft2dOp(tensorflow::OpKernelConstruction* ctx) : tensorflow::OpKernel(ctx) {
-    std::string data_format;
-    tensorflow::DataType complex_type;
-    OP_REQUIRES_OK(ctx, ctx->GetAttr("fft_size", &fft_size_));
-    OP_REQUIRES_OK(ctx, ctx->GetAttr("offset_h", &offset_h_));
-    OP_REQUIRES_OK(ctx, ctx->GetAttr("offset_w", &offset_w_));
-    OP_REQUIRES_OK(ctx, ctx->GetAttr("data_format", &data_format));
-    OP_REQUIRES_OK(ctx, ctx->GetAttr("Tcomplex", &complex_type));
-    OP_REQUIRES_OK(ctx, ParseDataFormat(data_format, &nhwc_));
-    OP_REQUIRES_OK(ctx, CheckDtypePair(tensorflow::DataTypeToEnum<Real>::v(), complex_type));
+    OP_REQUIRES_OK(ctx, ReadFftAttrs(ctx, &attrs_));
   }
 
   void Compute(tensorflow::OpKernelContext* ctx) override {
     const tensorflow::Tensor& x = ctx->input(0);
     OP_REQUIRES_OK(ctx, CheckRank("x", x.shape(), 4));
+    int64_t fft_size = 0;
+    OP_REQUIRES_OK(ctx, ReadScalarInput(ctx, 1, "fft_size", &fft_size));
     const int64_t dims[4] = {x.dim_size(0), x.dim_size(1), x.dim_size(2), x.dim_size(3)};
-    const ImageDims image = ImageDimsFrom(dims, nhwc_);
-    OP_REQUIRES_OK(ctx, ValidateRfft2d(image, fft_size_, offset_h_, offset_w_));
+    const ImageDims image = ImageDimsFrom(dims, attrs_.nhwc);
+    OP_REQUIRES_OK(ctx, ValidateRfft2d(image, fft_size, attrs_.offset_h, attrs_.offset_w));
 
     tensorflow::Tensor* spectrum = nullptr;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(
-                            0, tensorflow::TensorShape({NumBins(fft_size_), image.batch,
+                            0, tensorflow::TensorShape({NumBins(fft_size), image.batch,
                                                         image.channels}),
                             &spectrum));
     if (spectrum->NumElements() == 0) return;
@@ -51,18 +45,17 @@ class Rfft2dOp : public tensorflow::OpKernel {
     params.channels = static_cast<int>(image.channels);
     params.height = static_cast<int>(image.height);
     params.width = static_cast<int>(image.width);
-    params.fft_size = static_cast<int>(fft_size_);
-    params.offset_h = static_cast<int>(offset_h_);
-    params.offset_w = static_cast<int>(offset_w_);
-    params.nhwc = nhwc_;
+    params.fft_size = static_cast<int>(fft_size);
+    params.offset_h = static_cast<int>(attrs_.offset_h);
+    params.offset_w = static_cast<int>(attrs_.offset_w);
+    params.nhwc = attrs_.nhwc;
     OP_REQUIRES_OK(ctx, Rfft2dFunctor<Device, Real>()(
                             ctx, params, x.flat<Real>().data(),
                             spectrum->flat<std::complex<Real>>().data()));
   }
 
  private:
-  int64_t fft_size_ = 0, offset_h_ = 0, offset_w_ = 0;
-  bool nhwc_ = false;
+  FftAttrs attrs_;
 };
 
 }  // namespace fftconv

@@ -16,10 +16,13 @@ struct Rfft2dFunctor<GpuDevice, Real> {
   }
 };
 
-#define REGISTER_GPU(Real)                                                                  \
-  REGISTER_KERNEL_BUILDER(                                                                  \
-      Name("FftconvRfft2d").Device(tensorflow::DEVICE_GPU).TypeConstraint<Real>("T"), \
-      Rfft2dOp<GpuDevice, Real>);
+// fft_size is read on the host before anything is launched.
+#define REGISTER_GPU(Real)                                                     \
+  REGISTER_KERNEL_BUILDER(Name("FftconvRfft2d")                                \
+                              .Device(tensorflow::DEVICE_GPU)                  \
+                              .TypeConstraint<Real>("T")                       \
+                              .HostMemory("fft_size"),                         \
+                          Rfft2dOp<GpuDevice, Real>);
 REGISTER_GPU(float)
 REGISTER_GPU(double)
 #undef REGISTER_GPU

@@ -13,36 +13,34 @@ using tensorflow::shape_inference::ShapeHandle;
 
 REGISTER_OP("FftconvRfft2d")
     .Input("x: T")
+    .Input("fft_size: int32")
     .Output("spectrum: Tcomplex")
     .Attr("T: {float, double} = DT_FLOAT")
     .Attr("Tcomplex: {complex64, complex128} = DT_COMPLEX64")
-    .Attr("fft_size: int")
     .Attr("offset_h: int = 0")
     .Attr("offset_w: int = 0")
     .Attr("data_format: string = 'NCHW'")
     .SetShapeFn([](InferenceContext* c) -> absl::Status {
       ShapeHandle x;
       TF_RETURN_IF_ERROR(c->WithRank(c->input(0), 4, &x));
-      int64_t fft_size, offset_h, offset_w;
-      std::string data_format;
-      bool nhwc = false;
-      TF_RETURN_IF_ERROR(c->GetAttr("fft_size", &fft_size));
-      TF_RETURN_IF_ERROR(c->GetAttr("offset_h", &offset_h));
-      TF_RETURN_IF_ERROR(c->GetAttr("offset_w", &offset_w));
-      TF_RETURN_IF_ERROR(c->GetAttr("data_format", &data_format));
-      TF_RETURN_IF_ERROR(ParseDataFormat(data_format, &nhwc));
+      FftAttrs attrs;
+      TF_RETURN_IF_ERROR(ReadFftAttrs(c, &attrs));
+      int64_t fft_size = 0;
+      TF_RETURN_IF_ERROR(ReadScalarInput(c, 1, "fft_size", &fft_size));
       int64_t dims[4] = {-1, -1, -1, -1};
       KnownDims(c, x, 4, dims);
-      const ImageDims image = ImageDimsFrom(dims, nhwc);
-      TF_RETURN_IF_ERROR(ValidateRfft2d(image, fft_size, offset_h, offset_w));
-      c->set_output(0, c->MakeShape({c->MakeDim(NumBins(fft_size)), DimOrUnknown(c, image.batch),
+      const ImageDims image = ImageDimsFrom(dims, attrs.nhwc);
+      TF_RETURN_IF_ERROR(ValidateRfft2d(image, fft_size, attrs.offset_h, attrs.offset_w));
+      const int64_t bins = KnownValue(fft_size) ? NumBins(fft_size) : -1;
+      c->set_output(0, c->MakeShape({DimOrUnknown(c, bins), DimOrUnknown(c, image.batch),
                                      DimOrUnknown(c, image.channels)}));
       return absl::OkStatus();
     })
     .Doc(R"doc(
 Forward real 2-D FFT of a batch of images placed at (offset_h, offset_w) in an fft_size x fft_size
-frame of zeros (the padding is implicit). Output is frequency-major: [bins, batch, channels] with
-bins = fft_size * (fft_size / 2 + 1), bin index ky * (fft_size / 2 + 1) + kx.
+frame of zeros (the padding is implicit). fft_size is an int32 scalar input (as tf.signal's
+fft_length), so it may be computed at run time. Output is frequency-major: [bins, batch, channels]
+with bins = fft_size * (fft_size / 2 + 1), bin index ky * (fft_size / 2 + 1) + kx.
 )doc");
 
 // One task per (batch, channel) image: a row pass over the image rows, two real rows packed into
@@ -92,9 +90,7 @@ struct Rfft2dFunctor<CpuDevice, Real> {
         }
       }
     };
-    int log2 = 1;
-    while ((1 << log2) < size) ++log2;
-    ParallelFor(ctx, images, int64_t{12} * size * size * log2, work);
+    ParallelFor(ctx, images, int64_t{12} * size * size * Log2(size), work);
     return absl::OkStatus();
   }
 };

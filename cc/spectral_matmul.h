@@ -24,10 +24,7 @@ template <typename Device, typename Real>
 class SpectralMatmulOp : public tensorflow::OpKernel {
  public:
   explicit SpectralMatmulOp(tensorflow::OpKernelConstruction* ctx) : tensorflow::OpKernel(ctx) {
-    OP_REQUIRES_OK(ctx, ctx->GetAttr("transpose_a", &transpose_a_));
-    OP_REQUIRES_OK(ctx, ctx->GetAttr("transpose_b", &transpose_b_));
-    OP_REQUIRES_OK(ctx, ctx->GetAttr("adjoint_a", &adjoint_a_));
-    OP_REQUIRES_OK(ctx, ctx->GetAttr("adjoint_b", &adjoint_b_));
+    OP_REQUIRES_OK(ctx, ReadSpectralMatmulAttrs(ctx, &attrs_));
   }
 
   void Compute(tensorflow::OpKernelContext* ctx) override {
@@ -38,8 +35,9 @@ class SpectralMatmulOp : public tensorflow::OpKernel {
     const int64_t a_dims[3] = {a.dim_size(0), a.dim_size(1), a.dim_size(2)};
     const int64_t b_dims[3] = {b.dim_size(0), b.dim_size(1), b.dim_size(2)};
     MatmulDims dims;
-    OP_REQUIRES_OK(ctx, ValidateSpectralMatmul(a_dims, b_dims, transpose_a_, adjoint_a_,
-                                               transpose_b_, adjoint_b_, &dims));
+    OP_REQUIRES_OK(ctx, ValidateSpectralMatmul(a_dims, b_dims, attrs_.transpose_a,
+                                               attrs_.adjoint_a, attrs_.transpose_b,
+                                               attrs_.adjoint_b, &dims));
 
     tensorflow::Tensor* c = nullptr;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(
@@ -51,10 +49,10 @@ class SpectralMatmulOp : public tensorflow::OpKernel {
     params.m = static_cast<int>(dims.m);
     params.n = static_cast<int>(dims.n);
     params.k = static_cast<int>(dims.k);
-    params.transpose_a = transpose_a_;
-    params.adjoint_a = adjoint_a_;
-    params.transpose_b = transpose_b_;
-    params.adjoint_b = adjoint_b_;
+    params.transpose_a = attrs_.transpose_a;
+    params.adjoint_a = attrs_.adjoint_a;
+    params.transpose_b = attrs_.transpose_b;
+    params.adjoint_b = attrs_.adjoint_b;
     params.allow_tf32 = TensorFloat32Enabled();
     using Complex = std::complex<Real>;
     OP_REQUIRES_OK(ctx, SpectralMatmulFunctor<Device, Real>()(ctx, params,
@@ -64,7 +62,7 @@ class SpectralMatmulOp : public tensorflow::OpKernel {
   }
 
  private:
-  bool transpose_a_ = false, transpose_b_ = false, adjoint_a_ = false, adjoint_b_ = false;
+  SpectralMatmulAttrs attrs_;
 };
 
 }  // namespace fftconv

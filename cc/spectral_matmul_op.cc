@@ -24,17 +24,15 @@ REGISTER_OP("FftconvSpectralMatmul")
       ShapeHandle a, b;
       TF_RETURN_IF_ERROR(c->WithRank(c->input(0), 3, &a));
       TF_RETURN_IF_ERROR(c->WithRank(c->input(1), 3, &b));
-      bool transpose_a, transpose_b, adjoint_a, adjoint_b;
-      TF_RETURN_IF_ERROR(c->GetAttr("transpose_a", &transpose_a));
-      TF_RETURN_IF_ERROR(c->GetAttr("transpose_b", &transpose_b));
-      TF_RETURN_IF_ERROR(c->GetAttr("adjoint_a", &adjoint_a));
-      TF_RETURN_IF_ERROR(c->GetAttr("adjoint_b", &adjoint_b));
+      SpectralMatmulAttrs attrs;
+      TF_RETURN_IF_ERROR(ReadSpectralMatmulAttrs(c, &attrs));
       int64_t a_dims[3] = {-1, -1, -1}, b_dims[3] = {-1, -1, -1};
       KnownDims(c, a, 3, a_dims);
       KnownDims(c, b, 3, b_dims);
       MatmulDims dims;
-      TF_RETURN_IF_ERROR(ValidateSpectralMatmul(a_dims, b_dims, transpose_a, adjoint_a,
-                                                transpose_b, adjoint_b, &dims));
+      TF_RETURN_IF_ERROR(ValidateSpectralMatmul(a_dims, b_dims, attrs.transpose_a,
+                                                attrs.adjoint_a, attrs.transpose_b,
+                                                attrs.adjoint_b, &dims));
       c->set_output(0, c->MakeShape({DimOrUnknown(c, dims.bins), DimOrUnknown(c, dims.m),
                                      DimOrUnknown(c, dims.n)}));
       return absl::OkStatus();

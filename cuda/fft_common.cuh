@@ -16,13 +16,12 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "cc/fftconv_params.h"
 #include "twiddle_table.inc"
 
 namespace fftconv {
 namespace cuda {
 namespace detail {
-
-constexpr int kMaxFftSize = 128;
 
 // ---------------------------------------------------------------------------------------------
 // Complex values: float2 / double2, (x, y) = (re, im).
@@ -59,6 +58,8 @@ __device__ __forceinline__ C CScale(C a, decltype(a.x) s) {
 // ---------------------------------------------------------------------------------------------
 // Twiddles: W_128^t = exp(-2*pi*i*t/128) in constant memory. With t known after unrolling the
 // access becomes a constant-bank operand; with a lane-dependent t it is a (cheap) indexed load.
+// Every size S <= kMaxFftSize takes its twiddles from this table with stride kMaxFftSize / S.
+static_assert(kMaxFftSize == 128, "twiddle_table.inc holds the 128th roots of unity: regenerate it");
 #define FFTCONV_TWIDDLE_FLOAT(c, s) {static_cast<float>(c), static_cast<float>(s)},
 #define FFTCONV_TWIDDLE_DOUBLE(c, s) {c, s},
 static __constant__ float2 kTwiddle128Float[128] = {FFTCONV_TWIDDLE_128(FFTCONV_TWIDDLE_FLOAT)};
@@ -228,9 +229,7 @@ struct FastDivmod {
   FastDivmod() = default;
   explicit FastDivmod(int d) : divisor(static_cast<unsigned>(d > 0 ? d : 1)) {
     if (divisor != 1) {
-      unsigned log2 = 0;
-      while ((1u << log2) < divisor) ++log2;  // ceil(log2(divisor))
-      const unsigned p = 31 + log2;
+      const unsigned p = 31 + Log2(divisor);
       mul = static_cast<unsigned>(((1ull << p) + divisor - 1) / divisor);
       shift = p - 32;
     }

@@ -362,8 +362,8 @@ int LaunchRfft2d(const Rfft2dParams& p, const Real* input, Real* spectrum, cudaS
   if (images <= 0) return 0;
   if (p.height <= 0 || p.width <= 0) {
     // An empty image is an all-zero frame: its spectrum is zero.
-    const size_t bins = static_cast<size_t>(s) * (s / 2 + 1);
-    return static_cast<int>(cudaMemsetAsync(spectrum, 0, bins * images * 2 * sizeof(Real), stream));
+    return static_cast<int>(cudaMemsetAsync(
+        spectrum, 0, static_cast<size_t>(NumBins(s) * images) * 2 * sizeof(Real), stream));
   }
   return detail::DispatchFftSize(s, [&](auto size) {
     return LaunchRfft2dSized<Real, decltype(size)::value>(p, input, spectrum, stream);

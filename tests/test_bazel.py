@@ -19,8 +19,6 @@ def test_bazel_builds_a_working_library(tmp_path):
     for name in ("BUILD", "WORKSPACE"):
         shutil.copy(os.path.join(ROOT, name), workspace / name)
     shutil.copytree(os.path.join(ROOT, "cc"), workspace / "cc")
-    (workspace / "cuda").mkdir()
-    shutil.copy(os.path.join(ROOT, "cuda", "fftconv_cuda.h"), workspace / "cuda")
     env = dict(os.environ, TF_PYTHON=sys.executable)
     build = subprocess.run(["bazel", "build", "--symlink_prefix=/", "//:tf_fftconv/_fftconv_ops.so"],
                            cwd=workspace, env=env, capture_output=True, text=True, timeout=1800)

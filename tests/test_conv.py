@@ -1,5 +1,8 @@
 """fft_conv2d against tf.nn.conv2d in float64: forward, input gradient and weight gradient."""
 
+import os
+import re
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -146,3 +149,13 @@ def test_gpu_and_cpu_kernels_agree(rng):
     finally:
         tf.config.experimental.enable_tensor_float_32_execution(tf32)
     assert rel_error(results["/GPU:0"], results["/CPU:0"]) < 2e-6
+
+
+def test_max_fft_size_matches_the_ops():
+    """conv.py's MAX_FFT_SIZE repeats kMaxFftSize of cc/fftconv_params.h; both must say the same."""
+    header = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                          "cc", "fftconv_params.h")
+    with open(header) as f:
+        found = re.findall(r"constexpr int kMaxFftSize = (\d+);", f.read())
+    assert found, "kMaxFftSize not found in %s" % header
+    assert int(found[0]) == fc.conv.MAX_FFT_SIZE

@@ -29,7 +29,16 @@ RFFT2D_CASES = [
     (lambda: fc.ops.rfft2d(tf.zeros([1, 1, 4, 4]), 256), "fft_size must be a power of two"),
     (lambda: fc.ops.rfft2d(tf.zeros([1, 1, 130, 4]), 128), "height = 130 needs an FFT frame larger"),
     (lambda: fc.ops.rfft2d(tf.zeros([1, 1, 4, 4]), 8, data_format="NCWH"), "data_format"),
-    (lambda: fc.ops.rfft2d(tf.zeros([512, 512, 1, 1]), 128), "more than 2147483647 elements"),
+    (lambda: fc.ops.rfft2d(tf.zeros([512, 512, 1, 1]), 128),
+     r"the spectrum \(8320 x 512 x 512\) would hold more than 2147483647 elements"),
+    # The input is empty but its spectrum (all zeros) is not: the message names the spectrum.
+    (lambda: fc.ops.rfft2d(tf.zeros([2**31, 1, 1, 0]), 8), r"the spectrum \(40 x 2147483648 x 1\)"),
+    (lambda: fc.ops.rfft2d(tf.zeros([1, 1, 4, 4]), tf.constant([8, 8])), "fft_size must be a scalar"),
+    (lambda: fc.ops.rfft2d(tf.zeros([1, 1, 4, 4]), tf.constant(8, tf.int64)), "fft_size must be an int32 tensor"),
+    (lambda: fc.ops.rfft2d(tf.zeros([1, 1, 4, 4]), 2**32 + 8), "fft_size = 4294967304 does not fit in int32"),
+    (lambda: fc.ops.rfft2d(tf.zeros([1, 1, 4, 4]), 8.0), "fft_size must be an integer"),
+    (lambda: fc.ops.rfft2d(tf.zeros([1, 1, 4, 4]), True), "fft_size must be an integer"),
+    (lambda: lib.fftconv_rfft2d(x=tf.zeros([1, 1, 4, 4]), fft_size=[[8]]), "fft_size must be a scalar, got shape \\[1,1\\]"),
     (lambda: lib.fftconv_rfft2d(x=tf.zeros([1, 1, 4, 4]), fft_size=8, Tcomplex=tf.complex128),
      "T = float goes with Tcomplex = complex64"),
 ]
@@ -45,6 +54,10 @@ IRFFT2D_CASES = [
     (lambda: fc.ops.irfft2d(tf.zeros([40, 1, 1], tf.complex64), 8, 4, 4, -2), "offset_h = -2 lies outside"),
     (lambda: fc.ops.irfft2d(tf.zeros([40, 1, 1], tf.complex64), 6, 4, 4), "fft_size must be a power of two"),
     (lambda: fc.ops.irfft2d(tf.zeros([40, 1, 1], tf.complex64), 8, 4, 4, data_format="HWCN"), "data_format"),
+    (lambda: fc.ops.irfft2d(tf.zeros([40, 1, 1], tf.complex64), [8], 4, 4), "fft_size must be a scalar"),
+    (lambda: fc.ops.irfft2d(tf.zeros([40, 1, 1], tf.complex64), 8, tf.constant([4]), 4), "out_h must be a scalar"),
+    (lambda: fc.ops.irfft2d(tf.zeros([40, 1, 1], tf.complex64), 8, 4, np.zeros([2, 2], np.int32)), "out_w must be a scalar"),
+    (lambda: fc.ops.irfft2d(tf.zeros([40, 1, 1], tf.complex64), 8, -2**31 - 1, 4), "out_h = -2147483649 does not fit"),
     (lambda: lib.fftconv_irfft2d(spectrum=tf.zeros([40, 1, 1], tf.complex64), fft_size=8, out_h=4,
                                  out_w=4, T=tf.float64), "T = double goes with Tcomplex = complex128"),
 ]
@@ -59,7 +72,11 @@ MATMUL_CASES = [
     (lambda: fc.ops.spectral_matmul(tf.zeros([2, 3, 3], tf.complex64), tf.zeros([2, 3, 3], tf.complex64), transpose_b=True, adjoint_b=True), "transpose_b and adjoint_b"),
     (lambda: fc.ops.spectral_matmul(tf.zeros([2, 3, 3]), tf.zeros([2, 3, 3])), "a must be complex64 or complex128"),
     (lambda: fc.ops.spectral_matmul(tf.zeros([2, 3, 3], tf.complex64), tf.zeros([2, 3, 3], tf.complex128)), "same dtype"),
-    (lambda: fc.ops.spectral_matmul(tf.zeros([1, 65536, 1], tf.complex64), tf.zeros([1, 1, 65536], tf.complex64)), "more than 2147483647 elements"),
+    (lambda: fc.ops.spectral_matmul(tf.zeros([1, 65536, 1], tf.complex64), tf.zeros([1, 1, 65536], tf.complex64)),
+     r"the product \(1 x 65536 x 65536\) would hold more than 2147483647 elements"),
+    # Empty operands, but a product of zeros that is too large: the message names the product.
+    (lambda: fc.ops.spectral_matmul(tf.zeros([2**31, 0, 3], tf.complex64), tf.zeros([2**31, 4, 0], tf.complex64),
+                                    adjoint_a=True, transpose_b=True), r"the product \(2147483648 x 3 x 4\)"),
 ]
 
 CONV_CASES = [
@@ -89,7 +106,7 @@ def test_bad_input_raises_invalid_argument(device, call, match):
 
 
 def test_kernels_validate_shapes_only_known_at_run_time():
-    """Shapes unknown while tracing reach the kernels, which give the same messages."""
+    """Shapes and sizes unknown while tracing reach the kernels, which give the same messages."""
     rfft = tf.function(lambda x: fc.ops.rfft2d(x, 8), input_signature=[tf.TensorSpec(None)])
     with raises("height = 9 .* does not fit"):
         rfft(tf.zeros([1, 1, 9, 4]))
@@ -99,6 +116,23 @@ def test_kernels_validate_shapes_only_known_at_run_time():
                         input_signature=[tf.TensorSpec(None, tf.complex64)])
     with raises("41 bins"):
         irfft(tf.zeros([41, 1, 1], tf.complex64))
+    scalar = tf.TensorSpec(None, tf.int32)
+    rfft_sized = tf.function(lambda x, s: fc.ops.rfft2d(x, s, 2, 0),
+                             input_signature=[tf.TensorSpec(None), scalar])
+    with raises("fft_size must be a power of two in \\[2, 128\\], got 12"):
+        rfft_sized(tf.zeros([1, 1, 4, 4]), 12)
+    with raises("height = 7 at offset_h = 2 does not fit in the frame of fft_size 8"):
+        rfft_sized(tf.zeros([1, 1, 7, 4]), 8)
+    with raises("fft_size must be a scalar, got shape \\[1\\]"):
+        rfft_sized(tf.zeros([1, 1, 4, 4]), [8])
+    irfft_sized = tf.function(lambda s, size, h, w: fc.ops.irfft2d(s, size, h, w),
+                              input_signature=[tf.TensorSpec(None, tf.complex64)] + [scalar] * 3)
+    with raises("out_h and out_w must be >= 0, got 4 and -3"):
+        irfft_sized(tf.zeros([40, 1, 1], tf.complex64), 8, 4, -3)
+    with raises("40 bins but fft_size 16"):
+        irfft_sized(tf.zeros([40, 1, 1], tf.complex64), 16, 4, 4)
+    with raises("out_h must be a scalar"):
+        irfft_sized(tf.zeros([40, 1, 1], tf.complex64), 8, [4, 4], 4)
     matmul = tf.function(lambda a, b: fc.ops.spectral_matmul(a, b),
                          input_signature=[tf.TensorSpec([None, None, None], tf.complex64)] * 2)
     with raises("inner dimensions do not match"):
@@ -112,6 +146,19 @@ def test_shape_functions_reject_static_problems_while_tracing():
     with pytest.raises(ValueError, match="more than 2147483647 elements"):
         tf.function(lambda s: fc.ops.irfft2d(s, 128, 128, 128)).get_concrete_function(
             tf.TensorSpec([128 * 65, 4096, 4096], tf.complex64))
+    # The spectrum fits, the output it would give does not: the message names the output.
+    with pytest.raises(ValueError, match=r"the output \(600000 x 1 x 64 x 64\) would hold more than"):
+        tf.function(lambda s: fc.ops.irfft2d(s, 64, 64, 64)).get_concrete_function(
+            tf.TensorSpec([64 * 33, 600000, 1], tf.complex64))
+    with pytest.raises(ValueError, match="fft_size must be a scalar, got shape \\[2\\]"):
+        tf.function(lambda x: fc.ops.rfft2d(x, tf.constant([8, 8]))).get_concrete_function(
+            tf.TensorSpec([1, 1, 4, 4]))
+    with pytest.raises(ValueError, match="out_w must be a scalar"):
+        tf.function(lambda s, w: fc.ops.irfft2d(s, 8, 4, w)).get_concrete_function(
+            tf.TensorSpec([40, 1, 1], tf.complex64), tf.TensorSpec([None], tf.int32))
+    # Empty tensors with huge dimensions are valid while tracing too.
+    tf.function(lambda a, b: fc.ops.spectral_matmul(a, b)).get_concrete_function(
+        tf.TensorSpec([1, 2**31, 0], tf.complex64), tf.TensorSpec([1, 0, 0], tf.complex64))
     with pytest.raises(ValueError, match="a has 2 bins but b has 3"):
         tf.function(lambda a, b: fc.ops.spectral_matmul(a, b)).get_concrete_function(
             tf.TensorSpec([2, 3, 3], tf.complex64), tf.TensorSpec([3, 3, 3], tf.complex64))

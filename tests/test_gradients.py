@@ -75,3 +75,44 @@ def test_second_order_gradient_through_fft_conv2d(rng):
     ours = grad_norm(lambda a, b: fc.fft_conv2d(a, b, "SAME"), x, w)
     expected = grad_norm(lambda a, b: tf.nn.conv2d(a, b, 1, "SAME"), x, w)
     np.testing.assert_allclose(ours.numpy(), expected.numpy(), rtol=1e-9, atol=1e-9)
+
+
+@pytest.mark.parametrize("data_format", ["NCHW", "NHWC"])
+def test_gradients_with_sizes_unknown_while_tracing(rng, device, data_format):
+    """fft_size, out_h, out_w and the image height and width known only at run time: the
+    gradients are those of the static case (checked numerically above)."""
+    fft_size, offset_h, offset_w = 8, 3, 1
+    shape = (2, 3, 5, 4) if data_format == "NCHW" else (2, 5, 4, 3)
+    x = tf.constant(rng.standard_normal(shape))
+    weights = tf.constant(ref.random_complex(rng, (fft_size * (fft_size // 2 + 1), 2, 3)))
+    dy = tf.constant(rng.standard_normal(shape))
+    spectrum = tf.constant(ref.random_complex(rng, weights.shape))
+
+    def gradients(x, spectrum, size, out_h, out_w):
+        with tf.GradientTape(persistent=True) as tape:
+            tape.watch([x, spectrum])
+            forward = tf.math.real(tf.reduce_sum(
+                fc.ops.rfft2d(x, size, offset_h, offset_w, data_format) * weights))
+            inverse = tf.reduce_sum(
+                fc.ops.irfft2d(spectrum, size, out_h, out_w, offset_h, offset_w, data_format) * dy)
+        return tape.gradient(forward, x), tape.gradient(inverse, spectrum)
+
+    height, width = (shape[2], shape[3]) if data_format == "NCHW" else (shape[1], shape[2])
+    expected = gradients(x, spectrum, fft_size, height, width)
+    scalar = tf.TensorSpec([], tf.int32)
+    traced = tf.function(gradients, input_signature=[
+        tf.TensorSpec([None] * 4, tf.float64), tf.TensorSpec([None] * 3, tf.complex128),
+        scalar, scalar, scalar])
+    got = traced(x, spectrum, tf.constant(fft_size), tf.constant(height), tf.constant(width))
+    for g, e in zip(got, expected):
+        np.testing.assert_allclose(g.numpy(), e.numpy(), rtol=1e-12, atol=1e-12)
+
+
+def test_half_spectrum_multiplicity_from_a_tensor_fft_size():
+    traced = tf.function(lambda s: fc.ops.half_spectrum_multiplicity(s, tf.float64),
+                         input_signature=[tf.TensorSpec([], tf.int32)])
+    for fft_size in (2, 8, 32):
+        static = fc.ops.half_spectrum_multiplicity(fft_size, tf.float64).numpy()
+        kx = np.arange(fft_size * (fft_size // 2 + 1)) % (fft_size // 2 + 1)
+        np.testing.assert_array_equal(static.ravel(), np.where((kx == 0) | (kx == fft_size // 2), 1, 2))
+        np.testing.assert_array_equal(traced(tf.constant(fft_size)).numpy(), static)

@@ -111,3 +111,61 @@ def test_static_shapes_are_inferred():
         assert y.shape.as_list() == [None, 3, 2, 5]
         return y
     assert chain(tf.zeros([2, 7, 9, 4])).shape == (2, 3, 2, 5)
+
+
+@pytest.mark.parametrize("data_format", ["NCHW", "NHWC"])
+def test_sizes_as_tensors_unknown_while_tracing(rng, device, data_format):
+    """fft_size, out_h and out_w are inputs: in a tf.function whose signature leaves them unknown,
+    one trace serves every size, with the results of the static calls."""
+    scalar = tf.TensorSpec([], tf.int32)
+    rfft = tf.function(lambda x, s: fc.ops.rfft2d(x, s, 1, 2, data_format),
+                       input_signature=[tf.TensorSpec(None, tf.float64), scalar])
+    irfft = tf.function(lambda y, s, h, w: fc.ops.irfft2d(y, s, h, w, 1, 2, data_format),
+                        input_signature=[tf.TensorSpec(None, tf.complex128)] + [scalar] * 3)
+    for fft_size in (8, 16, 32):
+        x, _, _ = _random_image_case(rng, fft_size - 2, data_format)
+        spectrum = rfft(x, tf.constant(fft_size)).numpy()
+        expected = ref.rfft2d(x, fft_size, 1, 2, data_format)
+        assert spectrum.shape == expected.shape
+        assert rel_error(spectrum, expected) <= 1e-12
+        out_h, out_w = int(rng.integers(0, fft_size - 1)), int(rng.integers(0, fft_size - 2))
+        y = irfft(spectrum, tf.constant(fft_size), tf.constant(out_h), tf.constant(out_w)).numpy()
+        expected = ref.irfft2d(spectrum, fft_size, out_h, out_w, 1, 2, data_format)
+        assert y.shape == expected.shape
+        assert rel_error(y, expected) <= 1e-12
+    assert rfft.experimental_get_tracing_count() == 1 and irfft.experimental_get_tracing_count() == 1
+
+
+def test_shapes_with_sizes_unknown_while_tracing():
+    """Dimensions that depend on an unknown size input stay unknown; the others are inferred."""
+    @tf.function(input_signature=[tf.TensorSpec([None, 7, 9, 4], tf.float32),
+                                  tf.TensorSpec([], tf.int32), tf.TensorSpec([], tf.int32)])
+    def chain(x, size, out_h):
+        spectrum = fc.ops.rfft2d(x, size, 0, 0, "NHWC")
+        assert spectrum.shape.as_list() == [None, None, 4]
+        y = fc.ops.irfft2d(spectrum, 16, out_h, 3, 1, 1, "NHWC")
+        assert y.shape.as_list() == [None, None, 3, 4]
+        return y
+    assert chain(tf.zeros([2, 7, 9, 4]), tf.constant(16), tf.constant(5)).shape == (2, 5, 3, 4)
+
+
+def test_numpy_integer_sizes():
+    x = tf.ones([1, 2, 3, 3])
+    spectrum = fc.ops.rfft2d(x, np.int64(4), np.int32(1), np.int64(0))
+    assert spectrum.shape == (12, 1, 2)
+    y = fc.ops.irfft2d(spectrum, np.int64(4), np.int64(3), np.uint8(3), np.int64(1))
+    np.testing.assert_allclose(y.numpy(), x.numpy(), atol=1e-6)
+
+
+@pytest.mark.parametrize("data_format", ["NCHW", "NHWC"])
+def test_empty_tensors_with_huge_dimensions(device, data_format):
+    """An empty tensor is never refused for its size, as tf.linalg.matmul does."""
+    # NHWC [2^31, 1, 1, 0]: no channels, so an empty spectrum [F, 2^31, 0].
+    shape = [2**31, 1, 1, 0] if data_format == "NHWC" else [2**31, 0, 1, 1]
+    spectrum = fc.ops.rfft2d(tf.zeros(shape), 8, 0, 0, data_format)
+    assert spectrum.shape == (40, 2**31, 0)
+    y = fc.ops.irfft2d(spectrum, 8, 5, 6, 0, 0, data_format)
+    assert y.shape == ((2**31, 5, 6, 0) if data_format == "NHWC" else (2**31, 0, 5, 6))
+    product = fc.ops.spectral_matmul(tf.zeros([1, 2**31, 0], tf.complex64),
+                                     tf.zeros([1, 0, 0], tf.complex64))
+    assert product.shape == (1, 2**31, 0)

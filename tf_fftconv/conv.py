@@ -19,6 +19,7 @@ import tensorflow as tf
 from tf_fftconv import ops
 from tf_fftconv.ops import invalid_argument as _invalid
 
+# The largest fft_size of the ops: kMaxFftSize in cc/fftconv_params.h (tests/test_conv.py checks).
 MAX_FFT_SIZE = 128
 
 ConvGeometry = collections.namedtuple(

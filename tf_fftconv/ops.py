@@ -25,19 +25,43 @@ def _check_dtype(tensor, allowed, what):
             what, " or ".join(d.name for d in allowed), tensor.dtype.name))
 
 
+def _size_input(value, name):
+    """``fft_size``, ``out_h`` or ``out_w`` for the op's int32 scalar input.
+
+    A Python or NumPy integer (checked to fit in int32, which TensorFlow would wrap silently) or
+    an int32 tensor, possibly unknown until run time; the kernels check that it is a scalar.
+    """
+    if tf.is_tensor(value):
+        if value.dtype != tf.int32:
+            raise invalid_argument("%s must be an int32 tensor, got %s" % (name, value.dtype.name))
+        return value
+    if isinstance(value, (bool, np.bool_)):
+        raise invalid_argument("%s must be an integer, got %r" % (name, value))
+    if not isinstance(value, (int, np.integer)):
+        try:
+            return tf.convert_to_tensor(value, tf.int32)  # arrays: the kernel checks the shape
+        except (TypeError, ValueError):
+            raise invalid_argument("%s must be an integer or an int32 tensor, got %r"
+                                   % (name, value)) from None
+    if not -2**31 <= int(value) < 2**31:
+        raise invalid_argument("%s = %d does not fit in int32" % (name, value))
+    return int(value)
+
+
 def rfft2d(x, fft_size, offset_h=0, offset_w=0, data_format="NCHW", name=None):
     """Real 2-D FFT of images placed at ``(offset_h, offset_w)`` in an ``fft_size`` frame of zeros.
 
     Args:
       x: float32 or float64 images, ``[B, C, H, W]`` (NCHW) or ``[B, H, W, C]`` (NHWC).
       fft_size: ``S``, a power of two in [2, 128]; ``offset + H <= S`` and ``offset + W <= S``.
+        A Python or NumPy integer or an int32 scalar tensor (then known only at run time).
     Returns:
       complex64 / complex128 spectrum ``[S * (S/2 + 1), B, C]``.
     """
     x = tf.convert_to_tensor(x)
     _check_dtype(x, _COMPLEX_OF, "x")
     return load_library().fftconv_rfft2d(
-        x=x, fft_size=fft_size, offset_h=offset_h, offset_w=offset_w, data_format=data_format,
+        x=x, fft_size=_size_input(fft_size, "fft_size"), offset_h=offset_h, offset_w=offset_w, data_format=data_format,
         Tcomplex=_COMPLEX_OF[x.dtype], name=name)
 
 
@@ -59,12 +83,14 @@ def irfft2d(spectrum, fft_size, out_h, out_w, offset_h=0, offset_w=0, data_forma
             name=None):
     """Inverse of :func:`rfft2d` scaled by ``1/S^2``, keeping the window ``[offset, offset + out)``.
 
+    ``fft_size``, ``out_h`` and ``out_w`` are Python or NumPy integers or int32 scalar tensors.
     Returns float32 / float64 images ``[B, C, out_h, out_w]`` (NCHW) or ``[B, out_h, out_w, C]``.
     """
     spectrum = tf.convert_to_tensor(spectrum)
     _check_dtype(spectrum, _REAL_OF, "spectrum")
     return load_library().fftconv_irfft2d(
-        spectrum=spectrum, fft_size=fft_size, out_h=out_h, out_w=out_w, offset_h=offset_h,
+        spectrum=spectrum, fft_size=_size_input(fft_size, "fft_size"),
+        out_h=_size_input(out_h, "out_h"), out_w=_size_input(out_w, "out_w"), offset_h=offset_h,
         offset_w=offset_w, data_format=data_format, T=_REAL_OF[spectrum.dtype], name=name)
 
 
@@ -73,44 +99,58 @@ def half_spectrum_multiplicity(fft_size, dtype):
 
     Columns ``kx = 0`` and ``kx = S/2`` are their own mirror images; every other column also
     stands for its conjugate ``S - kx``. This is the Hermitian weighting that makes ``rfft2d`` and
-    ``irfft2d`` adjoint to each other up to ``S^2``.
+    ``irfft2d`` adjoint to each other up to ``S^2``. ``fft_size`` may be an int32 tensor known only
+    at run time; when its value is known the result has a static shape.
     """
+    static = tf.get_static_value(fft_size)
+    if static is not None:
+        fft_size = int(static)
     half = fft_size // 2 + 1
-    kx = np.arange(fft_size * half) % half
-    weights = np.where((kx == 0) | (kx == fft_size // 2), 1.0, 2.0)
-    return tf.constant(weights.reshape(-1, 1, 1), dtype=dtype)
+    kx = tf.range(fft_size * half) % half
+    weights = tf.where((kx == 0) | (kx == fft_size // 2), 1, 2)
+    return tf.reshape(tf.cast(weights, dtype), [-1, 1, 1])
 
 
-def _static_image_size(x, data_format):
-    shape = x.shape
-    height, width = (shape[1], shape[2]) if data_format == "NHWC" else (shape[2], shape[3])
-    if height is None or width is None:
-        raise ValueError("tf_fftconv: the gradient of rfft2d needs a static height and width, "
-                         "got shape %s" % shape)
-    return height, width
+def _image_size(x, data_format):
+    """Height and width of an image tensor: Python ints where static, else from ``tf.shape``."""
+    axes = (1, 2) if data_format == "NHWC" else (2, 3)
+    dynamic = None
+    sizes = []
+    for axis in axes:
+        size = x.shape[axis] if x.shape.rank is not None else None
+        if size is None:
+            dynamic = tf.shape(x) if dynamic is None else dynamic
+            size = dynamic[axis]
+        sizes.append(size)
+    return sizes
+
+
+def _frame_area(fft_size, dtype):
+    """``S^2`` as a ``dtype`` scalar, for a Python or tensor ``fft_size``."""
+    return tf.cast(fft_size, dtype) * tf.cast(fft_size, dtype)
 
 
 @tf.RegisterGradient("FftconvRfft2d")
 def _rfft2d_grad(op, grad):
     # grad_x[h, w] = Re sum_k grad[k] e^{+i theta}  =  S^2 * irfft2d(grad / multiplicity).
-    fft_size = op.get_attr("fft_size")
+    x, fft_size = op.inputs
     data_format = op.get_attr("data_format").decode()
-    height, width = _static_image_size(op.inputs[0], data_format)
-    weights = tf.cast(fft_size * fft_size, grad.dtype) / half_spectrum_multiplicity(
-        fft_size, grad.dtype)
-    return irfft2d(grad * weights, fft_size, height, width, op.get_attr("offset_h"),
-                   op.get_attr("offset_w"), data_format)
+    height, width = _image_size(x, data_format)
+    weights = _frame_area(fft_size, grad.dtype) / half_spectrum_multiplicity(fft_size, grad.dtype)
+    grad_x = irfft2d(grad * weights, fft_size, height, width, op.get_attr("offset_h"),
+                     op.get_attr("offset_w"), data_format)
+    return grad_x, None
 
 
 @tf.RegisterGradient("FftconvIrfft2d")
 def _irfft2d_grad(op, grad):
     # grad_spectrum[k] = multiplicity[k] / S^2 * rfft2d(grad placed at the window).
-    fft_size = op.get_attr("fft_size")
+    fft_size = op.inputs[1]
     spectrum = rfft2d(grad, fft_size, op.get_attr("offset_h"), op.get_attr("offset_w"),
                       op.get_attr("data_format").decode())
-    weights = half_spectrum_multiplicity(fft_size, spectrum.dtype) / tf.cast(
-        fft_size * fft_size, spectrum.dtype)
-    return spectrum * weights
+    weights = half_spectrum_multiplicity(fft_size, spectrum.dtype) / _frame_area(
+        fft_size, spectrum.dtype)
+    return spectrum * weights, None, None, None
 
 
 def _mode(transpose, adjoint):

@@ -28,9 +28,9 @@
 #include "../fft_common.cuh"
 #include "../fftconv_cuda.h"
 
-using fftconv::cuda::Irfft2dParams;
-using fftconv::cuda::Rfft2dParams;
-using fftconv::cuda::SpectralMatmulParams;
+using fftconv::Irfft2dParams;
+using fftconv::Rfft2dParams;
+using fftconv::SpectralMatmulParams;
 using cd = std::complex<double>;
 
 namespace {
@@ -325,7 +325,7 @@ void RandomBatch(int S, bool quick, int* batch, int* channels) {
 
 template <typename T>
 void FftSuite(bool quick, const char* tag) {
-  for (int S = 2; S <= 128; S *= 2) {
+  for (int S = fftconv::kMinFftSize; S <= fftconv::kMaxFftSize; S *= 2) {
     const int reps = quick ? 1 : (S >= 128 ? 2 : 4);
     for (int nhwc = 0; nhwc < 2; ++nhwc) {
       for (int rep = 0; rep < reps; ++rep) {

@@ -1,0 +1,74 @@
+// Definitions shared by the TensorFlow side (cc/) and the CUDA kernels (cuda/): the launch parameters
+// of the three ops, the FFT size limits and the spectrum geometry. No TensorFlow or CUDA headers, so
+// the CPU-only build and the standalone kernel check both include it as it is.
+//
+// Every size in the parameter structs has been validated by cc/fftconv_shapes.h: element counts fit
+// in int32, fft_size is a power of two in [kMinFftSize, kMaxFftSize], windows lie inside the frame.
+#ifndef TF_FFTCONV_CC_FFTCONV_PARAMS_H_
+#define TF_FFTCONV_CC_FFTCONV_PARAMS_H_
+
+#include <cstdint>
+
+#ifdef __CUDACC__
+#define FFTCONV_HOST_DEVICE __host__ __device__
+#else
+#define FFTCONV_HOST_DEVICE
+#endif
+
+namespace fftconv {
+
+// fft_size S: a power of two in [kMinFftSize, kMaxFftSize]. The CUDA kernels have one family per
+// size up to kMaxFftSize and a twiddle table of its roots of unity (cuda/fft_common.cuh);
+// tf_fftconv/conv.py's MAX_FFT_SIZE repeats the value (tests/test_conv.py checks they agree).
+constexpr int kMinFftSize = 2;
+constexpr int kMaxFftSize = 128;
+
+// ceil(log2(n)) for n >= 1: the exponent of a power of two, or of the next one up.
+FFTCONV_HOST_DEVICE constexpr int Log2(int64_t n) {
+  int log2 = 0;
+  while ((int64_t{1} << log2) < n) ++log2;
+  return log2;
+}
+
+// Bins of an S x S real FFT: S rows (ky) by S/2 + 1 columns (kx, the half axis).
+FFTCONV_HOST_DEVICE constexpr int64_t HalfWidth(int64_t fft_size) { return fft_size / 2 + 1; }
+FFTCONV_HOST_DEVICE constexpr int64_t NumBins(int64_t fft_size) {
+  return fft_size * HalfWidth(fft_size);
+}
+
+// FftconvRfft2d: forward real 2-D FFT of a batch of images, padded implicitly into an S x S frame.
+//   input    : NCHW [batch, channels, height, width] or NHWC [batch, height, width, channels], real.
+//   spectrum : frequency-major [bins, batch, channels] complex, bins = S * (S/2 + 1), bin index
+//              ky * (S/2 + 1) + kx (kx on the half axis).
+// Image pixel (h, w) sits at frame position (offset_h + h, offset_w + w); the rest of the frame is 0.
+struct Rfft2dParams {
+  int batch, channels, height, width;
+  int fft_size, offset_h, offset_w;
+  bool nhwc;
+};
+
+// FftconvIrfft2d: the inverse, scaled by 1/S^2, writing only the window
+// [offset_h, offset_h + out_h) x [offset_w, offset_w + out_w) of the S x S frame.
+//   spectrum : [bins, batch, channels] complex (Hermitian half spectrum; the imaginary parts of the
+//              kx = 0 and kx = S/2 columns are ignored, as numpy.fft.irfft2 does).
+//   output   : NCHW [batch, channels, out_h, out_w] or NHWC [batch, out_h, out_w, channels], real.
+struct Irfft2dParams {
+  int batch, channels;
+  int fft_size, out_h, out_w, offset_h, offset_w;
+  bool nhwc;
+};
+
+// FftconvSpectralMatmul: one complex matmul per frequency bin, c[f] = op_a(a[f]) * op_b(b[f]).
+//   a : [bins, a_rows, a_cols], b : [bins, b_rows, b_cols], c : [bins, m, n], all complex, row-major.
+//   op_x is identity, transpose (transpose_x) or conjugate transpose (adjoint_x); never both.
+//   m, n, k are the sizes after op: op_a(a[f]) is m x k and op_b(b[f]) is k x n.
+// allow_tf32: the caller's TensorFlow TF32 switch; only float on sm_80+ may use tensor cores.
+struct SpectralMatmulParams {
+  int bins, m, n, k;
+  bool transpose_a, adjoint_a, transpose_b, adjoint_b;
+  bool allow_tf32;
+};
+
+}  // namespace fftconv
+
+#endif  // TF_FFTCONV_CC_FFTCONV_PARAMS_H_
