@@ -34,14 +34,19 @@ endef
 TF_FACTS  := $(shell $(PYTHON) -c 'import tensorflow as tf, tensorflow.sysconfig as c; print("TF_VERSION := " + tf.__version__ + "@@TF_CFLAGS := " + " ".join(c.get_compile_flags()) + "@@TF_LFLAGS := " + " ".join(c.get_link_flags()))' 2>/dev/null)
 $(eval $(subst @@,$(newline),$(TF_FACTS)))
 
-CXXFLAGS  := -O3 -fPIC -Wall -Wno-sign-compare -Wno-unused-function -Wno-deprecated-declarations -Wno-interference-size -I. $(TF_CFLAGS)
+# The XLA lowering (cc/*_xla.cc) includes tf2xla headers, which need two more of TensorFlow's
+# bundled header trees, and links the tf2xla symbols from libtensorflow_cc.
+TF_INCLUDE := $(patsubst -I%,%,$(firstword $(filter -I%,$(TF_CFLAGS))))
+CXXFLAGS  := -O3 -fPIC -Wall -Wno-sign-compare -Wno-unused-function -Wno-deprecated-declarations -Wno-interference-size -I. $(TF_CFLAGS) \
+             -I$(TF_INCLUDE)/external/highwayhash -I$(TF_INCLUDE)/external/farmhash_archive/src
 LDFLAGS   := -shared -Wl,--no-undefined
+TF_LIBS   := $(TF_LFLAGS) -l:libtensorflow_cc.so.2
 
 ifeq ($(WITH_CUDA),auto)
   WITH_CUDA := $(if $(NVCC),1,0)
 endif
 
-CC_OPS    := $(wildcard cc/*_op.cc)
+CC_OPS    := $(wildcard cc/*_op.cc) $(wildcard cc/*_xla.cc)
 CC_GPU    := $(wildcard cc/*_gpu.cc)
 CU_SRCS   := $(wildcard cuda/*.cu)
 CC_OBJS   := $(CC_OPS:%.cc=$(BUILD)/%.o)
@@ -64,6 +69,8 @@ ifeq ($(WITH_CUDA),1)
   # never binds to the runtime that libtensorflow_framework exports.
   CUDA_LIBS := $(CUDART_STATIC) -Wl,--exclude-libs,libcudart_static.a -ldl -lrt -lpthread
   CONFIG    := cuda $(ARCHS)
+  # The XLA lowering registers itself for XLA's GPU compiler only where the CUDA handlers exist.
+  CXXFLAGS  += -DFFTCONV_WITH_CUDA
 else
   CONFIG    := cpu
 endif
@@ -95,7 +102,7 @@ $(BUILD)/config.stamp: FORCE
 	@echo "$(CONFIG) tf-$(TF_VERSION)" | cmp -s - $@ || echo "$(CONFIG) tf-$(TF_VERSION)" > $@
 
 $(LIB): $(CC_OBJS) $(GPU_OBJS) $(BUILD)/config.stamp
-	$(CXX) $(LDFLAGS) -o $@ $(CC_OBJS) $(GPU_OBJS) $(CUDA_LIBS) $(TF_LFLAGS)
+	$(CXX) $(LDFLAGS) -o $@ $(CC_OBJS) $(GPU_OBJS) $(CUDA_LIBS) $(TF_LIBS)
 
 $(INFO): $(LIB)
 	@$(PYTHON) -c 'import json, sys; json.dump({"tensorflow_version": sys.argv[1], "cuda": sys.argv[2] == "1", "cuda_archs": sys.argv[3].split(), "nvcc": sys.argv[4]}, open(sys.argv[5], "w"), indent=1)' \

@@ -34,11 +34,15 @@ inline constexpr char kSpectralMatmulTarget[] = "tf_fftconv_spectral_matmul";
 
 // True in the first copy of the library that a process loads, false in any later copy. The XLA FFI
 // registry is process-wide (it lives in libtensorflow_framework), so the first copy claims a marker
-// name in it and a later copy finds the name taken.
-// The marker's handler is never called.
-inline XLA_FFI_Error* LibraryMarker(XLA_FFI_CallFrame*) { return nullptr; }
+// name in it and a later copy finds the name taken. Hidden visibility keeps the function's static
+// inside each copy (a default-visibility inline static would be one object shared by all copies).
+// The marker's handler is never called, but must answer XLA's version query as any handler does.
+[[gnu::visibility("hidden")]] inline XLA_FFI_Error* LibraryMarker(XLA_FFI_CallFrame* call_frame) {
+  static auto* handler = ffi::Ffi::Bind().To([] { return ffi::Error::Success(); }).release();
+  return handler->Call(call_frame);
+}
 
-inline bool FirstCopyInProcess() {
+[[gnu::visibility("hidden")]] inline bool FirstCopyInProcess() {
   static const bool first = [] {
     XLA_FFI_Error* error = ffi::Ffi::RegisterStaticHandler(
         XLA_FFI_GetApi(), "tf_fftconv_op_library", "Host", LibraryMarker);
@@ -117,7 +121,7 @@ inline ParallelRunner FfiParallelRunner(ffi::ThreadPool& pool) {
         if (++state->finished == blocks) state->all_finished.notify_all();
       }
     };
-    for (int64_t i = 1; i < std::min(threads, blocks); ++i) pool.Schedule(run_blocks);
+    for (int64_t i = 1; i < std::min(threads, blocks); ++i) pool.Schedule([run_blocks] { run_blocks(); });
     run_blocks();
     std::unique_lock<std::mutex> lock(state->mutex);
     state->all_finished.wait(lock, [&] { return state->finished == blocks; });

@@ -7,6 +7,8 @@
 #include <functional>
 
 #include "cc/fftconv_attrs.h"
+#include "cc/fftconv_cpu.h"
+#include "cc/fftconv_ffi.h"
 #include "cc/fftconv_params.h"
 #include "cc/fftconv_shapes.h"
 #include "tensorflow/core/framework/op_kernel.h"
@@ -66,12 +68,31 @@ inline tensorflow::shape_inference::DimensionHandle DimOrUnknown(
   return Known(value) ? c->MakeDim(value) : c->UnknownDim();
 }
 
-// Runs work(begin, end) over [0, units) on TensorFlow's CPU thread pool.
-inline void ParallelFor(tensorflow::OpKernelContext* ctx, int64_t units, int64_t cost_per_unit,
-                        const std::function<void(int64_t, int64_t)>& work) {
+// The CPU kernels' ParallelRunner inside an OpKernel: TensorFlow's CPU thread pool.
+inline ParallelRunner TfParallelRunner(tensorflow::OpKernelContext* ctx) {
   auto* pool = ctx->device()->tensorflow_cpu_worker_threads()->workers;
-  pool->ParallelFor(units, cost_per_unit, work);
+  return [pool](int64_t units, int64_t cost_per_unit,
+                const std::function<void(int64_t, int64_t)>& work) {
+    pool->ParallelFor(units, cost_per_unit, work);
+  };
 }
+
+// REGISTER_KERNEL_BUILDER for the first copy of the library in a process only
+// (FirstCopyInProcess, cc/fftconv_ffi.h): a later copy's kernels would make every call ambiguous.
+#define FFTCONV_REGISTER_KERNEL(kernel_builder, ...) \
+  FFTCONV_REGISTER_KERNEL_UNIQ(__COUNTER__, kernel_builder, __VA_ARGS__)
+#define FFTCONV_REGISTER_KERNEL_UNIQ(n, kernel_builder, ...) \
+  FFTCONV_REGISTER_KERNEL_UNIQ_(n, kernel_builder, __VA_ARGS__)
+#define FFTCONV_REGISTER_KERNEL_UNIQ_(n, kernel_builder, ...)                                  \
+  [[maybe_unused]] static const ::tensorflow::kernel_factory::OpKernelRegistrar*                \
+      fftconv_kernel_registrar_##n =                                                            \
+          ::fftconv::FirstCopyInProcess()                                                       \
+              ? new ::tensorflow::kernel_factory::OpKernelRegistrar(                            \
+                    ::tensorflow::register_kernel::kernel_builder.Build(), #__VA_ARGS__,        \
+                    [](::tensorflow::OpKernelConstruction* context) -> ::tensorflow::OpKernel* { \
+                      return new __VA_ARGS__(context);                                          \
+                    })                                                                          \
+              : nullptr
 
 }  // namespace fftconv
 

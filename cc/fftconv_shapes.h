@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -207,6 +208,74 @@ inline absl::Status ValidateSpectralMatmul(const int64_t a_dims[3], const int64_
     return s;
   if (absl::Status s = ValidateElementCount("the product", {d.bins, d.m, d.n}); !s.ok()) return s;
   if (out != nullptr) *out = d;
+  return absl::OkStatus();
+}
+
+// Validated launch parameters from the sizes and attributes of one call: what the TensorFlow
+// kernels, the XLA lowering and the XLA custom-call handlers all build, so all of them refuse the
+// same inputs with the same message. Every size is known here.
+
+// x: [batch, channels, height, width] (NCHW) or [batch, height, width, channels] (NHWC).
+inline absl::Status MakeRfft2dParams(const int64_t x_dims[4], int64_t fft_size, int64_t offset_h,
+                                     int64_t offset_w, bool nhwc, Rfft2dParams* params) {
+  const ImageDims image = ImageDimsFrom(x_dims, nhwc);
+  if (absl::Status s = ValidateRfft2d(image, fft_size, offset_h, offset_w); !s.ok()) return s;
+  params->batch = static_cast<int>(image.batch);
+  params->channels = static_cast<int>(image.channels);
+  params->height = static_cast<int>(image.height);
+  params->width = static_cast<int>(image.width);
+  params->fft_size = static_cast<int>(fft_size);
+  params->offset_h = static_cast<int>(offset_h);
+  params->offset_w = static_cast<int>(offset_w);
+  params->nhwc = nhwc;
+  return absl::OkStatus();
+}
+
+// spectrum: [bins, batch, channels].
+inline absl::Status MakeIrfft2dParams(const int64_t spectrum_dims[3], int64_t fft_size,
+                                      int64_t out_h, int64_t out_w, int64_t offset_h,
+                                      int64_t offset_w, bool nhwc, Irfft2dParams* params) {
+  if (absl::Status s = ValidateIrfft2d(spectrum_dims[0], spectrum_dims[1], spectrum_dims[2],
+                                       fft_size, out_h, out_w, offset_h, offset_w);
+      !s.ok())
+    return s;
+  params->batch = static_cast<int>(spectrum_dims[1]);
+  params->channels = static_cast<int>(spectrum_dims[2]);
+  params->fft_size = static_cast<int>(fft_size);
+  params->out_h = static_cast<int>(out_h);
+  params->out_w = static_cast<int>(out_w);
+  params->offset_h = static_cast<int>(offset_h);
+  params->offset_w = static_cast<int>(offset_w);
+  params->nhwc = nhwc;
+  return absl::OkStatus();
+}
+
+// The output shape of FftconvIrfft2d: [batch, channels, out_h, out_w] or [batch, out_h, out_w,
+// channels].
+inline std::vector<int64_t> Irfft2dOutputDims(const Irfft2dParams& p) {
+  return p.nhwc ? std::vector<int64_t>{p.batch, p.out_h, p.out_w, p.channels}
+                : std::vector<int64_t>{p.batch, p.channels, p.out_h, p.out_w};
+}
+
+// a, b: [bins, rows, cols] before op_a / op_b.
+inline absl::Status MakeSpectralMatmulParams(const int64_t a_dims[3], const int64_t b_dims[3],
+                                             bool transpose_a, bool adjoint_a, bool transpose_b,
+                                             bool adjoint_b, bool allow_tf32,
+                                             SpectralMatmulParams* params) {
+  MatmulDims dims;
+  if (absl::Status s = ValidateSpectralMatmul(a_dims, b_dims, transpose_a, adjoint_a, transpose_b,
+                                              adjoint_b, &dims);
+      !s.ok())
+    return s;
+  params->bins = static_cast<int>(dims.bins);
+  params->m = static_cast<int>(dims.m);
+  params->n = static_cast<int>(dims.n);
+  params->k = static_cast<int>(dims.k);
+  params->transpose_a = transpose_a;
+  params->adjoint_a = adjoint_a;
+  params->transpose_b = transpose_b;
+  params->adjoint_b = adjoint_b;
+  params->allow_tf32 = allow_tf32;
   return absl::OkStatus();
 }
 

@@ -19,6 +19,13 @@ struct Irfft2dFunctor {
                           const std::complex<Real>* spectrum, Real* output);
 };
 
+// The parameters of a tf_fftconv_irfft2d custom call (cc/irfft2d_xla.cc) from its buffer and the
+// attributes its lowering wrote, checked as the OpKernel checks them; for the host and CUDA
+// handlers.
+absl::Status Irfft2dParamsFromCall(const ffi::AnyBuffer& spectrum, int64_t fft_size,
+                                   int64_t out_h, int64_t out_w, int64_t offset_h,
+                                   int64_t offset_w, int64_t nhwc, Irfft2dParams* params);
+
 template <typename Device, typename Real>
 class Irfft2dOp : public tensorflow::OpKernel {
  public:
@@ -33,26 +40,15 @@ class Irfft2dOp : public tensorflow::OpKernel {
     OP_REQUIRES_OK(ctx, ReadScalarInput(ctx, 1, "fft_size", &fft_size));
     OP_REQUIRES_OK(ctx, ReadScalarInput(ctx, 2, "out_h", &out_h));
     OP_REQUIRES_OK(ctx, ReadScalarInput(ctx, 3, "out_w", &out_w));
-    const int64_t batch = spectrum.dim_size(1), channels = spectrum.dim_size(2);
-    OP_REQUIRES_OK(ctx, ValidateIrfft2d(spectrum.dim_size(0), batch, channels, fft_size, out_h,
-                                        out_w, attrs_.offset_h, attrs_.offset_w));
+    const int64_t dims[3] = {spectrum.dim_size(0), spectrum.dim_size(1), spectrum.dim_size(2)};
+    Irfft2dParams params;
+    OP_REQUIRES_OK(ctx, MakeIrfft2dParams(dims, fft_size, out_h, out_w, attrs_.offset_h,
+                                          attrs_.offset_w, attrs_.nhwc, &params));
 
     tensorflow::Tensor* output = nullptr;
-    const tensorflow::TensorShape shape =
-        attrs_.nhwc ? tensorflow::TensorShape({batch, out_h, out_w, channels})
-                    : tensorflow::TensorShape({batch, channels, out_h, out_w});
-    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, shape, &output));
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(
+                            0, tensorflow::TensorShape(Irfft2dOutputDims(params)), &output));
     if (output->NumElements() == 0) return;
-
-    Irfft2dParams params;
-    params.batch = static_cast<int>(batch);
-    params.channels = static_cast<int>(channels);
-    params.fft_size = static_cast<int>(fft_size);
-    params.out_h = static_cast<int>(out_h);
-    params.out_w = static_cast<int>(out_w);
-    params.offset_h = static_cast<int>(attrs_.offset_h);
-    params.offset_w = static_cast<int>(attrs_.offset_w);
-    params.nhwc = attrs_.nhwc;
     OP_REQUIRES_OK(ctx, Irfft2dFunctor<Device, Real>()(
                             ctx, params, spectrum.flat<std::complex<Real>>().data(),
                             output->flat<Real>().data()));

@@ -1,8 +1,18 @@
-// FftconvIrfft2d on the GPU: the kernel in cuda/irfft2d.cu, on TensorFlow's stream.
+// FftconvIrfft2d on the GPU: the kernel in cuda/irfft2d.cu, on TensorFlow's stream (the
+// OpKernel) or on XLA's (the tf_fftconv_irfft2d custom call).
 #include "cc/fftconv_gpu_util.h"
 #include "cc/irfft2d.h"
 
 namespace fftconv {
+
+// spectrum: [bins, batch, channels] complex (interleaved Real pairs); output: the real window.
+template <typename Real>
+absl::Status Irfft2dOnGpu(cudaStream_t stream, const Irfft2dParams& params, const void* spectrum,
+                          Real* output) {
+  return CudaStatus("FftconvIrfft2d",
+                    cuda::LaunchIrfft2d<Real>(params, static_cast<const Real*>(spectrum), output,
+                                              stream));
+}
 
 template <typename Real>
 struct Irfft2dFunctor<GpuDevice, Real> {
@@ -10,15 +20,13 @@ struct Irfft2dFunctor<GpuDevice, Real> {
                           const std::complex<Real>* spectrum, Real* output) {
     cudaStream_t stream;
     if (absl::Status s = GetCudaStream(ctx, &stream); !s.ok()) return s;
-    return CudaStatus("FftconvIrfft2d",
-                      cuda::LaunchIrfft2d<Real>(params, reinterpret_cast<const Real*>(spectrum),
-                                                output, stream));
+    return Irfft2dOnGpu<Real>(stream, params, spectrum, output);
   }
 };
 
 // fft_size, out_h and out_w are read on the host before anything is launched.
 #define REGISTER_GPU(Real)                                                     \
-  REGISTER_KERNEL_BUILDER(Name("FftconvIrfft2d")                               \
+  FFTCONV_REGISTER_KERNEL(Name("FftconvIrfft2d")                               \
                               .Device(tensorflow::DEVICE_GPU)                  \
                               .TypeConstraint<std::complex<Real>>("Tcomplex") \
                               .HostMemory("fft_size")                          \
@@ -28,5 +36,40 @@ struct Irfft2dFunctor<GpuDevice, Real> {
 REGISTER_GPU(float)
 REGISTER_GPU(double)
 #undef REGISTER_GPU
+
+// The tf_fftconv_irfft2d custom call (cc/irfft2d_xla.cc) on XLA's stream.
+static ffi::Error Irfft2dCuda(cudaStream_t stream, ffi::AnyBuffer spectrum,
+                              ffi::Result<ffi::AnyBuffer> output, int64_t fft_size, int64_t out_h,
+                              int64_t out_w, int64_t offset_h, int64_t offset_w, int64_t nhwc) {
+  Irfft2dParams params;
+  if (absl::Status s = Irfft2dParamsFromCall(spectrum, fft_size, out_h, out_w, offset_h,
+                                             offset_w, nhwc, &params);
+      !s.ok())
+    return FfiError(s);
+  switch (spectrum.element_type()) {
+    case ffi::DataType::C64:
+      return FfiError(Irfft2dOnGpu<float>(stream, params, spectrum.untyped_data(),
+                                          static_cast<float*>(output->untyped_data())));
+    case ffi::DataType::C128:
+      return FfiError(Irfft2dOnGpu<double>(stream, params, spectrum.untyped_data(),
+                                           static_cast<double*>(output->untyped_data())));
+    default:
+      return ffi::Error::InvalidArgument(
+          "FftconvIrfft2d: spectrum must be complex64 or complex128");
+  }
+}
+
+XLA_FFI_DEFINE_HANDLER(kIrfft2dCuda, Irfft2dCuda,
+                       ffi::Ffi::Bind()
+                           .Ctx<ffi::PlatformStream<cudaStream_t>>()
+                           .Arg<ffi::AnyBuffer>()
+                           .Ret<ffi::AnyBuffer>()
+                           .Attr<int64_t>("fft_size")
+                           .Attr<int64_t>("out_h")
+                           .Attr<int64_t>("out_w")
+                           .Attr<int64_t>("offset_h")
+                           .Attr<int64_t>("offset_w")
+                           .Attr<int64_t>("nhwc"));
+FFTCONV_REGISTER_FFI_HANDLER(kIrfft2dTarget, "CUDA", kIrfft2dCuda);
 
 }  // namespace fftconv

@@ -11,7 +11,7 @@ namespace fftconv {
 class Irfft2dXlaOp : public tensorflow::XlaOpKernel {
  public:
   explicit Irfft2dXlaOp(tensorflow::OpKernelConstruction* ctx) : tensorflow::XlaOpKernel(ctx) {
-    OP_REQUIRES_OK(ctx, ReadIrfft2dAttrs(ctx, &attrs_));
+    OP_REQUIRES_OK(ctx, ReadFftAttrs(ctx, &attrs_));
   }
 
   void Compile(tensorflow::XlaOpKernelContext* ctx) override {
@@ -22,24 +22,21 @@ class Irfft2dXlaOp : public tensorflow::XlaOpKernel {
     OP_REQUIRES_OK(ctx, ctx->ConstantInputAsIntScalar("out_h", &out_h));
     OP_REQUIRES_OK(ctx, ctx->ConstantInputAsIntScalar("out_w", &out_w));
     Irfft2dParams params;
-    OP_REQUIRES_OK(ctx, MakeIrfft2dParams(spectrum_dims.data(), fft_size, out_h, out_w, attrs_,
-                                          &params));
-    const int64_t batch = params.batch, channels = params.channels;
-    ctx->SetOutput(0, EmitCustomCall(
-                          ctx, kIrfft2dTarget, {{0, spectrum_dims}},
-                          RealXlaType(ctx->input_xla_type(0)),
-                          attrs_.nhwc ? std::vector<int64_t>{batch, out_h, out_w, channels}
-                                      : std::vector<int64_t>{batch, channels, out_h, out_w},
-                          {{"fft_size", fft_size},
-                           {"out_h", out_h},
-                           {"out_w", out_w},
-                           {"offset_h", attrs_.offset_h},
-                           {"offset_w", attrs_.offset_w},
-                           {"nhwc", attrs_.nhwc}}));
+    OP_REQUIRES_OK(ctx, MakeIrfft2dParams(spectrum_dims.data(), fft_size, out_h, out_w,
+                                          attrs_.offset_h, attrs_.offset_w, attrs_.nhwc, &params));
+    ctx->SetOutput(0, EmitCustomCall(ctx, kIrfft2dTarget, {{0, spectrum_dims}},
+                                     RealXlaType(ctx->input_xla_type(0)),
+                                     Irfft2dOutputDims(params),
+                                     {{"fft_size", fft_size},
+                                      {"out_h", out_h},
+                                      {"out_w", out_w},
+                                      {"offset_h", attrs_.offset_h},
+                                      {"offset_w", attrs_.offset_w},
+                                      {"nhwc", attrs_.nhwc}}));
   }
 
  private:
-  Irfft2dAttrs attrs_;
+  FftAttrs attrs_;
 };
 
 FFTCONV_REGISTER_KERNEL(Name("FftconvIrfft2d").Device(tensorflow::DEVICE_CPU_XLA_JIT),
@@ -56,11 +53,8 @@ absl::Status Irfft2dParamsFromCall(const ffi::AnyBuffer& spectrum, int64_t fft_s
   if (!BufferDims(spectrum, 3, spectrum_dims)) {
     return absl::InvalidArgumentError("spectrum must have rank 3");
   }
-  Irfft2dAttrs attrs;
-  attrs.offset_h = offset_h;
-  attrs.offset_w = offset_w;
-  attrs.nhwc = nhwc != 0;
-  return MakeIrfft2dParams(spectrum_dims, fft_size, out_h, out_w, attrs, params);
+  return MakeIrfft2dParams(spectrum_dims, fft_size, out_h, out_w, offset_h, offset_w, nhwc != 0,
+                           params);
 }
 
 static ffi::Error Irfft2dHost(ffi::ThreadPool pool, ffi::AnyBuffer spectrum,

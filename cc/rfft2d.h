@@ -17,6 +17,12 @@ struct Rfft2dFunctor {
                           const Real* input, std::complex<Real>* spectrum);
 };
 
+// The parameters of a tf_fftconv_rfft2d custom call (cc/rfft2d_xla.cc) from its buffer and the
+// attributes its lowering wrote, checked as the OpKernel checks them; for the host and CUDA
+// handlers.
+absl::Status Rfft2dParamsFromCall(const ffi::AnyBuffer& x, int64_t fft_size, int64_t offset_h,
+                                  int64_t offset_w, int64_t nhwc, Rfft2dParams* params);
+
 template <typename Device, typename Real>
 class Rfft2dOp : public tensorflow::OpKernel {
  public:
@@ -30,25 +36,16 @@ class Rfft2dOp : public tensorflow::OpKernel {
     int64_t fft_size = 0;
     OP_REQUIRES_OK(ctx, ReadScalarInput(ctx, 1, "fft_size", &fft_size));
     const int64_t dims[4] = {x.dim_size(0), x.dim_size(1), x.dim_size(2), x.dim_size(3)};
-    const ImageDims image = ImageDimsFrom(dims, attrs_.nhwc);
-    OP_REQUIRES_OK(ctx, ValidateRfft2d(image, fft_size, attrs_.offset_h, attrs_.offset_w));
+    Rfft2dParams params;
+    OP_REQUIRES_OK(ctx, MakeRfft2dParams(dims, fft_size, attrs_.offset_h, attrs_.offset_w,
+                                         attrs_.nhwc, &params));
 
     tensorflow::Tensor* spectrum = nullptr;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(
-                            0, tensorflow::TensorShape({NumBins(fft_size), image.batch,
-                                                        image.channels}),
+                            0, tensorflow::TensorShape({NumBins(fft_size), params.batch,
+                                                        params.channels}),
                             &spectrum));
     if (spectrum->NumElements() == 0) return;
-
-    Rfft2dParams params;
-    params.batch = static_cast<int>(image.batch);
-    params.channels = static_cast<int>(image.channels);
-    params.height = static_cast<int>(image.height);
-    params.width = static_cast<int>(image.width);
-    params.fft_size = static_cast<int>(fft_size);
-    params.offset_h = static_cast<int>(attrs_.offset_h);
-    params.offset_w = static_cast<int>(attrs_.offset_w);
-    params.nhwc = attrs_.nhwc;
     OP_REQUIRES_OK(ctx, Rfft2dFunctor<Device, Real>()(
                             ctx, params, x.flat<Real>().data(),
                             spectrum->flat<std::complex<Real>>().data()));

@@ -1,8 +1,17 @@
-// FftconvRfft2d on the GPU: the kernel in cuda/rfft2d.cu, on TensorFlow's stream.
+// FftconvRfft2d on the GPU: the kernel in cuda/rfft2d.cu, on TensorFlow's stream (the OpKernel)
+// or on XLA's (the tf_fftconv_rfft2d custom call).
 #include "cc/fftconv_gpu_util.h"
 #include "cc/rfft2d.h"
 
 namespace fftconv {
+
+// input: NCHW or NHWC real; spectrum: [bins, batch, channels] complex (interleaved Real pairs).
+template <typename Real>
+absl::Status Rfft2dOnGpu(cudaStream_t stream, const Rfft2dParams& params, const Real* input,
+                         void* spectrum) {
+  return CudaStatus("FftconvRfft2d", cuda::LaunchRfft2d<Real>(
+                                         params, input, static_cast<Real*>(spectrum), stream));
+}
 
 template <typename Real>
 struct Rfft2dFunctor<GpuDevice, Real> {
@@ -10,15 +19,13 @@ struct Rfft2dFunctor<GpuDevice, Real> {
                           const Real* input, std::complex<Real>* spectrum) {
     cudaStream_t stream;
     if (absl::Status s = GetCudaStream(ctx, &stream); !s.ok()) return s;
-    return CudaStatus("FftconvRfft2d",
-                      cuda::LaunchRfft2d<Real>(params, input, reinterpret_cast<Real*>(spectrum),
-                                               stream));
+    return Rfft2dOnGpu<Real>(stream, params, input, spectrum);
   }
 };
 
 // fft_size is read on the host before anything is launched.
 #define REGISTER_GPU(Real)                                                     \
-  REGISTER_KERNEL_BUILDER(Name("FftconvRfft2d")                                \
+  FFTCONV_REGISTER_KERNEL(Name("FftconvRfft2d")                                \
                               .Device(tensorflow::DEVICE_GPU)                  \
                               .TypeConstraint<Real>("T")                       \
                               .HostMemory("fft_size"),                         \
@@ -26,5 +33,36 @@ struct Rfft2dFunctor<GpuDevice, Real> {
 REGISTER_GPU(float)
 REGISTER_GPU(double)
 #undef REGISTER_GPU
+
+// The tf_fftconv_rfft2d custom call (cc/rfft2d_xla.cc) on XLA's stream.
+static ffi::Error Rfft2dCuda(cudaStream_t stream, ffi::AnyBuffer x,
+                             ffi::Result<ffi::AnyBuffer> spectrum, int64_t fft_size,
+                             int64_t offset_h, int64_t offset_w, int64_t nhwc) {
+  Rfft2dParams params;
+  if (absl::Status s = Rfft2dParamsFromCall(x, fft_size, offset_h, offset_w, nhwc, &params);
+      !s.ok())
+    return FfiError(s);
+  switch (x.element_type()) {
+    case ffi::DataType::F32:
+      return FfiError(Rfft2dOnGpu<float>(stream, params, x.typed_data<float>(),
+                                         spectrum->untyped_data()));
+    case ffi::DataType::F64:
+      return FfiError(Rfft2dOnGpu<double>(stream, params, x.typed_data<double>(),
+                                          spectrum->untyped_data()));
+    default:
+      return ffi::Error::InvalidArgument("FftconvRfft2d: x must be float32 or float64");
+  }
+}
+
+XLA_FFI_DEFINE_HANDLER(kRfft2dCuda, Rfft2dCuda,
+                       ffi::Ffi::Bind()
+                           .Ctx<ffi::PlatformStream<cudaStream_t>>()
+                           .Arg<ffi::AnyBuffer>()
+                           .Ret<ffi::AnyBuffer>()
+                           .Attr<int64_t>("fft_size")
+                           .Attr<int64_t>("offset_h")
+                           .Attr<int64_t>("offset_w")
+                           .Attr<int64_t>("nhwc"));
+FFTCONV_REGISTER_FFI_HANDLER(kRfft2dTarget, "CUDA", kRfft2dCuda);
 
 }  // namespace fftconv

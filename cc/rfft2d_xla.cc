@@ -11,7 +11,7 @@ namespace fftconv {
 class Rfft2dXlaOp : public tensorflow::XlaOpKernel {
  public:
   explicit Rfft2dXlaOp(tensorflow::OpKernelConstruction* ctx) : tensorflow::XlaOpKernel(ctx) {
-    OP_REQUIRES_OK(ctx, ReadRfft2dAttrs(ctx, &attrs_));
+    OP_REQUIRES_OK(ctx, ReadFftAttrs(ctx, &attrs_));
   }
 
   void Compile(tensorflow::XlaOpKernelContext* ctx) override {
@@ -20,7 +20,8 @@ class Rfft2dXlaOp : public tensorflow::XlaOpKernel {
     int64_t fft_size = 0;
     OP_REQUIRES_OK(ctx, ctx->ConstantInputAsIntScalar("fft_size", &fft_size));
     Rfft2dParams params;
-    OP_REQUIRES_OK(ctx, MakeRfft2dParams(x_dims.data(), fft_size, attrs_, &params));
+    OP_REQUIRES_OK(ctx, MakeRfft2dParams(x_dims.data(), fft_size, attrs_.offset_h, attrs_.offset_w,
+                                         attrs_.nhwc, &params));
     ctx->SetOutput(0, EmitCustomCall(ctx, kRfft2dTarget, {{0, x_dims}},
                                      ComplexXlaType(ctx->input_xla_type(0)),
                                      {NumBins(fft_size), params.batch, params.channels},
@@ -31,7 +32,7 @@ class Rfft2dXlaOp : public tensorflow::XlaOpKernel {
   }
 
  private:
-  Rfft2dAttrs attrs_;
+  FftAttrs attrs_;
 };
 
 FFTCONV_REGISTER_KERNEL(Name("FftconvRfft2d").Device(tensorflow::DEVICE_CPU_XLA_JIT),
@@ -41,17 +42,11 @@ FFTCONV_REGISTER_KERNEL(Name("FftconvRfft2d").Device(tensorflow::DEVICE_GPU_XLA_
                         Rfft2dXlaOp);
 #endif
 
-// The attributes the lowering wrote, back as the op's attributes, and the sizes checked again
-// against the buffers XLA passes.
 absl::Status Rfft2dParamsFromCall(const ffi::AnyBuffer& x, int64_t fft_size, int64_t offset_h,
                                   int64_t offset_w, int64_t nhwc, Rfft2dParams* params) {
   int64_t x_dims[4];
   if (!BufferDims(x, 4, x_dims)) return absl::InvalidArgumentError("x must have rank 4");
-  Rfft2dAttrs attrs;
-  attrs.offset_h = offset_h;
-  attrs.offset_w = offset_w;
-  attrs.nhwc = nhwc != 0;
-  return MakeRfft2dParams(x_dims, fft_size, attrs, params);
+  return MakeRfft2dParams(x_dims, fft_size, offset_h, offset_w, nhwc != 0, params);
 }
 
 static ffi::Error Rfft2dHost(ffi::ThreadPool pool, ffi::AnyBuffer x,

@@ -20,6 +20,14 @@ struct SpectralMatmulFunctor {
 // Precision of float products on the GPU follows TensorFlow's TF32 switch, as tf.nn.conv2d does.
 bool TensorFloat32Enabled();
 
+// The parameters of a tf_fftconv_spectral_matmul custom call (cc/spectral_matmul_xla.cc) from its
+// buffers and the attributes its lowering wrote, checked as the OpKernel checks them; for the host
+// and CUDA handlers.
+absl::Status SpectralMatmulParamsFromCall(const ffi::AnyBuffer& a, const ffi::AnyBuffer& b,
+                                          int64_t transpose_a, int64_t adjoint_a,
+                                          int64_t transpose_b, int64_t adjoint_b,
+                                          int64_t allow_tf32, SpectralMatmulParams* params);
+
 template <typename Device, typename Real>
 class SpectralMatmulOp : public tensorflow::OpKernel {
  public:
@@ -34,26 +42,17 @@ class SpectralMatmulOp : public tensorflow::OpKernel {
     OP_REQUIRES_OK(ctx, CheckRank("b", b.shape(), 3));
     const int64_t a_dims[3] = {a.dim_size(0), a.dim_size(1), a.dim_size(2)};
     const int64_t b_dims[3] = {b.dim_size(0), b.dim_size(1), b.dim_size(2)};
-    MatmulDims dims;
-    OP_REQUIRES_OK(ctx, ValidateSpectralMatmul(a_dims, b_dims, attrs_.transpose_a,
-                                               attrs_.adjoint_a, attrs_.transpose_b,
-                                               attrs_.adjoint_b, &dims));
+    SpectralMatmulParams params;
+    OP_REQUIRES_OK(ctx, MakeSpectralMatmulParams(a_dims, b_dims, attrs_.transpose_a,
+                                                 attrs_.adjoint_a, attrs_.transpose_b,
+                                                 attrs_.adjoint_b, TensorFloat32Enabled(),
+                                                 &params));
 
     tensorflow::Tensor* c = nullptr;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(
-                            0, tensorflow::TensorShape({dims.bins, dims.m, dims.n}), &c));
+                            0, tensorflow::TensorShape({params.bins, params.m, params.n}), &c));
     if (c->NumElements() == 0) return;
 
-    SpectralMatmulParams params;
-    params.bins = static_cast<int>(dims.bins);
-    params.m = static_cast<int>(dims.m);
-    params.n = static_cast<int>(dims.n);
-    params.k = static_cast<int>(dims.k);
-    params.transpose_a = attrs_.transpose_a;
-    params.adjoint_a = attrs_.adjoint_a;
-    params.transpose_b = attrs_.transpose_b;
-    params.adjoint_b = attrs_.adjoint_b;
-    params.allow_tf32 = TensorFloat32Enabled();
     using Complex = std::complex<Real>;
     OP_REQUIRES_OK(ctx, SpectralMatmulFunctor<Device, Real>()(ctx, params,
                                                               a.flat<Complex>().data(),

@@ -1,8 +1,19 @@
-// FftconvSpectralMatmul on the GPU: the kernels in cuda/spectral_matmul.cu, on TensorFlow's stream.
+// FftconvSpectralMatmul on the GPU: the kernels in cuda/spectral_matmul.cu, on TensorFlow's stream
+// (the OpKernel) or on XLA's (the tf_fftconv_spectral_matmul custom call).
 #include "cc/fftconv_gpu_util.h"
 #include "cc/spectral_matmul.h"
 
 namespace fftconv {
+
+// a, b, c: [bins, rows, cols] complex, as interleaved Real pairs.
+template <typename Real>
+absl::Status SpectralMatmulOnGpu(cudaStream_t stream, const SpectralMatmulParams& params,
+                                 const void* a, const void* b, void* c) {
+  return CudaStatus("FftconvSpectralMatmul",
+                    cuda::LaunchSpectralMatmul<Real>(params, static_cast<const Real*>(a),
+                                                     static_cast<const Real*>(b),
+                                                     static_cast<Real*>(c), stream));
+}
 
 template <typename Real>
 struct SpectralMatmulFunctor<GpuDevice, Real> {
@@ -11,20 +22,53 @@ struct SpectralMatmulFunctor<GpuDevice, Real> {
                           std::complex<Real>* c) {
     cudaStream_t stream;
     if (absl::Status s = GetCudaStream(ctx, &stream); !s.ok()) return s;
-    return CudaStatus("FftconvSpectralMatmul",
-                      cuda::LaunchSpectralMatmul<Real>(params, reinterpret_cast<const Real*>(a),
-                                                       reinterpret_cast<const Real*>(b),
-                                                       reinterpret_cast<Real*>(c), stream));
+    return SpectralMatmulOnGpu<Real>(stream, params, a, b, c);
   }
 };
 
 #define REGISTER_GPU(Real)                                                     \
-  REGISTER_KERNEL_BUILDER(Name("FftconvSpectralMatmul")                        \
+  FFTCONV_REGISTER_KERNEL(Name("FftconvSpectralMatmul")                        \
                               .Device(tensorflow::DEVICE_GPU)                  \
                               .TypeConstraint<std::complex<Real>>("T"),        \
                           SpectralMatmulOp<GpuDevice, Real>);
 REGISTER_GPU(float)
 REGISTER_GPU(double)
 #undef REGISTER_GPU
+
+// The tf_fftconv_spectral_matmul custom call (cc/spectral_matmul_xla.cc) on XLA's stream.
+static ffi::Error SpectralMatmulCuda(cudaStream_t stream, ffi::AnyBuffer a, ffi::AnyBuffer b,
+                                     ffi::Result<ffi::AnyBuffer> product, int64_t transpose_a,
+                                     int64_t adjoint_a, int64_t transpose_b, int64_t adjoint_b,
+                                     int64_t allow_tf32) {
+  SpectralMatmulParams params;
+  if (absl::Status s = SpectralMatmulParamsFromCall(a, b, transpose_a, adjoint_a, transpose_b,
+                                                    adjoint_b, allow_tf32, &params);
+      !s.ok())
+    return FfiError(s);
+  switch (a.element_type()) {
+    case ffi::DataType::C64:
+      return FfiError(SpectralMatmulOnGpu<float>(stream, params, a.untyped_data(),
+                                                 b.untyped_data(), product->untyped_data()));
+    case ffi::DataType::C128:
+      return FfiError(SpectralMatmulOnGpu<double>(stream, params, a.untyped_data(),
+                                                  b.untyped_data(), product->untyped_data()));
+    default:
+      return ffi::Error::InvalidArgument(
+          "FftconvSpectralMatmul: a and b must be complex64 or complex128");
+  }
+}
+
+XLA_FFI_DEFINE_HANDLER(kSpectralMatmulCuda, SpectralMatmulCuda,
+                       ffi::Ffi::Bind()
+                           .Ctx<ffi::PlatformStream<cudaStream_t>>()
+                           .Arg<ffi::AnyBuffer>()
+                           .Arg<ffi::AnyBuffer>()
+                           .Ret<ffi::AnyBuffer>()
+                           .Attr<int64_t>("transpose_a")
+                           .Attr<int64_t>("adjoint_a")
+                           .Attr<int64_t>("transpose_b")
+                           .Attr<int64_t>("adjoint_b")
+                           .Attr<int64_t>("allow_tf32"));
+FFTCONV_REGISTER_FFI_HANDLER(kSpectralMatmulTarget, "CUDA", kSpectralMatmulCuda);
 
 }  // namespace fftconv

@@ -22,8 +22,9 @@ class SpectralMatmulXlaOp : public tensorflow::XlaOpKernel {
     OP_REQUIRES_OK(ctx, StaticInputDims(ctx, 1, "b", 3, b_dims.data()));
     SpectralMatmulParams params;
     const bool allow_tf32 = TensorFloat32Enabled();
-    OP_REQUIRES_OK(ctx, MakeSpectralMatmulParams(a_dims.data(), b_dims.data(), attrs_,
-                                                 allow_tf32, &params));
+    OP_REQUIRES_OK(ctx, MakeSpectralMatmulParams(a_dims.data(), b_dims.data(), attrs_.transpose_a,
+                                                 attrs_.adjoint_a, attrs_.transpose_b,
+                                                 attrs_.adjoint_b, allow_tf32, &params));
     ctx->SetOutput(0, EmitCustomCall(ctx, kSpectralMatmulTarget, {{0, a_dims}, {1, b_dims}},
                                      ctx->input_xla_type(0), {params.bins, params.m, params.n},
                                      {{"transpose_a", attrs_.transpose_a},
@@ -55,12 +56,8 @@ absl::Status SpectralMatmulParamsFromCall(const ffi::AnyBuffer& a, const ffi::An
   if (a.element_type() != b.element_type()) {
     return absl::InvalidArgumentError("a and b must have the same dtype");
   }
-  SpectralMatmulAttrs attrs;
-  attrs.transpose_a = transpose_a != 0;
-  attrs.adjoint_a = adjoint_a != 0;
-  attrs.transpose_b = transpose_b != 0;
-  attrs.adjoint_b = adjoint_b != 0;
-  return MakeSpectralMatmulParams(a_dims, b_dims, attrs, allow_tf32 != 0, params);
+  return MakeSpectralMatmulParams(a_dims, b_dims, transpose_a != 0, adjoint_a != 0,
+                                  transpose_b != 0, adjoint_b != 0, allow_tf32 != 0, params);
 }
 
 static ffi::Error SpectralMatmulHost(ffi::ThreadPool pool, ffi::AnyBuffer a, ffi::AnyBuffer b,

@@ -132,7 +132,7 @@ def test_config_round_trip():
     assert config["fft_size"] == 32
     clone = FFTConv2D.from_config(config)
     assert clone.get_config() == config
-    assert clone.supports_jit is False
+    assert clone.supports_jit
 
     serialized = keras.saving.serialize_keras_object(layer)
     assert serialized["registered_name"] == "tf_fftconv>FFTConv2D"
@@ -173,15 +173,15 @@ def test_fft_size_is_passed_through(rng):
         too_small(x)
 
 
-def test_declares_no_jit_and_auto_resolves_without_xla(monkeypatch):
-    """jit_compile="auto" would pick XLA on a GPU; a model holding FFTConv2D must not."""
+def test_auto_resolves_to_xla_as_for_conv2d(monkeypatch):
+    """jit_compile="auto" picks XLA on a GPU for a model holding FFTConv2D, as for Conv2D."""
     def model(conv_layer):
         inputs = keras.Input((8, 8, 1))
         x = conv_layer(2, 3)(inputs)
         return keras.Model(inputs, keras.layers.Flatten()(x))
 
     fft_model, spatial_model = model(FFTConv2D), model(keras.layers.Conv2D)
-    assert FFTConv2D(2, 3).supports_jit is False
+    assert FFTConv2D(2, 3).supports_jit
     if not hasattr(fft_model, "_resolve_auto_jit_compile"):
         pytest.skip("this Keras resolves jit_compile='auto' elsewhere")
     # Pretend a GPU is present, which is when "auto" turns XLA on.
@@ -191,7 +191,7 @@ def test_declares_no_jit_and_auto_resolves_without_xla(monkeypatch):
                         lambda device_type=None: real(device_type) + (
                             [fake_gpu] if device_type in (None, "GPU") else []))
     assert spatial_model._resolve_auto_jit_compile() is True
-    assert fft_model._resolve_auto_jit_compile() is False
+    assert fft_model._resolve_auto_jit_compile() is True
 
 
 def test_fit_with_default_compile(rng):

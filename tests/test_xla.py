@@ -94,15 +94,24 @@ def test_fft_conv2d_and_gradients_under_xla(rng, device, padding, data_format):
 
 
 def test_xla_errors_are_the_kernels_errors(device):
+    # Traced with unknown shapes, so that the shape functions cannot see the problem and the
+    # lowering meets it when XLA compiles for the concrete shapes.
+    unknown = [tf.TensorSpec(None, tf.float32)]
     x = tf.zeros([1, 1, 4, 4])
-    with pytest.raises(tf.errors.InvalidArgumentError, match="fft_size must be a power of two"):
-        tf.function(lambda x: fc.ops.rfft2d(x, 12), jit_compile=True)(x)
-    with pytest.raises(tf.errors.InvalidArgumentError, match="does not fit in the frame"):
-        tf.function(lambda x: fc.ops.rfft2d(x, 4, offset_h=1), jit_compile=True)(x)
-    a = tf.zeros([3, 2, 2], tf.complex64)
+    bad_size = tf.function(lambda x: fc.ops.rfft2d(x, tf.shape(x)[2] * 3), jit_compile=True,
+                           input_signature=unknown)
+    with pytest.raises(tf.errors.InvalidArgumentError,
+                       match="fft_size must be a power of two in \\[2, 128\\], got 12"):
+        bad_size(x)
+    no_fit = tf.function(lambda x: fc.ops.rfft2d(x, 4, offset_h=1), jit_compile=True,
+                         input_signature=unknown)
+    with pytest.raises(tf.errors.InvalidArgumentError,
+                       match="height = 4 at offset_h = 1 does not fit in the frame"):
+        no_fit(x)
+    mismatch = tf.function(lambda a: fc.ops.spectral_matmul(a, tf.zeros([3, 5, 2], tf.complex64)),
+                           jit_compile=True, input_signature=[tf.TensorSpec(None, tf.complex64)])
     with pytest.raises(tf.errors.InvalidArgumentError, match="inner dimensions do not match"):
-        tf.function(lambda a: fc.ops.spectral_matmul(a, tf.zeros([3, 5, 2], tf.complex64)),
-                    jit_compile=True)(a)
+        mismatch(tf.zeros([3, 2, 2], tf.complex64))
 
 
 def test_empty_tensors_under_xla(device):

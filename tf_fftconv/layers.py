@@ -22,8 +22,11 @@ class FFTConv2D(keras.layers.Conv2D):
     Args (beyond Conv2D's):
       fft_size: FFT frame size passed to `tf_fftconv.fft_conv2d`; None lets it choose.
 
-    The custom ops cannot be compiled by XLA, so the layer sets `supports_jit = False`:
-    a model holding it trains with `jit_compile="auto"` (Keras' default) without XLA.
+    The ops lower to XLA custom calls that run the same kernels, so a model holding the layer
+    compiles with XLA like one of Conv2D layers: `jit_compile=True`, and Keras' default
+    `jit_compile="auto"` on a GPU. `model.compile(jit_compile=False)` is the switch that keeps
+    a model off XLA. Inputs of any height and width work, also when Keras retraces with
+    unknown sizes (the sizes are then computed in the graph).
     Under a mixed-precision policy (mixed_float16, mixed_bfloat16) inputs and kernel are
     cast to float32, the convolution is computed in float32, and the output has the
     policy's compute dtype.
@@ -56,7 +59,6 @@ class FFTConv2D(keras.layers.Conv2D):
                                      or fft_size < 1):
             raise ValueError(f"fft_size must be None or a positive integer, got {fft_size!r}")
         self.fft_size = fft_size
-        self.supports_jit = False  # custom ops: no XLA
 
     def convolution_op(self, inputs, kernel):
         compute_dtype = inputs.dtype
