@@ -1,14 +1,22 @@
-# tf_fftconv build: the one place where compile and link flags are written down (setup.py calls it).
+# tf_fftconv build: the one place where compile and link flags are written down (setup.py calls it;
+# BUILD's copts for the Bazel build mirror CXXFLAGS; tools/ scripts call the targets below).
 #
-#   make build        the op library, with the CUDA kernels for every architecture nvcc supports
-#                     out of CUDA_ARCHS (CPU-only, with a message, when nvcc is absent)
-#   make cpu          CPU kernels only
-#   make dev          CUDA for one architecture (DEV_ARCH, default 90): fast rebuilds while developing
-#   make cuda-check   compile the CUDA sources only (what CI does to keep them building)
-#   make setup        install the pinned Python requirements (requirements-dev.txt)
-#   make test         setup, build, and the test suite (README's command)
+#   make build          the op library. With a GPU on this host (nvidia-smi -L or /dev/nvidia0) and
+#                       nvcc: CUDA kernels for every architecture nvcc supports out of CUDA_ARCHS.
+#                       Without a GPU: the CPU kernels only, with a message (WITH_CUDA=1 forces CUDA)
+#   make cpu            CPU kernels only
+#   make dev            CUDA for one architecture (DEV_ARCH, default 90): fast rebuilds while developing
+#   make cuda-check     compile the CUDA sources and GPU OpKernels for DEV_ARCH only, link nothing
+#                       (what CI does to keep them building on a host without a GPU)
+#   make kernel-check   the standalone CUDA kernel check, build/kernel_check, for DEV_ARCH
+#                       (run it on a GPU host: tools/gpu_check.sh)
+#   make kernel-variants  tuning builds of the kernel check with other FFT block shapes,
+#                       build/variants/kc_<name> (VARIANTS below; timed by tools/tune.sh)
+#   make setup          install the pinned Python requirements (requirements-dev.txt)
+#   make test           setup, build, and the test suite (README's command)
 #   make clean
 #
+# Compiles in parallel (JOBS, default: all cores); a -j on the command line wins.
 # The library lands in tf_fftconv/ next to _build_info.json, which records the TensorFlow it was
 # built against (the loader refuses another version with a "rebuild" message).
 
@@ -16,11 +24,17 @@ PYTHON    ?= python3
 CXX       ?= g++
 NVCC      ?= $(shell command -v nvcc 2>/dev/null)
 JOBS      ?= $(shell nproc 2>/dev/null || echo 2)
-# Architectures wanted; the ones this nvcc cannot build (e.g. 60/70 with CUDA >= 13) are dropped
-# with a message. PTX of the newest one is embedded too, for newer GPUs.
-CUDA_ARCHS ?= 60 70 75 80 86 89 90
+# Architectures wanted; the ones this nvcc cannot build (e.g. 60/70 with CUDA >= 13, 100/120 before
+# 12.8) are dropped with a message. PTX of the newest one is embedded too, for newer GPUs.
+CUDA_ARCHS ?= 60 70 75 80 86 89 90 100 120
 DEV_ARCH  ?= 90
+# auto: CUDA when nvcc is there and this host has a GPU; 1: CUDA (e.g. to build for another host); 0: CPU.
 WITH_CUDA ?= auto
+
+# Parallel by default; a -j on the command line overrides this, and sub-makes share the top one's jobs.
+ifeq ($(MAKELEVEL),0)
+  MAKEFLAGS += -j$(JOBS)
+endif
 
 LIB       := tf_fftconv/_fftconv_ops.so
 INFO      := tf_fftconv/_build_info.json
@@ -41,30 +55,46 @@ CXXFLAGS  := -O3 -fPIC -Wall -Wno-sign-compare -Wno-unused-function -Wno-depreca
              -I$(TF_INCLUDE)/external/highwayhash -I$(TF_INCLUDE)/external/farmhash_archive/src
 LDFLAGS   := -shared -Wl,--no-undefined
 TF_LIBS   := $(TF_LFLAGS) -l:libtensorflow_cc.so.2
+# nvcc flags of every CUDA build (library, kernel check, variants); -gencode is added per target.
+NVCC_BASE := -std=c++17 -O3 --expt-relaxed-constexpr -I.
+gencode    = $(foreach a,$(1),-gencode arch=compute_$(a),code=sm_$(a))
 
+HAVE_GPU  := $(shell (nvidia-smi -L 2>/dev/null | grep -q GPU || test -e /dev/nvidia0) && echo 1 || echo 0)
 ifeq ($(WITH_CUDA),auto)
-  WITH_CUDA := $(if $(NVCC),1,0)
+  ifeq ($(NVCC),)
+    WITH_CUDA := 0
+    CPU_REASON := nvcc not found: GPU kernels are not built
+  else ifeq ($(HAVE_GPU),0)
+    WITH_CUDA := 0
+    CPU_REASON := no GPU on this host; 'make build WITH_CUDA=1' (all architectures) or 'make dev' (sm_$(DEV_ARCH)) builds the CUDA kernels too
+  else
+    WITH_CUDA := 1
+  endif
 endif
 
 CC_OPS    := $(wildcard cc/*_op.cc) $(wildcard cc/*_xla.cc)
 CC_GPU    := $(wildcard cc/*_gpu.cc)
 CU_SRCS   := $(wildcard cuda/*.cu)
 CC_OBJS   := $(CC_OPS:%.cc=$(BUILD)/%.o)
+GPU_CC_OBJS := $(CC_GPU:%.cc=$(BUILD)/%.o)
+CU_DEPS   := $(wildcard cuda/*.h cuda/*.cuh cuda/*.inc) cc/fftconv_params.h
+
+ifneq ($(NVCC),)
+  NVCC_CODES := $(shell $(NVCC) --list-gpu-code 2>/dev/null | sed 's/sm_//')
+  ARCHS     := $(filter $(NVCC_CODES),$(CUDA_ARCHS))
+  DROPPED   := $(filter-out $(NVCC_CODES),$(CUDA_ARCHS))
+  NEWEST    := $(lastword $(sort $(ARCHS)))
+  # CUDA objects per architecture set, so that builds for different sets never mix objects.
+  CU_DIR    := $(BUILD)/sm_$(subst $() $(),-,$(ARCHS))
+  CU_OBJS   := $(CU_SRCS:cuda/%.cu=$(CU_DIR)/%.o)
+endif
 
 ifeq ($(WITH_CUDA),1)
   # nvcc may be a wrapper script: ask it where its toolkit is.
   CUDA_HOME ?= $(abspath $(shell $(NVCC) -dryrun -x cu -c /dev/null -o /dev/null 2>&1 | sed -n 's/^#\$$ TOP=//p' | head -1))
   CUDART_STATIC ?= $(firstword $(wildcard $(CUDA_HOME)/lib64/libcudart_static.a \
                       $(CUDA_HOME)/targets/x86_64-linux/lib/libcudart_static.a $(CUDA_HOME)/lib/libcudart_static.a))
-  NVCC_CODES := $(shell $(NVCC) --list-gpu-code 2>/dev/null | sed 's/sm_//')
-  ARCHS     := $(filter $(NVCC_CODES),$(CUDA_ARCHS))
-  DROPPED   := $(filter-out $(NVCC_CODES),$(CUDA_ARCHS))
-  NEWEST    := $(lastword $(sort $(ARCHS)))
-  GENCODE   := $(foreach a,$(ARCHS),-gencode arch=compute_$(a),code=sm_$(a)) \
-               -gencode arch=compute_$(NEWEST),code=compute_$(NEWEST)
-  NVCCFLAGS := -std=c++17 -O3 -Xcompiler -fPIC --expt-relaxed-constexpr -I. $(GENCODE)
-  CU_OBJS   := $(CU_SRCS:%.cu=$(BUILD)/%.cu.o)
-  GPU_OBJS  := $(CC_GPU:%.cc=$(BUILD)/%.o) $(CU_OBJS)
+  GPU_OBJS  := $(GPU_CC_OBJS) $(CU_OBJS)
   # Our own static CUDA runtime, its symbols kept private (--exclude-libs) so that the library
   # never binds to the runtime that libtensorflow_framework exports.
   CUDA_LIBS := $(CUDART_STATIC) -Wl,--exclude-libs,libcudart_static.a -ldl -lrt -lpthread
@@ -75,7 +105,7 @@ else
   CONFIG    := cpu
 endif
 
-.PHONY: setup build cpu dev cuda-check test clean info
+.PHONY: setup build cpu dev cuda-check kernel-check kernel-variants test clean info
 .DEFAULT_GOAL := build
 
 build: info $(LIB) $(INFO)
@@ -89,11 +119,12 @@ dev:
 info:
 	@test -n "$(TF_VERSION)" || { echo "error: TensorFlow is not importable by $(PYTHON); install it first (pip install 'tensorflow==2.21.*')"; exit 1; }
 ifeq ($(WITH_CUDA),1)
+	@test -n "$(NVCC)" || { echo "error: WITH_CUDA=1 but nvcc is not found"; exit 1; }
 	@test -n "$(CUDART_STATIC)" || { echo "error: libcudart_static.a not found under $(CUDA_HOME)"; exit 1; }
 	@echo "tf_fftconv: TensorFlow $(TF_VERSION), CUDA kernels for sm_$(subst $() $(),/sm_,$(ARCHS)) + PTX $(NEWEST) ($(NVCC))"
-	@$(if $(DROPPED),echo "tf_fftconv: note: this nvcc cannot build sm_$(subst $() $(),/sm_,$(DROPPED)); build with an older CUDA toolkit for those GPUs",true)
+	@$(if $(DROPPED),echo "tf_fftconv: note: this nvcc cannot build sm_$(subst $() $(),/sm_,$(DROPPED)); build with another CUDA toolkit for those GPUs",true)
 else
-	@echo "tf_fftconv: TensorFlow $(TF_VERSION), CPU kernels only$(if $(NVCC),, (nvcc not found: GPU kernels are not built))"
+	@echo "tf_fftconv: TensorFlow $(TF_VERSION), CPU kernels only$(if $(CPU_REASON), ($(CPU_REASON)))"
 endif
 
 # Relink whenever the configuration (CPU / CUDA archs / TF version) changes.
@@ -106,20 +137,77 @@ $(LIB): $(CC_OBJS) $(GPU_OBJS) $(BUILD)/config.stamp
 
 $(INFO): $(LIB)
 	@$(PYTHON) -c 'import json, sys; json.dump({"tensorflow_version": sys.argv[1], "cuda": sys.argv[2] == "1", "cuda_archs": sys.argv[3].split(), "nvcc": sys.argv[4]}, open(sys.argv[5], "w"), indent=1)' \
-	  "$(TF_VERSION)" "$(WITH_CUDA)" "$(ARCHS)" "$(NVCC)" $@
+	  "$(TF_VERSION)" "$(WITH_CUDA)" "$(if $(filter 1,$(WITH_CUDA)),$(ARCHS))" "$(NVCC)" $@
 	@echo "tf_fftconv: built $(LIB)"
+
+# The XLA objects also depend on the configuration (FFTCONV_WITH_CUDA).
+$(BUILD)/cc/%_xla.o: $(BUILD)/config.stamp
 
 $(BUILD)/cc/%.o: cc/%.cc $(wildcard cc/*.h cuda/*.h)
 	@mkdir -p $(dir $@)
 	$(CXX) $(CXXFLAGS) -c $< -o $@
 
-$(BUILD)/cuda/%.cu.o: cuda/%.cu $(wildcard cuda/*.h cuda/*.cuh cuda/*.inc) cc/fftconv_params.h
+ifneq ($(NVCC),)
+# Library objects: position-independent, every wanted architecture plus PTX of the newest.
+$(CU_DIR)/%.o: cuda/%.cu $(CU_DEPS)
 	@mkdir -p $(dir $@)
-	$(NVCC) $(NVCCFLAGS) -c $< -o $@
+	$(NVCC) $(NVCC_BASE) -Xcompiler -fPIC $(call gencode,$(ARCHS)) \
+	  -gencode arch=compute_$(NEWEST),code=compute_$(NEWEST) -c $< -o $@
 
 cuda-check:
-	@test -n "$(NVCC)" || { echo "error: nvcc not found"; exit 1; }
-	$(MAKE) WITH_CUDA=1 $(CU_SRCS:%.cu=$(BUILD)/%.cu.o)
+	$(MAKE) WITH_CUDA=1 CUDA_ARCHS=$(DEV_ARCH) cuda-objects
+
+.PHONY: cuda-objects
+cuda-objects: $(CU_OBJS) $(GPU_CC_OBJS)
+
+# ---- The standalone kernel check and its tuning variants (no TensorFlow), for DEV_ARCH.
+CHECK_DIR  := $(BUILD)/kernel_check_sm$(DEV_ARCH)
+CHECK_NVCC := $(NVCC) $(NVCC_BASE) $(call gencode,$(DEV_ARCH))
+CHECK_OBJS := $(CU_SRCS:cuda/%.cu=$(CHECK_DIR)/%.o)
+
+kernel-check: $(BUILD)/kernel_check
+
+$(BUILD)/kernel_check: $(CHECK_DIR)/kernel_check.o $(CHECK_OBJS)
+	$(CHECK_NVCC) -o $@ $^
+
+$(CHECK_DIR)/kernel_check.o: cuda/tests/kernel_check.cu $(CU_DEPS)
+	@mkdir -p $(dir $@)
+	$(CHECK_NVCC) -c $< -o $@
+
+$(CHECK_DIR)/%.o: cuda/%.cu $(CU_DEPS)
+	@mkdir -p $(dir $@)
+	$(CHECK_NVCC) -c $< -o $@
+
+# FFT block shapes to time against the defaults, as FFTCONV_SHAPE_<real>_<S>_<FWD|INV> overrides
+# L * 10000 + G * 100 + MINB (lanes per transform, images per block, minimum blocks per SM: FftShape
+# in cuda/fft_common.cuh). Only the two FFT kernels are rebuilt for each; the rest is shared.
+VARIANTS := n0_default n1_f3_i2 n2_lanes2 n3_mixed
+VARIANT_FLAGS_n0_default :=
+VARIANT_FLAGS_n1_f3_i2   := -DFFTCONV_SHAPE_float_32_FWD=10803 -DFFTCONV_SHAPE_float_32_INV=21602
+VARIANT_FLAGS_n2_lanes2  := -DFFTCONV_SHAPE_float_32_FWD=20804 -DFFTCONV_SHAPE_float_32_INV=20804 \
+                            -DFFTCONV_SHAPE_float_16_FWD=21604 -DFFTCONV_SHAPE_float_16_INV=21604
+VARIANT_FLAGS_n3_mixed   := -DFFTCONV_SHAPE_float_32_FWD=21602 -DFFTCONV_SHAPE_float_32_INV=11603 \
+                            -DFFTCONV_SHAPE_float_64_FWD=40402 -DFFTCONV_SHAPE_float_64_INV=40402
+VARIANT_DIR := $(BUILD)/variants
+
+kernel-variants: $(VARIANTS:%=$(VARIANT_DIR)/kc_%)
+
+$(VARIANT_DIR)/kc_%: $(VARIANT_DIR)/rfft2d_%.o $(VARIANT_DIR)/irfft2d_%.o $(CHECK_DIR)/kernel_check.o \
+                     $(filter-out $(CHECK_DIR)/rfft2d.o $(CHECK_DIR)/irfft2d.o,$(CHECK_OBJS))
+	$(CHECK_NVCC) -o $@ $^
+
+.PRECIOUS: $(VARIANT_DIR)/rfft2d_%.o $(VARIANT_DIR)/irfft2d_%.o
+$(VARIANT_DIR)/rfft2d_%.o: cuda/rfft2d.cu $(CU_DEPS)
+	@mkdir -p $(dir $@)
+	$(CHECK_NVCC) $(VARIANT_FLAGS_$*) -c $< -o $@
+
+$(VARIANT_DIR)/irfft2d_%.o: cuda/irfft2d.cu $(CU_DEPS)
+	@mkdir -p $(dir $@)
+	$(CHECK_NVCC) $(VARIANT_FLAGS_$*) -c $< -o $@
+else
+cuda-check kernel-check kernel-variants:
+	@echo "error: nvcc not found (make $@ compiles CUDA code)"; exit 1
+endif
 
 setup:
 	$(PYTHON) -m pip install -q -r requirements-dev.txt

@@ -341,7 +341,7 @@ struct FftShape;
   FFTCONV_FFT_SHAPE(REAL, S, INV, ((CODE) / 10000), ((CODE) / 100 % 100), ((CODE) % 100))
 
 // Tuned entries; the defaults were the fastest of the shapes timed on H200
-// (benchmarks/kernels/variants_run3.log).
+// (benchmarks/kernels/variants.log).
 #ifndef FFTCONV_SHAPE_float_16_FWD
 #define FFTCONV_SHAPE_float_16_FWD 11604
 #endif

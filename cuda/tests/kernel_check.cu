@@ -4,7 +4,7 @@
 // NaN and a canary tail, runs one launcher and compares with a float64 CPU reference by
 // ||out - ref|| / ||ref||. Prints PASS / FAIL per case and a summary; exit status 1 on any failure.
 //
-//   build : cuda/tests/run.sh            (or see the nvcc line there)
+//   build : make kernel-check            (DEV_ARCH=90 by default; the Makefile has the nvcc flags)
 //   run   : build/kernel_check           full correctness suite
 //           build/kernel_check --quick   reduced suite (for compute-sanitizer)
 //           build/kernel_check --time    timings of the layer shapes (cudaEvent, median of 30)

@@ -4,10 +4,10 @@
 # and the Fashion-MNIST reproduction. Run on a GPU host whose python3 imports TensorFlow 2.21, with the
 # library built (or `build` makes it) and the Fashion-MNIST IDX files in $DATA_DIR (.data/fashion-mnist):
 #
-#   COMMIT=<sha> bash benchmarks/gpu_session.sh [STEP ...]
+#   COMMIT=<sha> bash tools/gpu_session.sh [STEP ...]
 #
 # STEP: info build tests sanitize kernels bench reproduce variants (default: all but kernels and
-# variants, in that order; kernels = cuda/tests/gpu_check.sh, variants = the reproduction with other
+# variants, in that order; kernels = tools/gpu_check.sh, variants = the reproduction with other
 # XLA settings). Logs go to
 # $WORK (build/gpu_session); after each step they are packed into $OUT/gpu_session.tar.gz so that a
 # run cut short still brings back what it did.
@@ -28,7 +28,7 @@ for step in $steps; do
       { nvidia-smi; echo "commit ${COMMIT:-unknown}"; python3 -c 'import tensorflow as tf; print("TensorFlow", tf.__version__, tf.config.list_physical_devices("GPU"))'; } 2>&1 | tee "$WORK/info.log" ;;
     build)
       log build
-      if [ ! -f tf_fftconv/_fftconv_ops.so ]; then make dev -j"$(nproc)" 2>&1 | tail -5; fi
+      if [ ! -f tf_fftconv/_fftconv_ops.so ]; then make dev 2>&1 | tail -5; fi
       python3 -c 'import tf_fftconv as fc; print(fc.build_info())' 2>&1 | tee "$WORK/build.log" ;;
     tests)
       log "pytest -m gpu"
@@ -43,7 +43,7 @@ for step in $steps; do
       done ;;
     kernels)
       log "standalone kernel check + sanitizer"
-      OUT="$WORK/kernels" bash cuda/tests/gpu_check.sh 2>&1 | tail -30 ;;
+      OUT="$WORK/kernels" bash tools/gpu_check.sh 2>&1 | tail -30 ;;
     bench)
       log bench
       timeout 420 python3 -m tf_fftconv.bench --json "$WORK/bench.json" --plot "$WORK/bench.png" --no-progress 2>&1 | tee "$WORK/bench.log" | tail -40 ;;

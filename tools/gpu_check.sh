@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # One-shot GPU session for the CUDA kernels: correctness suite, timings, compute-sanitizer
 # (memcheck, racecheck, synccheck on the --quick suite). Logs go to $OUT (default: build/gpu_logs).
-#   cuda/tests/gpu_check.sh            uses build/kernel_check if present, else builds it (ARCH=sm_90)
+#   tools/gpu_check.sh                 builds build/kernel_check first (make kernel-check, DEV_ARCH=90)
+#   DEV_ARCH=80 tools/gpu_check.sh     for another GPU
 set -uo pipefail
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/.."
 OUT="${OUT:-build/gpu_logs}"
 mkdir -p "$OUT"
 export PATH="$PATH:/usr/local/cuda/bin"
@@ -11,10 +12,7 @@ header() {
   echo "# $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | head -1)"
   echo "# $(date -u '+%Y-%m-%d %H:%M:%S UTC')  $(nvcc --version 2>/dev/null | tail -1)"
 }
-if ! build/kernel_check --help >/dev/null 2>&1 && [ ! -x build/kernel_check ]; then
-  echo "building kernel_check on this host"
-  ARCH="${ARCH:-sm_90}" cuda/tests/run.sh 2>&1 | tail -20
-fi
+make kernel-check DEV_ARCH="${DEV_ARCH:-90}" 2>&1 | tail -20
 SEED="${SEED:-$(date +%s)}"
 { header; timeout "${CHECK_TIMEOUT:-150}" build/kernel_check --seed "$SEED"; echo "exit status: $?"; } 2>&1 | tee "$OUT/kernel_check.log" | grep -E "FAIL|SUMMARY|exit status|device:" | head -60
 { header; timeout "${TIME_TIMEOUT:-60}" build/kernel_check --time --seed "$SEED"; echo "exit status: $?"; } 2>&1 | tee "$OUT/timing.log"
@@ -26,7 +24,7 @@ SEED="${SEED:-$(date +%s)}"
     echo "exit status: ${PIPESTATUS[0]}"
   done
 } 2>&1 | tee "$OUT/sanitizer.log" | grep -E "==|ERROR|SUMMARY|exit status|FAIL" | head -60
-# Tuning builds (cuda/tests/build_variants.sh), if present: quick correctness + FFT timings of each.
+# Tuning builds (make kernel-variants), if present: quick correctness + FFT timings of each.
 if ls build/variants/kc_* >/dev/null 2>&1; then
   {
     header

@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# Tuning session on the GPU host: quick correctness + FFT and matmul timings of every variant built by
-# build_variants.sh, and an Nsight Compute profile of the default build (build/kernel_check, from
-# cuda/tests/run.sh). Logs go to $OUT (default: build/gpu_logs).
+# Tuning session on the GPU host: quick correctness + FFT and matmul timings of every variant
+# (make kernel-variants: build/variants/kc_*), and an Nsight Compute profile of the default build
+# (make kernel-check: build/kernel_check). Logs go to $OUT (default: build/gpu_logs).
+#   tools/tune.sh                      builds both first for DEV_ARCH (default 90)
 set -uo pipefail
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/.."
 OUT="${OUT:-build/gpu_logs}"
 mkdir -p "$OUT"
 export PATH="$PATH:/usr/local/cuda/bin"
+make kernel-check kernel-variants DEV_ARCH="${DEV_ARCH:-90}" 2>&1 | tail -20
 {
   echo "# $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1)  $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
   for b in build/variants/kc_*; do
