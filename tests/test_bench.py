@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import tensorflow as tf
 
-from tf_fftconv import bench
+from tf_fftconv.experiments import bench
 
 REPO = Path(__file__).resolve().parent.parent
 TINY_CASES = "1:2:3:8:3,1:2:3:8:5,1:1:2:6:3:same"

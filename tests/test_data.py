@@ -11,7 +11,7 @@ import types
 import numpy as np
 import pytest
 
-from tf_fftconv import data
+from tf_fftconv.experiments import data
 
 FASHION_MNIST = data.FASHION_MNIST_DIR
 have_fashion_mnist = pytest.mark.skipif(
@@ -387,14 +387,14 @@ def test_probe_never_exceeds_its_timeout(monkeypatch):
 
 
 def test_data_module_needs_no_op_library(tmp_path):
-    """tf_fftconv.data imports and loads data from a copy of the package without the op library."""
+    """tf_fftconv.experiments.data imports and loads data from a copy of the package without the op library."""
     import shutil
     import subprocess
 
     repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     shutil.copytree(os.path.join(repo, "tf_fftconv"), tmp_path / "tf_fftconv",
                     ignore=shutil.ignore_patterns("*.so", "_build_info.json", "__pycache__"))
-    code = ("import tf_fftconv.data as d\n"
+    code = ("import tf_fftconv.experiments.data as d\n"
             "d.load('synthetic', limit_train=10, limit_test=10)\n")
     env = dict(os.environ, PYTHONPATH=str(tmp_path))
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,

@@ -256,7 +256,7 @@ def test_exported_from_package():
 @pytest.mark.gpu
 def test_fit_with_default_compile_on_the_gpu():
     """On a GPU Keras' jit_compile="auto" means XLA; a model holding FFTConv2D must still train."""
-    from tf_fftconv.models import lenet5
+    from tf_fftconv.experiments.models import lenet5
 
     rng = np.random.default_rng()
     x = rng.standard_normal((256, 32, 32, 1)).astype(np.float32)

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from tf_fftconv import reproduce
+from tf_fftconv.experiments import reproduce
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

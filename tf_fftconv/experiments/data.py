@@ -1,6 +1,6 @@
 """Image classification data for the LeNet reproduction, as `tf.data` pipelines.
 
-    train, test, info = tf_fftconv.data.load("mnist", batch_size=128, seed=0)
+    train, test, info = tf_fftconv.experiments.data.load("mnist", batch_size=128, seed=0)
 
 Names:
   "mnist"          MNIST through tensorflow-datasets: an already prepared copy when there is one,
@@ -59,7 +59,7 @@ DISPLAY_NAMES = {"mnist": "MNIST", "fashion_mnist": "Fashion-MNIST", "synthetic"
 
 _OFFLINE_ENV = "TF_FFTCONV_OFFLINE"
 _FASHION_DIR_ENV = "TF_FFTCONV_FASHION_MNIST_DIR"
-_SYNTHETIC_SOURCE = "generated (tf_fftconv.data.synthetic_arrays)"
+_SYNTHETIC_SOURCE = "generated (tf_fftconv.experiments.data.synthetic_arrays)"
 
 
 class IdxFormatError(ValueError):
@@ -352,8 +352,13 @@ def synthetic_arrays(num_train=60000, num_test=10000, image_size=28, num_classes
 
 # ----------------------------------------------------------------------------- pipelines
 
+# Starts every announcement, so that a caller that shows the banner can silence the warning's echo.
+ANNOUNCE_PREFIX = "tf_fftconv.experiments.data:"
+
+
 def _announce(message):
     """Says something the user must not miss: a banner on stderr and a Python warning."""
+    message = f"{ANNOUNCE_PREFIX} {message}"
     bar = "!" * 78
     print(f"\n{bar}\n{message}\n{bar}\n", file=sys.stderr, flush=True)
     warnings.warn(message, stacklevel=3)
@@ -448,7 +453,7 @@ def load_arrays(name="mnist", *, data_dir=None, fallback=True, probe_timeout=PRO
         raise ValueError(f"unknown data set {requested!r}; expected one of "
                          f"{', '.join(NAMES)} or 'auto'")
     if name == "synthetic":
-        _announce("tf_fftconv.data: using SYNTHETIC data (generated class patterns), as asked. "
+        _announce("using SYNTHETIC data (generated class patterns), as asked. "
                   "Accuracies are not MNIST accuracies.")
         return Arrays(*synthetic_arrays(), "synthetic", _SYNTHETIC_SOURCE, None)
 
@@ -485,10 +490,10 @@ def load_arrays(name="mnist", *, data_dir=None, fallback=True, probe_timeout=PRO
     if not fallback:
         raise unavailable(reason)
     if arrays is not None:
-        _announce(f"tf_fftconv.data: asked for {requested!r}, using FASHION-MNIST from {source} "
+        _announce(f"asked for {requested!r}, using FASHION-MNIST from {source} "
                   f"instead. {reason}.")
         return Arrays(*arrays, "fashion_mnist", source, reason)
-    _announce(f"tf_fftconv.data: asked for {requested!r}, using SYNTHETIC data instead "
+    _announce(f"asked for {requested!r}, using SYNTHETIC data instead "
               f"(last resort). {reason}. Accuracies are not MNIST accuracies.")
     return Arrays(*synthetic_arrays(), "synthetic", _SYNTHETIC_SOURCE, reason)
 
