@@ -10,7 +10,7 @@ import os
 import subprocess
 import sys
 
-from setuptools import setup
+from setuptools import find_packages, setup
 from setuptools.command.build_py import build_py
 from setuptools.dist import Distribution
 
@@ -45,7 +45,7 @@ setup(
     description="Fast FFT convolution for TensorFlow: custom FFT, spectral matmul and inverse ops",
     long_description=open(os.path.join(HERE, "README.md")).read(),
     long_description_content_type="text/markdown",
-    packages=["tf_fftconv", "tf_fftconv.experiments"],
+    packages=find_packages(include=["tf_fftconv", "tf_fftconv.*"]),
     package_data={"tf_fftconv": ["_fftconv_ops.so", "_build_info.json"]},
     python_requires=">=3.9",
     # A range, not a pin: the package builds against the TensorFlow a machine already has (Keras 3

@@ -25,7 +25,8 @@ def test_format_table_matches_the_design_document_style():
         "dataset": {"display_name": "MNIST", "requested": "mnist", "source": "tfds",
                     "num_train": 60000, "num_test": 10000, "batch_size": 128,
                     "fallback_reason": None},
-        "device": {"device": "GPU: test", "tensorflow": "2.21.0", "keras": "3.15.1"},
+        "environment": {"description": "GPU: test", "tf_version": "2.21.0",
+                        "keras_version": "3.15.1"},
         "runs": {"baseline": _run_record("baseline", [3.0, 1.67633, 1.67633], 0.9879416, True),
                  "fft": _run_record("fft", [4.0, 1.5, 1.5], 0.9878)},
         "baseline_accuracy_over_seeds": {"seeds": [0, 1, 2], "accuracies": [0.98, 0.99, 0.985],
@@ -43,6 +44,7 @@ def test_format_table_matches_the_design_document_style():
     assert "0.89x" in text and "-0.014 points" in text
     assert "over 3 seeds (0, 1, 2): mean 98.500%" in text
     assert 'baseline on, FFT off' in text
+    assert "Device: GPU: test. TensorFlow 2.21.0, Keras 3.15.1." in text
     assert "NOTE" not in text
 
     result["dataset"].update(display_name="Fashion-MNIST", fallback_reason="MNIST unreachable")
@@ -85,7 +87,7 @@ def test_cli_smoke(tmp_path):
     result = json.loads(out.read_text())
     assert result["dataset"]["name"] == "synthetic"
     assert result["dataset"]["num_train"] == 512 and result["dataset"]["num_test"] == 256
-    assert result["device"]["tensorflow"] and result["device"]["device"]
+    assert result["environment"]["tf_version"] and result["environment"]["description"]
     assert result["settings"]["seed"] == 5
     baseline, fft = result["runs"]["baseline"], result["runs"]["fft"]
     for run in (baseline, fft):

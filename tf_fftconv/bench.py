@@ -1,8 +1,8 @@
-"""``python -m tf_fftconv.bench``: runs ``tf_fftconv.experiments.bench``."""
+"""``python -m tf_fftconv.bench``: runs ``tf_fftconv.experiments.bench.cli``."""
 
 import sys
 
-from tf_fftconv.experiments.bench import main
+from tf_fftconv.experiments.bench.cli import main
 
 if __name__ == "__main__":
     sys.exit(main())

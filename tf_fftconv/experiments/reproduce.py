@@ -34,8 +34,6 @@ version and the data set actually used.
 
 import argparse
 import json
-import os
-import platform
 import statistics
 import sys
 import time
@@ -45,28 +43,6 @@ BASELINE_DESCRIPTION = "Baseline"
 FFT_DESCRIPTION = "Frequency domain convolutions (tf_fftconv)"
 TABLE_HEADER = ("| Experiment | Description | Avg epoch time | Wall time | Acc |\n"
                 "|---|---|---|---|---|")
-
-
-def device_info():
-    """What the runs ran on: the first GPU when TensorFlow sees one, else the CPU."""
-    import tensorflow as tf
-
-    gpus = tf.config.list_physical_devices("GPU")
-    info = {"tensorflow": tf.__version__, "gpus": len(gpus)}
-    import keras
-    info["keras"] = keras.__version__
-    info["python"] = platform.python_version()
-    if gpus:
-        details = tf.config.experimental.get_device_details(gpus[0])
-        cc = details.get("compute_capability")
-        info["device"] = "GPU: " + details.get("device_name", gpus[0].name) + (
-            f" (compute capability {cc[0]}.{cc[1]})" if cc else "")
-    else:
-        info["device"] = f"CPU: {platform.processor() or platform.machine()} ({os.cpu_count()} cores)"
-    build = tf.sysconfig.get_build_info()
-    info["tf_cuda_version"] = build.get("cuda_version")
-    info["tf_cudnn_version"] = build.get("cudnn_version")
-    return info
 
 
 def _epoch_logger(label, epochs, progress):
@@ -162,7 +138,7 @@ def run(dataset="mnist", epochs=10, batch_size=128, seed=0, limit_train=None, li
     import keras
     import tensorflow as tf
 
-    from tf_fftconv.experiments import data, models
+    from tf_fftconv.experiments import data, environment, models
 
     if epochs < 1:
         raise ValueError(f"epochs must be >= 1, got {epochs}")
@@ -175,10 +151,10 @@ def run(dataset="mnist", epochs=10, batch_size=128, seed=0, limit_train=None, li
                               limit_test=limit_test, data_format=data_format, requested=dataset)
 
     train, test, info = pipelines(seed)
-    device = device_info()
+    env = environment.capture()
     progress(f"data: {info.display_name}, {info.source} ({info.num_train} train, "
-             f"{info.num_test} test images, batch {batch_size}); {device['device']}; "
-             f"TensorFlow {device['tensorflow']}")
+             f"{info.num_test} test images, batch {batch_size}); {env['description']}; "
+             f"TensorFlow {env['tf_version']}")
     if xla_auto_clustering:
         tf.config.optimizer.set_jit("autoclustering")
     if warm_up:
@@ -209,7 +185,7 @@ def run(dataset="mnist", epochs=10, batch_size=128, seed=0, limit_train=None, li
 
     result = {
         "dataset": info.to_dict(),
-        "device": device,
+        "environment": env,
         "settings": {"dataset": dataset, "epochs": epochs, "batch_size": batch_size,
                      "seed": seed, "limit_train": limit_train, "limit_test": limit_test,
                      "baseline_seeds": baseline_seeds, "fft_size": fft_size,
@@ -268,10 +244,10 @@ def format_table(result):
             f"mean {100 * spread['mean']:.3f}%, stdev {100 * spread['stdev']:.3f} points, "
             f"range {100 * spread['min']:.3f}-{100 * spread['max']:.3f}%; FFT is "
             f"{100 * (fft['test_accuracy'] - spread['mean']):+.3f} points from the mean.")
-    device = result["device"]
+    env = result["environment"]
     notes.append(f"Data: {name} ({info['source']}), {info['num_train']} training images, "
-                 f"batch {info['batch_size']}. Device: {device['device']}. "
-                 f"TensorFlow {device['tensorflow']}, Keras {device['keras']}.")
+                 f"batch {info['batch_size']}. Device: {env['description']}. "
+                 f"TensorFlow {env['tf_version']}, Keras {env['keras_version']}.")
     if info.get("fallback_reason"):
         notes.append(f"NOTE: {info['requested']!r} was asked for but {name} was used "
                      f"({info['fallback_reason']}).")
