@@ -62,6 +62,42 @@ def test_arguments():
         reproduce.parse_args(["--epochs", "0"])
 
 
+@pytest.mark.parametrize("dataset,message", [
+    ("foo", "unknown data set 'foo'"),
+    ("idx:", "needs a directory"),
+    ("idx:/missing", "IDX directory '/missing' does not exist"),
+])
+def test_bad_dataset_is_a_usage_error(dataset, message, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        reproduce.main(["--dataset", dataset])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert "usage:" in err and message in err
+
+
+def test_unavailable_data_without_fallback_is_a_usage_error(tmp_path, monkeypatch, capsys):
+    from tf_fftconv.experiments import data
+
+    monkeypatch.setenv("TF_FFTCONV_FASHION_MNIST_DIR", str(tmp_path / "absent"))
+    monkeypatch.setenv("TF_FFTCONV_INPUT_ROOT", str(tmp_path / "absent"))
+    monkeypatch.setenv("TFDS_DATA_DIR", str(tmp_path / "tfds"))
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setattr(data, "tfds_reachable", lambda *a, **k: False)
+    with pytest.raises(SystemExit) as exit_info:
+        reproduce.main(["--dataset", "fashion_mnist", "--no-fallback"])
+    assert exit_info.value.code == 2
+    assert "'fashion_mnist' cannot be loaded here" in capsys.readouterr().err
+
+
+def test_bad_arguments_end_without_a_traceback(tmp_path):
+    done = subprocess.run([sys.executable, "-m", "tf_fftconv.reproduce", "--dataset",
+                           f"idx:{tmp_path}"], cwd=REPO, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 2, done.stderr[-3000:]
+    assert "Traceback" not in done.stderr
+    assert "lacks train-images-idx3-ubyte[.gz]" in done.stderr.splitlines()[-1]
+
+
 def test_cli_smoke(tmp_path):
     """Tiny settings in a subprocess: per-epoch progress, the table, the JSON file."""
     out = tmp_path / "result.json"

@@ -35,9 +35,9 @@ version and the data set actually used.
 import argparse
 import json
 import statistics
-import sys
 import time
 import warnings
+from pathlib import Path
 
 BASELINE_DESCRIPTION = "Baseline"
 FFT_DESCRIPTION = "Frequency domain convolutions (tf_fftconv)"
@@ -261,7 +261,7 @@ def _positive_int(text):
     return value
 
 
-def parse_args(argv=None):
+def build_parser():
     parser = argparse.ArgumentParser(
         prog="python -m tf_fftconv.reproduce",
         description="Train LeNet-5 with spatial and with FFT convolutions; print the table.")
@@ -294,31 +294,46 @@ def parse_args(argv=None):
     parser.add_argument("--xla-auto-clustering", action="store_true",
                         help="turn on TensorFlow's XLA auto-clustering (XLA for everything but "
                              "the custom ops)")
-    return parser.parse_args(argv)
+    return parser
+
+
+def parse_args(argv=None, parser=None):
+    """The arguments, with the data set name checked (a usage error, not a traceback, when bad)."""
+    from tf_fftconv.experiments import data
+
+    parser = parser or build_parser()
+    args = parser.parse_args(argv)
+    try:
+        data.check_name(args.dataset)
+    except (ValueError, data.DatasetUnavailableError) as error:
+        parser.error(f"--dataset: {error}")
+    return args
 
 
 def main(argv=None):
     from tf_fftconv.experiments import data
 
-    args = parse_args(argv)
+    parser = build_parser()
+    args = parse_args(argv, parser)
     # The data loader's substitution banner is on stderr already; skip the warning's echo.
     warnings.filterwarnings("ignore", message=data.ANNOUNCE_PREFIX, category=UserWarning)
-    result = run(dataset=args.dataset, epochs=args.epochs, batch_size=args.batch_size,
-                 seed=args.seed, limit_train=args.limit_train, limit_test=args.limit_test,
-                 baseline_seeds=args.baseline_seeds, fallback=not args.no_fallback,
-                 data_dir=args.data_dir, data_format=args.data_format, fft_size=args.fft_size,
-                 warm_up=not args.no_warm_up,
-                 jit_compile="auto" if args.jit_compile == "auto" else False,
-                 xla_auto_clustering=args.xla_auto_clustering,
-                 progress=lambda line: print(line, flush=True))
+    try:
+        result = run(dataset=args.dataset, epochs=args.epochs, batch_size=args.batch_size,
+                     seed=args.seed, limit_train=args.limit_train, limit_test=args.limit_test,
+                     baseline_seeds=args.baseline_seeds, fallback=not args.no_fallback,
+                     data_dir=args.data_dir, data_format=args.data_format,
+                     fft_size=args.fft_size, warm_up=not args.no_warm_up,
+                     jit_compile="auto" if args.jit_compile == "auto" else False,
+                     xla_auto_clustering=args.xla_auto_clustering,
+                     progress=lambda line: print(line, flush=True))
+    except (data.DatasetUnavailableError, data.IdxFormatError) as error:
+        # What --dataset (or --no-fallback) asked for cannot be had or read here.
+        parser.error(f"--dataset {args.dataset}: {error}")
     print()
     print(result["table"], flush=True)
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump(result, f, indent=2)
-        print(f"\nresults written to {args.json}")
+        path = Path(args.json)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(result, indent=2))
+        print(f"\nresults written to {path}")
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
