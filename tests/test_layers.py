@@ -1,5 +1,7 @@
 """FFTConv2D against its keras.layers.Conv2D twin holding the same weights."""
 
+import json
+
 import keras
 import numpy as np
 import pytest
@@ -97,6 +99,9 @@ def test_weights_have_conv2d_layout_and_order(rng):
     ({"groups": 2}, r"got groups=2"),
     ({"fft_size": 0}, r"fft_size must be None or a positive integer"),
     ({"fft_size": 32.0}, r"fft_size must be None or a positive integer"),
+    ({"fft_size": np.float32(32)}, r"fft_size must be None or a positive integer"),
+    ({"fft_size": True}, r"fft_size must be None or a positive integer"),
+    ({"fft_size": np.int64(-32)}, r"fft_size must be None or a positive integer"),
 ])
 def test_refuses_unsupported_arguments(kwargs, match):
     with pytest.raises(ValueError, match=match):
@@ -170,6 +175,14 @@ def test_constraint_applied_by_optimizer(rng):
     grads = tape.gradient(loss, layer.trainable_variables)
     keras.optimizers.SGD(10.0).apply(grads, layer.trainable_variables)
     assert np.all(layer.kernel.numpy() >= 0)
+
+
+@pytest.mark.parametrize("fft_size", [np.int64(32), np.int32(32), np.uint8(32)])
+def test_fft_size_accepts_numpy_integers(fft_size, rng):
+    layer = FFTConv2D(2, 3, fft_size=fft_size)
+    assert layer.fft_size == 32 and type(layer.fft_size) is int
+    assert json.loads(json.dumps(layer.get_config()))["fft_size"] == 32
+    assert layer(rng.standard_normal((1, 8, 8, 1)).astype(np.float32)).shape == (1, 6, 6, 2)
 
 
 def test_fft_size_is_passed_through(rng):
