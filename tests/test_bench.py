@@ -20,7 +20,8 @@ REPO = Path(__file__).resolve().parent.parent
 TINY_CASES = "1:2:3:8:3,1:2:3:8:5,1:1:2:6:3:same"
 TIMING_KEYS = {"median_ms", "min_ms", "max_ms", "mean_ms", "stdev_ms", "spread_pct",
                "calls_per_sample", "samples_ms"}
-ENVIRONMENT_KEYS = {"device", "device_kind", "description", "keras_version", "gpu_name", "compute_capability", "cpu_model",
+ENVIRONMENT_KEYS = {"device", "device_kind", "description", "keras_version", "gpu_name",
+                    "compute_capability", "cpu_model",
                     "tf_version", "is_cuda_build", "cuda_version", "cudnn_version", "tf32_enabled",
                     "git_commit", "fft_conv2d_available", "fft_conv2d_unavailable_reason"}
 

@@ -538,7 +538,7 @@ def test_probe_never_exceeds_its_timeout(monkeypatch):
 
 
 def test_data_module_needs_no_op_library(tmp_path):
-    """tf_fftconv.experiments.data imports and loads data from a copy of the package without the op library."""
+    """The data loader imports and loads data from a copy of the package without the op library."""
     import shutil
     import subprocess
 

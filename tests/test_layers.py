@@ -147,8 +147,8 @@ def test_config_round_trip():
 
 
 # Keras 3.0 to 3.13 keep L1's factor as a float32 tensor and multiply it into the sum of a float64
-# weight without a cast (keras/src/regularizers/regularizers.py, L1.__call__); 3.14.0 casts it to the
-# weight's dtype. The float64 twins below then fail in Keras itself, for Conv2D as for FFTConv2D.
+# weight without a cast (keras/src/regularizers/regularizers.py, L1.__call__); 3.14.0 casts it to
+# the weight's dtype. The float64 twins below then fail in Keras itself, for Conv2D as for FFTConv2D.
 KERAS_L1_FLOAT64_BUG = tuple(int(part) for part in keras.__version__.split(".")[:2]) < (3, 14)
 
 

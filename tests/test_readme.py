@@ -29,4 +29,5 @@ def test_readme_block_runs(index, tmp_path):
         [ROOT] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
     done = subprocess.run([sys.executable, "-c", BLOCKS[index]], cwd=tmp_path, env=env,
                           capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, f"README block {index + 1}:\n{BLOCKS[index]}\n{done.stderr[-3000:]}"
+    assert done.returncode == 0, (
+        f"README block {index + 1}:\n{BLOCKS[index]}\n{done.stderr[-3000:]}")

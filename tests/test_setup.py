@@ -1,4 +1,5 @@
-"""setup.py speaks first when the build cannot work: no `wheel`, or no TensorFlow to build against."""
+"""The first run: setup.py speaks first when the build cannot work (no `wheel`, no TensorFlow);
+`make setup` keeps a supported TensorFlow and gets the offline data set where apt allows."""
 
 import os
 import re

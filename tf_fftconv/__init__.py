@@ -1,8 +1,8 @@
 """tf_fftconv: fast FFT convolution for TensorFlow (Mathieu, Henaff & LeCun 2013; fbfft).
 
 ``fft_conv2d`` is a stride-1 ``tf.nn.conv2d`` computed with three custom ops (``tf_fftconv.ops``);
-``FFTConv2D`` is the Keras layer; ``reference.signal_fft_conv2d`` is the same convolution written with
-``tf.signal``. ``tf.load_op_library(tf_fftconv.library_path())`` gives the raw ops to scripts.
+``FFTConv2D`` is the Keras layer; ``reference.signal_fft_conv2d`` is the same convolution written
+with ``tf.signal``. ``tf.load_op_library(tf_fftconv.library_path())`` gives the raw ops to scripts.
 
 The experiment tools around the library live in ``tf_fftconv.experiments`` (LeNet-5 models, data
 loading, the reproduction and the benchmark) and are not imported here; ``tf_fftconv.models`` and

@@ -74,7 +74,7 @@ _OFFLINE_ENV = "TF_FFTCONV_OFFLINE"
 _FASHION_DIR_ENV = "TF_FFTCONV_FASHION_MNIST_DIR"
 _INPUT_ROOT_ENV = "TF_FFTCONV_INPUT_ROOT"
 _SEARCH_DEPTH = 4  # levels below the input root: /kaggle/input/<data set>/<folder>/<folder>
-_SEARCH_MAX_DIRS = 2000  # directories looked at, at most: an attached image collection is not walked
+_SEARCH_MAX_DIRS = 2000  # directories looked at, at most: a large attached collection is not walked
 _SYNTHETIC_SOURCE = "generated (tf_fftconv.experiments.data.synthetic_arrays)"
 
 
@@ -333,7 +333,7 @@ def _read_csv_set(stamps):
 # ----------------------------------------------------------------------------- attached copies
 
 def input_root(root=None):
-    """Where attached data sets are searched: `root`, else $TF_FFTCONV_INPUT_ROOT, else /kaggle/input."""
+    """Where attached data sets are searched: `root`, else $TF_FFTCONV_INPUT_ROOT, else INPUT_ROOT."""
     return root or os.environ.get(_INPUT_ROOT_ENV) or INPUT_ROOT
 
 

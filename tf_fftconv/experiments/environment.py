@@ -35,7 +35,7 @@ def resolve_device(text="auto"):
 
 
 def git_commit():
-    """(HEAD of the source tree, dirty or not); TF_FFTCONV_COMMIT names it in a copy without .git."""
+    """(HEAD of the source tree, dirty or not); $TF_FFTCONV_COMMIT names it in a copy without git."""
     if os.environ.get("TF_FFTCONV_COMMIT"):
         return os.environ["TF_FFTCONV_COMMIT"], None
     try:

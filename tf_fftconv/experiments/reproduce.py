@@ -26,8 +26,8 @@ process costs (library handles, kernel loading) fall on neither timed run.
 `--baseline-seeds K` trains K-1 more baselines with seeds seed+1 .. seed+K-1 and reports the
 mean and spread of the K baseline accuracies, to judge the FFT accuracy against run-to-run noise.
 
-The data set comes from `tf_fftconv.experiments.data.load`: MNIST when it can be had quickly, otherwise
-Fashion-MNIST, otherwise synthetic data, always announced and named in the table's rows.
+The data set comes from `tf_fftconv.experiments.data.load`: MNIST when it can be had quickly,
+otherwise Fashion-MNIST, otherwise synthetic data, always announced and named in the table's rows.
 `--json PATH` writes per-epoch times, losses and accuracies, the device, the TensorFlow
 version and the data set actually used.
 """
