@@ -12,7 +12,8 @@
 #                       (run it on a GPU host: tools/gpu_check.sh)
 #   make kernel-variants  tuning builds of the kernel check with other FFT block shapes,
 #                       build/variants/kc_<name> (VARIANTS below; timed by tools/tune.sh)
-#   make setup          install the pinned Python requirements (requirements-dev.txt)
+#   make setup          the Python requirements (TensorFlow only when no supported one is importable)
+#                       and Debian's Fashion-MNIST where apt is usable
 #   make test           setup, build, and the test suite (README's command)
 #   make clean
 #
@@ -209,8 +210,20 @@ cuda-check kernel-check kernel-variants:
 	@echo "error: nvcc not found (make $@ compiles CUDA code)"; exit 1
 endif
 
+# The TensorFlow versions the package builds and passes against. `make setup` keeps one of these when
+# it is importable (a Kaggle image's own, with its CUDA) and installs TENSORFLOW only otherwise; the
+# rest of the requirements never name TensorFlow. TENSORFLOW may hold several requirements (CI's
+# Kaggle leg: TENSORFLOW="tensorflow==2.20.* keras==3.13.2").
+TF_SUPPORTED := 2.18 2.19 2.20 2.21
+TENSORFLOW   ?= tensorflow==2.21.*
+
 setup:
+	@if version=$$($(PYTHON) -c 'import sys, tensorflow as tf; print(tf.__version__); sys.exit(".".join(tf.__version__.split(".")[:2]) not in sys.argv[1:])' $(TF_SUPPORTED) 2>/dev/null); \
+	then echo "setup: keeping the installed TensorFlow $$version"; \
+	else echo "setup: no supported TensorFlow ($(TF_SUPPORTED)) is importable$${version:+ (found $$version)}: installing $(TENSORFLOW)"; \
+	  $(PYTHON) -m pip install -q $(foreach r,$(TENSORFLOW),'$(r)') || exit 1; fi
 	$(PYTHON) -m pip install -q -r requirements-dev.txt
+	@sh tools/install_fashion_mnist.sh
 
 # Everything but the GPU tests (those run on a GPU host: `$(PYTHON) -m pytest -m gpu`).
 test: setup

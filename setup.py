@@ -6,27 +6,55 @@ that is already installed, so install with build isolation off:
     pip install --no-build-isolation .
 """
 
+import importlib.util
 import os
 import subprocess
 import sys
 
-from setuptools import setup
-from setuptools.command.build_py import build_py
-from setuptools.dist import Distribution
-
 HERE = os.path.dirname(os.path.abspath(__file__))
+
+# Commands that make metadata, build or install: pip runs `dist_info` first, and with setuptools
+# older than 70.1 that already needs the `wheel` package.
+_BUILD_COMMANDS = {"dist_info", "egg_info", "bdist_wheel", "bdist_egg", "build", "build_py",
+                   "build_ext", "install", "develop", "editable_wheel"}
+
+
+def _importable(module):
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):  # a parent package missing, or the module blocked
+        return False
+
+
+def _check_build_environment(argv):
+    """Stops with what to do, before setuptools or pip report the same lack less clearly."""
+    if not _BUILD_COMMANDS & set(argv):
+        return
+    problems = []
+    if not (_importable("wheel") or _importable("setuptools.command.bdist_wheel")):
+        problems.append("building needs the `wheel` package (or setuptools >= 70.1), which this "
+                        "Python lacks: `python -m pip install wheel`.")
+    if not _importable("tensorflow"):
+        problems.append("the op library compiles against the TensorFlow already installed "
+                        "(2.18 to 2.21), but this Python cannot import tensorflow: install "
+                        "TensorFlow first. (Build isolation would hide it: keep "
+                        "--no-build-isolation.)")
+    if problems:
+        sys.exit("tf_fftconv: " + "\n".join(problems)
+                 + "\nThen run `pip install --no-build-isolation .` again.")
+
+
+_check_build_environment(sys.argv[1:])
+
+from setuptools import find_packages, setup  # noqa: E402  (after the check, which says more)
+from setuptools.command.build_py import build_py  # noqa: E402
+from setuptools.dist import Distribution  # noqa: E402
 
 
 class BuildOpsWithMake(build_py):
     """Runs `make build` before collecting the package, so the .so ships inside tf_fftconv/."""
 
     def run(self):
-        try:
-            import tensorflow  # noqa: F401
-        except ImportError:
-            sys.exit("tf_fftconv compiles against the TensorFlow already installed, but this Python "
-                     "cannot import tensorflow. Install TensorFlow first, then run "
-                     "`pip install --no-build-isolation .` (build isolation would hide it).")
         jobs = str(os.cpu_count() or 2)
         subprocess.check_call(["make", "build", "PYTHON=" + sys.executable, "-j" + jobs], cwd=HERE)
         super().run()
@@ -45,14 +73,14 @@ setup(
     description="Fast FFT convolution for TensorFlow: custom FFT, spectral matmul and inverse ops",
     long_description=open(os.path.join(HERE, "README.md")).read(),
     long_description_content_type="text/markdown",
-    packages=["tf_fftconv"],
+    packages=find_packages(include=["tf_fftconv", "tf_fftconv.*"]),
     package_data={"tf_fftconv": ["_fftconv_ops.so", "_build_info.json"]},
     python_requires=">=3.9",
-    # A range, not a pin: the package builds against the TensorFlow a machine already has (Keras 3
-    # era); development and CI pin 2.21 in requirements-dev.txt.
-    install_requires=["tensorflow>=2.16", "numpy"],
+    # A range, not a pin: the package builds against the TensorFlow a machine already has (2.18 to
+    # 2.21 build and pass); development and CI use 2.21 (`make setup`).
+    install_requires=["tensorflow>=2.18", "numpy"],
     extras_require={
-        "data": ["tensorflow-datasets", "importlib_resources"],
+        "data": ["tensorflow-datasets"],
         "bench": ["matplotlib", "tqdm"],
     },
     cmdclass={"build_py": BuildOpsWithMake},

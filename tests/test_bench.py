@@ -1,5 +1,5 @@
-"""Smoke test of the benchmark harness on the CPU: it runs, and its JSON file has the documented
-schema.
+"""Smoke test of the benchmark harness on the CPU: it runs, its JSON file has the documented
+schema, and it writes files only where it is told to.
 
 Speed is measured by `python -m tf_fftconv.bench`, not asserted here.
 """
@@ -13,13 +13,15 @@ from pathlib import Path
 import pytest
 import tensorflow as tf
 
-from tf_fftconv import bench
+from tf_fftconv.experiments import environment
+from tf_fftconv.experiments.bench import cli, measure
 
 REPO = Path(__file__).resolve().parent.parent
 TINY_CASES = "1:2:3:8:3,1:2:3:8:5,1:1:2:6:3:same"
 TIMING_KEYS = {"median_ms", "min_ms", "max_ms", "mean_ms", "stdev_ms", "spread_pct",
                "calls_per_sample", "samples_ms"}
-ENVIRONMENT_KEYS = {"device", "device_kind", "gpu_name", "compute_capability", "cpu_model",
+ENVIRONMENT_KEYS = {"device", "device_kind", "description", "keras_version", "gpu_name",
+                    "compute_capability", "cpu_model",
                     "tf_version", "is_cuda_build", "cuda_version", "cudnn_version", "tf32_enabled",
                     "git_commit", "fft_conv2d_available", "fft_conv2d_unavailable_reason"}
 
@@ -30,17 +32,17 @@ def positive(value):
 
 def check_report(report, cases, modes, repeats):
     """The schema of docs/benchmarking.md; every timing a positive number."""
-    assert report["schema"] == bench.SCHEMA
+    assert report["schema"] == cli.SCHEMA
     env = report["environment"]
     assert ENVIRONMENT_KEYS <= set(env), ENVIRONMENT_KEYS - set(env)
     assert env["tf_version"] == tf.__version__
     assert isinstance(env["tf32_enabled"], bool)
     assert isinstance(env["git_commit"], str) and env["git_commit"]
     settings = report["settings"]
-    assert settings["impls"] == list(bench.IMPLS)
+    assert settings["impls"] == list(measure.IMPLS)
     assert settings["modes"] == modes
     assert settings["repeats"] == repeats
-    assert settings["cases"] == [case.spec for case in bench.parse_cases(cases)]
+    assert settings["cases"] == [case.spec for case in measure.parse_cases(cases)]
 
     results = report["results"]
     assert len(results) == len(settings["cases"]) * len(modes)
@@ -79,7 +81,7 @@ def test_main_in_process(tmp_path, capsys):
             "--json", str(json_path), "--plot", str(plot_path)]
     tf32 = tf.config.experimental.tensor_float_32_execution_enabled()
     try:
-        assert bench.main(argv) == 0
+        assert cli.main(argv) == 0
     finally:
         tf.config.experimental.enable_tensor_float_32_execution(tf32)
     report = json.loads(json_path.read_text())
@@ -96,6 +98,18 @@ def test_main_in_process(tmp_path, capsys):
         assert plot_path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def test_writes_no_file_unless_told(tmp_path, monkeypatch, capsys):
+    results = REPO / "benchmarks" / "results"
+    before = sorted(results.rglob("*")) if results.is_dir() else []
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["--cases", "1:1:1:4:3", "--modes", "forward", "--impl", "conv2d",
+                     "--repeats", "1", "--warmup", "3", "--iters", "1", "--device", "cpu",
+                     "--no-progress"]) == 0
+    assert "1x1->1 4x4 k3 VALID" in capsys.readouterr().out
+    assert list(tmp_path.iterdir()) == []
+    assert (sorted(results.rglob("*")) if results.is_dir() else []) == before
+
+
 def test_cli_quick(tmp_path):
     json_path = tmp_path / "quick.json"
     command = [sys.executable, "-m", "tf_fftconv.bench", "--quick", "--cases", "1:2:2:6:3",
@@ -107,50 +121,51 @@ def test_cli_quick(tmp_path):
 
 
 def test_parse_cases():
-    assert bench.parse_cases("mathieu") == [
-        bench.Case(128, 96, 256, 32, k, "VALID") for k in (3, 5, 7, 9, 11, 13)]
-    assert len(bench.parse_cases("all")) == 9
-    assert bench.parse_cases("lenet,8:3:16:32:5:SAME,lenet") == bench.PRESETS["lenet"] + [
-        bench.Case(8, 3, 16, 32, 5, "SAME")]
-    case = bench.parse_cases("64:64:64:64:3:same")[0]
+    assert measure.parse_cases("mathieu") == [
+        measure.Case(128, 96, 256, 32, k, "VALID") for k in (3, 5, 7, 9, 11, 13)]
+    assert len(measure.parse_cases("all")) == 9
+    assert measure.parse_cases("lenet,8:3:16:32:5:SAME,lenet") == measure.PRESETS["lenet"] + [
+        measure.Case(8, 3, 16, 32, 5, "SAME")]
+    case = measure.parse_cases("64:64:64:64:3:same")[0]
     assert (case.out_size, case.spec, case.name) == (64, "64:64:64:64:3:same",
                                                        "64x64->64 64x64 k3 SAME")
     assert case.spatial_gflop("train") == pytest.approx(3 * case.spatial_gflop("forward"))
     for bad in ("", "nope", "1:2:3:4", "1:2:3:4:5:full", "1:2:3:4:0", "1:1:1:3:5:valid"):
         with pytest.raises(ValueError):
-            bench.parse_cases(bad)
+            measure.parse_cases(bad)
 
 
 @pytest.mark.parametrize("argv", [["--impl", "cudnn"], ["--modes", "backward"],
-                                  ["--warmup", "2"], ["--iters", "many"], ["--cases", "1:2"]])
+                                  ["--warmup", "2"], ["--iters", "many"], ["--cases", "1:2"],
+                                  ["--device", "tpu"], ["--device", "gpu:64"]])
 def test_bad_arguments_exit_with_usage(argv, capsys):
     with pytest.raises(SystemExit) as exit_info:
-        bench.parse_args(argv)
+        cli.parse_args(argv)
     assert exit_info.value.code == 2
     assert "usage:" in capsys.readouterr().err
 
 
 def test_quick_defaults_and_impl_selection():
-    args = bench.parse_args(["--quick", "--impl", "signal,conv2d"])
-    assert args.cases == bench.PRESETS["quick"]
+    args = cli.parse_args(["--quick", "--impl", "signal,conv2d"])
+    assert args.cases == measure.PRESETS["quick"]
     assert args.impls == ["conv2d", "signal"]  # canonical order
     assert (args.repeats, args.warmup, args.iters) == (3, 3, 3)
-    assert bench.parse_args(["--iters", "auto"]).iters is None
+    assert cli.parse_args(["--iters", "auto"]).iters is None
 
 
 def test_resolve_device():
-    assert bench.resolve_device("cpu") == "/CPU:0"
-    assert bench.resolve_device("/device:CPU:0") == "/CPU:0"
+    assert environment.resolve_device("cpu") == "/CPU:0"
+    assert environment.resolve_device("/device:CPU:0") == "/CPU:0"
     gpus = len(tf.config.list_logical_devices("GPU"))
-    assert bench.resolve_device("auto") == ("/GPU:0" if gpus else "/CPU:0")
+    assert environment.resolve_device("auto") == ("/GPU:0" if gpus else "/CPU:0")
     with pytest.raises(ValueError, match="GPU"):
-        bench.resolve_device(f"gpu:{gpus}")
+        environment.resolve_device(f"gpu:{gpus}")
 
 
 def test_time_per_call_rotates_inputs_and_calibrates():
     seen = []
     fn = lambda value: seen.append(value)  # noqa: E731
-    samples, calls = bench.time_per_call(fn, [(0,), (1,), (2,)], warmup=3, repeats=4, calls=None,
+    samples, calls = measure.time_per_call(fn, [(0,), (1,), (2,)], warmup=3, repeats=4, calls=None,
                                          target_sample_s=1e-4)
     assert len(samples) == 4 and all(positive(s) for s in samples)
     assert calls % 3 == 0

@@ -11,7 +11,7 @@ import types
 import numpy as np
 import pytest
 
-from tf_fftconv import data
+from tf_fftconv.experiments import data
 
 FASHION_MNIST = data.FASHION_MNIST_DIR
 have_fashion_mnist = pytest.mark.skipif(
@@ -171,6 +171,21 @@ def test_unknown_name():
         data.load("cifar10")
 
 
+def test_check_name_needs_no_data(tmp_path, rng):
+    for name in ("mnist", "auto", "fashion_mnist", "synthetic"):
+        data.check_name(name)
+    with pytest.raises(ValueError, match="unknown data set 'foo'"):
+        data.check_name("foo")
+    with pytest.raises(ValueError, match="needs a directory"):
+        data.check_name("idx:")
+    with pytest.raises(data.DatasetUnavailableError, match="does not exist"):
+        data.check_name(f"idx:{tmp_path / 'missing'}")
+    with pytest.raises(data.DatasetUnavailableError, match="lacks train-images"):
+        data.check_name(f"idx:{tmp_path}")
+    directory, _ = _mnist_dir(tmp_path, rng)
+    data.check_name(f"idx:{directory}")
+
+
 # ----------------------------------------------------------------------------- order
 
 def _epoch_labels(dataset, epochs=2):
@@ -279,6 +294,7 @@ def empty_tfds_dir(tmp_path, monkeypatch):
     monkeypatch.setenv("TFDS_DATA_DIR", str(d))
     monkeypatch.setenv("HOME", str(tmp_path))
     monkeypatch.delenv("TF_FFTCONV_OFFLINE", raising=False)
+    monkeypatch.setenv("TF_FFTCONV_INPUT_ROOT", str(tmp_path / "no-attached-data"))
     return d
 
 
@@ -304,13 +320,15 @@ def test_offline_mnist_falls_back_at_once(fake_tfds, empty_tfds_dir, monkeypatch
 
 
 def test_offline_without_fashion_mnist_falls_back_to_synthetic(fake_tfds, empty_tfds_dir,
-                                                               monkeypatch, tmp_path):
+                                                               monkeypatch, tmp_path, capsys):
     fake_tfds(fail=True)
     monkeypatch.setattr(data, "tfds_reachable", lambda *a, **k: False)
     monkeypatch.setenv("TF_FFTCONV_FASHION_MNIST_DIR", str(tmp_path / "absent"))
     with pytest.warns(UserWarning, match="SYNTHETIC data instead"):
         _, _, info = data.load("mnist", limit_train=100, limit_test=10)
     assert info.name == "synthetic" and "Fashion-MNIST unavailable" in info.fallback_reason
+    assert "dataset-fashion-mnist" in info.fallback_reason
+    assert "install Debian's package dataset-fashion-mnist" in capsys.readouterr().err
     with pytest.raises(data.DatasetUnavailableError, match="'mnist' cannot be loaded here"):
         data.load("mnist", fallback=False)
     with pytest.raises(data.DatasetUnavailableError, match="'fashion_mnist' cannot be loaded"):
@@ -360,6 +378,139 @@ def test_tfds_failure_is_a_fallback_not_a_crash(fake_tfds, empty_tfds_dir, monke
     assert info.name == "synthetic" and "tensorflow-datasets failed" in info.fallback_reason
 
 
+# ----------------------------------------------------------------------------- attached copies
+
+def _write_csv(path, images, labels, label_first=True, with_labels=True):
+    pixels = [f"pixel{i}" for i in range(784)]
+    header = (["label"] if with_labels else []) + pixels if label_first else pixels + ["label"]
+    rows = []
+    for image, label in zip(images, labels):
+        values = [str(v) for v in image.reshape(-1)]
+        if with_labels:
+            values = [str(label)] + values if label_first else values + [str(label)]
+        rows.append(",".join(values))
+    path.write_text(",".join(header) + "\n" + "\n".join(rows) + "\n")
+
+
+@pytest.fixture
+def probes(monkeypatch):
+    """Offline: every network probe fails, and is recorded."""
+    calls = []
+    monkeypatch.setattr(data, "tfds_reachable", lambda *a, **k: calls.append(a) or False)
+    return calls
+
+
+@pytest.fixture
+def attached(tmp_path, monkeypatch, fake_tfds, probes):
+    """An empty input root in place of /kaggle/input, on an offline machine without other data."""
+    root = tmp_path / "input"
+    root.mkdir()
+    monkeypatch.setenv("TF_FFTCONV_INPUT_ROOT", str(root))
+    monkeypatch.setenv("TFDS_DATA_DIR", str(tmp_path / "tfds"))
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("TF_FFTCONV_FASHION_MNIST_DIR", str(tmp_path / "absent"))
+    fake_tfds(fail=True)
+    return root
+
+
+def test_attached_idx_files_in_kaggle_layout(attached, probes, rng, capsys):
+    """Dot-named files beside folders of the same names, as in Kaggle's MNIST data sets."""
+    directory = attached / "mnist-dataset"
+    directory.mkdir()
+    arrays = {}
+    for split, n in (("train", 70), ("t10k", 14)):
+        arrays[split] = (rng.integers(0, 256, (n, 28, 28), dtype=np.uint8),
+                         rng.integers(0, 10, n, dtype=np.uint8))
+        for kind, array in zip(("images", "labels"), arrays[split]):
+            name = f"{split}-{kind}.idx{array.ndim}-ubyte"
+            _write(directory / name, _idx_bytes(array, 0x08))
+            (directory / f"{split}-{kind}-idx{array.ndim}-ubyte").mkdir()
+    got = data.load_arrays("mnist")
+    assert (got.name, got.source, got.fallback_reason) == ("mnist", str(directory), None)
+    np.testing.assert_array_equal(got.x_train, arrays["train"][0])
+    np.testing.assert_array_equal(got.y_test, arrays["t10k"][1])
+    assert f"found MNIST attached under {attached}: {directory}" in capsys.readouterr().err
+    assert probes == []  # found before any download was considered
+
+
+def test_attached_gzipped_idx_files_in_a_subfolder(attached, probes, rng):
+    deep = attached / "mnist" / "raw"
+    deep.mkdir(parents=True)
+    _, arrays = _mnist_dir(deep, rng, n_train=30, n_test=10, compress=True)
+    got = data.load_arrays("auto")
+    assert got.name == "mnist" and got.source == str(deep)
+    np.testing.assert_array_equal(got.x_test, arrays[("t10k", "images")])
+    assert probes == []  # found before any download was considered
+
+
+def test_attached_digit_recognizer_csv_holds_out_a_test_split(attached, probes, rng, capsys):
+    directory = attached / "digit-recognizer"
+    directory.mkdir()
+    images = rng.integers(0, 256, (70, 28, 28), dtype=np.uint8)
+    labels = rng.integers(0, 10, 70)
+    _write_csv(directory / "train.csv", images, labels)
+    _write_csv(directory / "test.csv", images[:5], labels[:5], with_labels=False)  # no labels
+    (directory / "sample_submission.csv").write_text("ImageId,Label\n1,0\n")
+    got = data.load_arrays("mnist")
+    assert got.name == "mnist" and got.fallback_reason is None
+    assert (len(got.x_train), len(got.x_test)) == (60, 10)  # the last seventh held out
+    np.testing.assert_array_equal(got.x_train, images[:60])
+    np.testing.assert_array_equal(got.y_test, labels[60:])
+    assert "last 10 rows are the test split" in got.source
+    assert "found MNIST attached" in capsys.readouterr().err
+    assert probes == []
+    _, test, info = data.pipelines(got, 4, data_format="channels_last")
+    assert info.display_name == "MNIST" and info.num_test == 10
+    assert next(iter(test))[0].shape == (4, 32, 32, 1)
+
+
+def test_attached_csv_with_a_labelled_test_partner(attached, probes, rng):
+    directory = attached / "mnist-in-csv"
+    directory.mkdir()
+    train = rng.integers(0, 256, (20, 28, 28), dtype=np.uint8), rng.integers(0, 10, 20)
+    test = rng.integers(0, 256, (6, 28, 28), dtype=np.uint8), rng.integers(0, 10, 6)
+    _write_csv(directory / "mnist_train.csv", *train, label_first=False)
+    _write_csv(directory / "mnist_test.csv", *test, label_first=False)
+    got = data.load_arrays("mnist")
+    assert (len(got.x_train), len(got.x_test)) == (20, 6)
+    np.testing.assert_array_equal(got.x_test, test[0])
+    np.testing.assert_array_equal(got.y_train, train[1])
+    assert "mnist_test.csv" in got.source
+    assert probes == []  # found before any download was considered
+
+
+def test_attached_fashion_mnist_is_not_taken_for_mnist(attached, rng, capsys):
+    fashion = attached / "fashionmnist"
+    fashion.mkdir()
+    _mnist_dir(fashion, rng, n_train=20, n_test=5)
+    assert data.find_attached("mnist") is None
+    assert data.find_attached("fashion_mnist") == ("idx", str(fashion))
+    with pytest.warns(UserWarning, match="using FASHION-MNIST"):
+        got = data.load_arrays("mnist")
+    assert got.name == "fashion_mnist" and got.source == str(fashion)
+    assert f"no copy attached under {attached}" in got.fallback_reason
+    got = data.load_arrays("fashion_mnist")
+    assert got.name == "fashion_mnist" and got.fallback_reason is None
+
+
+def test_attached_search_is_bounded_in_depth(attached, rng):
+    too_deep = attached.joinpath(*"abcdef")
+    too_deep.mkdir(parents=True)
+    _mnist_dir(too_deep, rng, n_train=20, n_test=5)
+    assert data.find_attached("mnist") is None
+    assert data.find_attached("mnist", root=attached / "a" / "b") == ("idx", str(too_deep))
+
+
+def test_attached_csv_that_does_not_parse_is_a_fallback_not_a_crash(attached):
+    directory = attached / "digits"
+    directory.mkdir()
+    header = ",".join(["label"] + [f"p{i}" for i in range(784)])
+    (directory / "train.csv").write_text(header + "\n" + ",".join(["x"] * 785) + "\n")
+    with pytest.warns(UserWarning, match="SYNTHETIC"):
+        got = data.load_arrays("mnist")
+    assert got.name == "synthetic" and "cannot be read" in got.fallback_reason
+
+
 # ----------------------------------------------------------------------------- the probe itself
 
 def test_probe_on_loopback():
@@ -387,14 +538,14 @@ def test_probe_never_exceeds_its_timeout(monkeypatch):
 
 
 def test_data_module_needs_no_op_library(tmp_path):
-    """tf_fftconv.data imports and loads data from a copy of the package without the op library."""
+    """The data loader imports and loads data from a copy of the package without the op library."""
     import shutil
     import subprocess
 
     repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     shutil.copytree(os.path.join(repo, "tf_fftconv"), tmp_path / "tf_fftconv",
                     ignore=shutil.ignore_patterns("*.so", "_build_info.json", "__pycache__"))
-    code = ("import tf_fftconv.data as d\n"
+    code = ("import tf_fftconv.experiments.data as d\n"
             "d.load('synthetic', limit_train=10, limit_test=10)\n")
     env = dict(os.environ, PYTHONPATH=str(tmp_path))
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,

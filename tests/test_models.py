@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from conftest import rel_error
-from tf_fftconv import data, models
+from tf_fftconv.experiments import data, models
 from tf_fftconv.layers import FFTConv2D
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -3,6 +3,7 @@
 import json
 import os
 
+import numpy as np
 import pytest
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -33,12 +34,33 @@ def test_parameters_cell_is_tagged_and_complete():
         "commit the notebook without outputs"
 
 
+def _attach_mnist(root):
+    """A small MNIST in the layout of Kaggle's attached data sets (dot-named IDX files)."""
+    from tf_fftconv.experiments import data
+
+    directory = root / "mnist-dataset"
+    directory.mkdir(parents=True)
+    rng = np.random.default_rng(0)
+    for split, n in (("train", 256), ("t10k", 128)):
+        data.write_idx(directory / f"{split}-images.idx3-ubyte",
+                       rng.integers(0, 256, (n, 28, 28), dtype=np.uint8))
+        data.write_idx(directory / f"{split}-labels.idx1-ubyte",
+                       rng.integers(0, 10, n, dtype=np.uint8))
+    return directory
+
+
 def test_notebook_runs_with_tiny_settings(tmp_path, monkeypatch):
+    """Offline, with MNIST attached under the input root as on Kaggle: found, trained on, named."""
+    attached = _attach_mnist(tmp_path / "input")
+    monkeypatch.setenv("TF_FFTCONV_INPUT_ROOT", str(tmp_path / "input"))
+    monkeypatch.setenv("TF_FFTCONV_OFFLINE", "1")
+    monkeypatch.setenv("TFDS_DATA_DIR", str(tmp_path / "tfds"))
+    monkeypatch.setenv("HOME", str(tmp_path))  # no ~/tensorflow_datasets copy comes first
     notebook = _read()
     index = next(i for i, c in enumerate(notebook.cells)
                  if "parameters" in c.metadata.get("tags", []))
     overrides = nbformat.v4.new_code_cell(
-        "INSTALL = False\nDATASET = 'synthetic'\nEPOCHS = 2\nBATCH_SIZE = 64\n"
+        "INSTALL = False\nDATASET = 'mnist'\nEPOCHS = 2\nBATCH_SIZE = 64\n"
         "LIMIT_TRAIN = 256\nLIMIT_TEST = 128\nBASELINE_SEEDS = 2\n"
         f"JSON_PATH = {str(tmp_path / 'result.json')!r}\n"
         f"PLOT_PATH = {str(tmp_path / 'plot.png')!r}\n",
@@ -52,14 +74,18 @@ def test_notebook_runs_with_tiny_settings(tmp_path, monkeypatch):
 
     text = "\n".join(o.get("text", "") for c in notebook.cells if c.cell_type == "code"
                      for o in c.outputs if o.output_type == "stream")
+    errors = "\n".join(o.get("text", "") for c in notebook.cells if c.cell_type == "code"
+                       for o in c.outputs if o.get("name") == "stderr")
     assert "INSTALL=False" in text
-    assert "| Synthetic LeNet | Baseline |" in text
-    assert "| Synthetic Mathieu LeNet | Frequency domain convolutions (tf_fftconv) |" in text
+    assert f"found MNIST attached under {tmp_path / 'input'}: {attached}" in errors
+    assert f"data: mnist from {attached}" in text
+    assert "| MNIST LeNet | Baseline |" in text
+    assert "| MNIST Mathieu LeNet | Frequency domain convolutions (tf_fftconv) |" in text
     assert "[fft] epoch 2/2" in text
     images = [o for c in notebook.cells if c.cell_type == "code" for o in c.outputs
               if "image/png" in o.get("data", {})]
     assert images, "the bar plot was not shown"
     assert (tmp_path / "plot.png").stat().st_size > 0
     result = json.loads((tmp_path / "result.json").read_text())
-    assert result["dataset"]["name"] == "synthetic" and result["settings"]["epochs"] == 2
+    assert result["dataset"]["name"] == "mnist" and result["settings"]["epochs"] == 2
     assert len(result["baseline_accuracy_over_seeds"]["accuracies"]) == 2

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from tf_fftconv import reproduce
+from tf_fftconv.experiments import reproduce
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -25,7 +25,8 @@ def test_format_table_matches_the_design_document_style():
         "dataset": {"display_name": "MNIST", "requested": "mnist", "source": "tfds",
                     "num_train": 60000, "num_test": 10000, "batch_size": 128,
                     "fallback_reason": None},
-        "device": {"device": "GPU: test", "tensorflow": "2.21.0", "keras": "3.15.1"},
+        "environment": {"description": "GPU: test", "tf_version": "2.21.0",
+                        "keras_version": "3.15.1"},
         "runs": {"baseline": _run_record("baseline", [3.0, 1.67633, 1.67633], 0.9879416, True),
                  "fft": _run_record("fft", [4.0, 1.5, 1.5], 0.9878)},
         "baseline_accuracy_over_seeds": {"seeds": [0, 1, 2], "accuracies": [0.98, 0.99, 0.985],
@@ -43,6 +44,7 @@ def test_format_table_matches_the_design_document_style():
     assert "0.89x" in text and "-0.014 points" in text
     assert "over 3 seeds (0, 1, 2): mean 98.500%" in text
     assert 'baseline on, FFT off' in text
+    assert "Device: GPU: test. TensorFlow 2.21.0, Keras 3.15.1." in text
     assert "NOTE" not in text
 
     result["dataset"].update(display_name="Fashion-MNIST", fallback_reason="MNIST unreachable")
@@ -58,6 +60,42 @@ def test_arguments():
     assert reproduce.parse_args(["--seeds", "3"]).baseline_seeds == 3
     with pytest.raises(SystemExit):
         reproduce.parse_args(["--epochs", "0"])
+
+
+@pytest.mark.parametrize("dataset,message", [
+    ("foo", "unknown data set 'foo'"),
+    ("idx:", "needs a directory"),
+    ("idx:/missing", "IDX directory '/missing' does not exist"),
+])
+def test_bad_dataset_is_a_usage_error(dataset, message, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        reproduce.main(["--dataset", dataset])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert "usage:" in err and message in err
+
+
+def test_unavailable_data_without_fallback_is_a_usage_error(tmp_path, monkeypatch, capsys):
+    from tf_fftconv.experiments import data
+
+    monkeypatch.setenv("TF_FFTCONV_FASHION_MNIST_DIR", str(tmp_path / "absent"))
+    monkeypatch.setenv("TF_FFTCONV_INPUT_ROOT", str(tmp_path / "absent"))
+    monkeypatch.setenv("TFDS_DATA_DIR", str(tmp_path / "tfds"))
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setattr(data, "tfds_reachable", lambda *a, **k: False)
+    with pytest.raises(SystemExit) as exit_info:
+        reproduce.main(["--dataset", "fashion_mnist", "--no-fallback"])
+    assert exit_info.value.code == 2
+    assert "'fashion_mnist' cannot be loaded here" in capsys.readouterr().err
+
+
+def test_bad_arguments_end_without_a_traceback(tmp_path):
+    done = subprocess.run([sys.executable, "-m", "tf_fftconv.reproduce", "--dataset",
+                           f"idx:{tmp_path}"], cwd=REPO, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 2, done.stderr[-3000:]
+    assert "Traceback" not in done.stderr
+    assert "lacks train-images-idx3-ubyte[.gz]" in done.stderr.splitlines()[-1]
 
 
 def test_cli_smoke(tmp_path):
@@ -85,7 +123,7 @@ def test_cli_smoke(tmp_path):
     result = json.loads(out.read_text())
     assert result["dataset"]["name"] == "synthetic"
     assert result["dataset"]["num_train"] == 512 and result["dataset"]["num_test"] == 256
-    assert result["device"]["tensorflow"] and result["device"]["device"]
+    assert result["environment"]["tf_version"] and result["environment"]["description"]
     assert result["settings"]["seed"] == 5
     baseline, fft = result["runs"]["baseline"], result["runs"]["fft"]
     for run in (baseline, fft):

@@ -1,22 +1,44 @@
 """tf_fftconv: fast FFT convolution for TensorFlow (Mathieu, Henaff & LeCun 2013; fbfft).
 
 ``fft_conv2d`` is a stride-1 ``tf.nn.conv2d`` computed with three custom ops (``tf_fftconv.ops``);
-``FFTConv2D`` is the Keras layer; ``models.lenet5`` is Mathieu's LeNet-5; ``data`` loads MNIST-style
-data sets. ``tf.load_op_library(tf_fftconv.library_path())`` gives the raw ops to scripts.
+``FFTConv2D`` is the Keras layer; ``reference.signal_fft_conv2d`` is the same convolution written
+with ``tf.signal``. ``tf.load_op_library(tf_fftconv.library_path())`` gives the raw ops to scripts.
+
+The experiment tools around the library live in ``tf_fftconv.experiments`` (LeNet-5 models, data
+loading, the reproduction and the benchmark) and are not imported here; ``tf_fftconv.models`` and
+``tf_fftconv.data`` name two of them and import them on first use.
 """
 
+import importlib as _importlib
 import os as _os
 
 from tf_fftconv._loader import build_info, library_path, load_library
 from tf_fftconv import ops
 from tf_fftconv.conv import conv_geometry, fft_conv2d
 from tf_fftconv.layers import FFTConv2D
-from tf_fftconv import data, models
 
 __version__ = "0.1.0"
 
 __all__ = ["FFTConv2D", "build_info", "conv_geometry", "data", "fft_conv2d", "library_path",
            "load_library", "models", "ops"]
+
+# Public names served by the experiment tools, imported when first asked for so that a plain
+# `import tf_fftconv` stays the library alone.
+_LAZY_MODULES = {"data": "tf_fftconv.experiments.data",
+                 "models": "tf_fftconv.experiments.models"}
+
+
+def __getattr__(name):
+    if name in _LAZY_MODULES:
+        module = _importlib.import_module(_LAZY_MODULES[name])
+        globals()[name] = module
+        return module
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY_MODULES))
+
 
 # Register the ops at import when the library is there, so that loading a SavedModel that uses them
 # works after a plain `import tf_fftconv`. A missing or mismatched library is reported by the first

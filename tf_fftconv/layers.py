@@ -1,5 +1,8 @@
 """Keras layer over `tf_fftconv.fft_conv2d`: a drop-in for `keras.layers.Conv2D` (stride 1)."""
 
+import numbers
+import operator
+
 import keras
 import tensorflow as tf
 
@@ -55,10 +58,12 @@ class FFTConv2D(keras.layers.Conv2D):
                 f"FFTConv2D supports only strides=1, dilation_rate=1 and groups=1 (stride-1, "
                 f"undilated, ungrouped convolution); got {got}. Use keras.layers.Conv2D for "
                 f"strided, dilated or grouped convolutions.")
-        if fft_size is not None and (isinstance(fft_size, bool) or not isinstance(fft_size, int)
+        # Any integer type (NumPy's too), stored as a Python int so that the config stays JSON.
+        if fft_size is not None and (isinstance(fft_size, bool)
+                                     or not isinstance(fft_size, numbers.Integral)
                                      or fft_size < 1):
             raise ValueError(f"fft_size must be None or a positive integer, got {fft_size!r}")
-        self.fft_size = fft_size
+        self.fft_size = None if fft_size is None else operator.index(fft_size)
 
     def convolution_op(self, inputs, kernel):
         compute_dtype = inputs.dtype

@@ -1,16 +1,19 @@
 """Image classification data for the LeNet reproduction, as `tf.data` pipelines.
 
-    train, test, info = tf_fftconv.data.load("mnist", batch_size=128, seed=0)
+    train, test, info = tf_fftconv.experiments.data.load("mnist", batch_size=128, seed=0)
 
 Names:
-  "mnist"          MNIST through tensorflow-datasets: an already prepared copy when there is one,
-                   otherwise a download, but only after a quick reachability probe (a few seconds),
-                   because `tfds.load` retries for minutes when it is offline. When MNIST cannot be
-                   had, the loader falls back to Fashion-MNIST, then to synthetic data, and says so
-                   loudly (`fallback=False` raises instead). "auto" is a synonym.
-  "fashion_mnist"  Fashion-MNIST from IDX files (Debian's dataset-fashion-mnist puts them in
-                   /usr/share/datasets/fashion-mnist; $TF_FFTCONV_FASHION_MNIST_DIR overrides),
-                   else through tensorflow-datasets, else synthetic data (announced).
+  "mnist"          MNIST from what is on the machine first: a prepared tensorflow-datasets copy,
+                   then a copy attached under /kaggle/input (IDX files, gzipped or not, or Kaggle's
+                   Digit Recognizer `train.csv`); else a tensorflow-datasets download, but only
+                   after a quick reachability probe (a few seconds), because `tfds.load` retries
+                   for minutes when it is offline. When MNIST cannot be had, the loader falls back
+                   to Fashion-MNIST, then to synthetic data, and says so loudly (`fallback=False`
+                   raises instead). "auto" is a synonym.
+  "fashion_mnist"  Fashion-MNIST from IDX files (Debian's package dataset-fashion-mnist puts them
+                   in /usr/share/datasets/fashion-mnist; $TF_FFTCONV_FASHION_MNIST_DIR overrides),
+                   else a copy attached under /kaggle/input, else through tensorflow-datasets,
+                   else synthetic data (announced).
   "idx:DIR"        any directory holding the four MNIST-format files
                    (train-images-idx3-ubyte[.gz], train-labels-idx1-ubyte[.gz], t10k-...).
   "synthetic"      a deterministic 10-class stand-in of MNIST's shape, generated here.
@@ -28,9 +31,17 @@ how two models are trained on the same data order.
 This module needs TensorFlow and NumPy only (tensorflow-datasets when MNIST comes from it),
 never the compiled op library.
 
+Attached copies: the directory tree under the input root (/kaggle/input, where Kaggle mounts the
+data sets attached to a notebook) is searched a few levels deep for the four IDX files or for a CSV
+`*train.csv` with a `label` column and 784 pixel columns. A copy whose path says "fashion" is
+Fashion-MNIST, any other MNIST. A CSV's test split is its `*test.csv` partner when that has labels;
+Kaggle's Digit Recognizer `test.csv` has none, so the last seventh of `train.csv` (MNIST's own
+60000:10000 proportion) is held out instead, and the source says so.
+
 Environment:
   TF_FFTCONV_OFFLINE=1            skip the network probe: never download
   TF_FFTCONV_FASHION_MNIST_DIR    where the Fashion-MNIST IDX files are
+  TF_FFTCONV_INPUT_ROOT           where attached data sets are searched (default /kaggle/input)
   TFDS_DATA_DIR                   tensorflow-datasets' own data directory (prepared copies)
 """
 
@@ -51,6 +62,8 @@ import warnings
 import numpy as np
 
 FASHION_MNIST_DIR = "/usr/share/datasets/fashion-mnist"
+FASHION_MNIST_PACKAGE = "dataset-fashion-mnist"  # the Debian package that installs it there
+INPUT_ROOT = "/kaggle/input"
 TFDS_HOST = "storage.googleapis.com"  # serves tensorflow-datasets' MNIST and prepared data
 TFDS_PORT = 443
 PROBE_TIMEOUT_S = 2.5
@@ -59,7 +72,10 @@ DISPLAY_NAMES = {"mnist": "MNIST", "fashion_mnist": "Fashion-MNIST", "synthetic"
 
 _OFFLINE_ENV = "TF_FFTCONV_OFFLINE"
 _FASHION_DIR_ENV = "TF_FFTCONV_FASHION_MNIST_DIR"
-_SYNTHETIC_SOURCE = "generated (tf_fftconv.data.synthetic_arrays)"
+_INPUT_ROOT_ENV = "TF_FFTCONV_INPUT_ROOT"
+_SEARCH_DEPTH = 4  # levels below the input root: /kaggle/input/<data set>/<folder>/<folder>
+_SEARCH_MAX_DIRS = 2000  # directories looked at, at most: a large attached collection is not walked
+_SYNTHETIC_SOURCE = "generated (tf_fftconv.experiments.data.synthetic_arrays)"
 
 
 class IdxFormatError(ValueError):
@@ -176,12 +192,13 @@ _IDX_NAME = re.compile(
     r"^(?P<split>train|t10k|test)[-_.](?P<kind>images|labels)[-_.]idx[13][-_.]ubyte(?P<gz>\.gz)?$")
 
 
-def _find_idx_files(directory):
-    """{(split, kind): path} for the four MNIST-format files in `directory`."""
-    if not os.path.isdir(directory):
-        raise DatasetUnavailableError(f"IDX directory {directory!r} does not exist")
+_IDX_KEYS = (("train", "images"), ("train", "labels"), ("test", "images"), ("test", "labels"))
+
+
+def _idx_files_among(directory, names):
+    """{(split, kind): path} of the MNIST-format files among the file `names` of `directory`."""
     found = {}
-    for entry in sorted(os.listdir(directory)):
+    for entry in sorted(names):
         m = _IDX_NAME.match(entry)
         if not m:
             continue
@@ -189,8 +206,16 @@ def _find_idx_files(directory):
         # Prefer the uncompressed file when both are there (faster to read).
         if key not in found or not m["gz"]:
             found[key] = os.path.join(directory, entry)
-    missing = [k for k in (("train", "images"), ("train", "labels"), ("test", "images"),
-                           ("test", "labels")) if k not in found]
+    return found
+
+
+def _find_idx_files(directory):
+    """{(split, kind): path} for the four MNIST-format files in `directory`."""
+    if not os.path.isdir(directory):
+        raise DatasetUnavailableError(f"IDX directory {directory!r} does not exist")
+    # Files only: some copies also hold folders named like the files (each with the file inside).
+    found = _idx_files_among(directory, [e.name for e in os.scandir(directory) if e.is_file()])
+    missing = [k for k in _IDX_KEYS if k not in found]
     if missing:
         want = ", ".join(f"{'train' if s == 'train' else 't10k'}-{k}-idx{3 if k == 'images' else 1}"
                          "-ubyte[.gz]" for s, k in missing)
@@ -232,6 +257,133 @@ def _read_idx_set(directory, stamps):
         raise IdxFormatError(f"{directory}: train images are {arrays[0].shape[1:]}, test images "
                              f"{arrays[2].shape[1:]}")
     return tuple(arrays)
+
+
+# ----------------------------------------------------------------------------- CSV files
+
+_CSV_TRAIN_NAME = re.compile(r"^(?P<stem>.*)train\.csv$", re.IGNORECASE)
+_CSV_PIXELS = 28 * 28
+
+
+def _csv_label_column(path):
+    """Index of the `label` column when `path` is a label + 784 pixel CSV, else None."""
+    try:
+        with open(path) as f:
+            header = [name.strip().strip('"').lower() for name in f.readline().split(",")]
+    except (OSError, UnicodeDecodeError):
+        return None
+    if len(header) != _CSV_PIXELS + 1 or "label" not in header:
+        return None
+    return header.index("label")
+
+
+def _read_csv(path, label_column):
+    """(images uint8 [N, 28, 28], labels int32 [N]) from a label + 784 pixel CSV."""
+    try:
+        table = np.loadtxt(path, delimiter=",", skiprows=1, dtype=np.int64, ndmin=2)
+    except ValueError as e:
+        raise IdxFormatError(f"{path}: not a CSV of integers ({e})") from e
+    if table.shape[1] != _CSV_PIXELS + 1:
+        raise IdxFormatError(f"{path}: rows of {table.shape[1]} values, expected "
+                             f"{_CSV_PIXELS + 1} (label + 28x28 pixels)")
+    labels = table[:, label_column]
+    pixels = np.delete(table, label_column, axis=1)
+    if table.size and (pixels.min() < 0 or pixels.max() > 255 or labels.min() < 0):
+        raise IdxFormatError(f"{path}: pixels must lie in [0, 255] and labels be >= 0")
+    return pixels.astype(np.uint8).reshape(-1, 28, 28), labels.astype(np.int32)
+
+
+def _csv_test_partner(train_csv):
+    """The `*test.csv` next to a `*train.csv` when it has labels, else None."""
+    directory, name = os.path.split(train_csv)
+    stem = _CSV_TRAIN_NAME.match(name)["stem"]
+    for entry in os.listdir(directory):
+        if entry.lower() == f"{stem}test.csv".lower():
+            path = os.path.join(directory, entry)
+            if _csv_label_column(path) is not None:
+                return path
+    return None
+
+
+def _csv_arrays(train_csv):
+    """(arrays, source) from a label + pixel CSV and its test partner or held-out rows."""
+    test_csv = _csv_test_partner(train_csv)
+    stamps = tuple((path, os.stat(path).st_size, os.stat(path).st_mtime_ns)
+                   for path in (train_csv, test_csv) if path)
+    return _read_csv_set(stamps)
+
+
+@functools.lru_cache(maxsize=4)
+def _read_csv_set(stamps):
+    train_csv = stamps[0][0]
+    x, y = _read_csv(train_csv, _csv_label_column(train_csv))
+    if len(stamps) == 2:
+        test_csv = stamps[1][0]
+        x_test, y_test = _read_csv(test_csv, _csv_label_column(test_csv))
+        return _read_only(x, y, x_test, y_test), f"{train_csv} and {test_csv}"
+    held_out = max(1, len(x) // 7)
+    if len(x) < 2:
+        raise IdxFormatError(f"{train_csv}: {len(x)} rows, too few to hold out a test split")
+    arrays = _read_only(x[:-held_out].copy(), y[:-held_out].copy(), x[-held_out:].copy(),
+                        y[-held_out:].copy())
+    return arrays, (f"{train_csv} (no labelled test CSV beside it: its last {held_out} rows are "
+                    f"the test split)")
+
+
+# ----------------------------------------------------------------------------- attached copies
+
+def input_root(root=None):
+    """Where attached data sets are searched: `root`, else $TF_FFTCONV_INPUT_ROOT, else INPUT_ROOT."""
+    return root or os.environ.get(_INPUT_ROOT_ENV) or INPUT_ROOT
+
+
+def find_attached(name, root=None):
+    """The first copy of `name` ("mnist" or "fashion_mnist") under the input root, else None.
+
+    Returns ("idx", directory) or ("csv", train_csv). A copy whose path contains "fashion" is
+    Fashion-MNIST, any other MNIST. The walk is bounded in depth and directories (a data set of
+    image files is not read through) and lists names only, so it takes no time worth waiting for.
+    """
+    root = os.path.abspath(input_root(root))
+    if not os.path.isdir(root):
+        return None
+    for visited, (directory, folders, files) in enumerate(os.walk(root)):
+        if visited >= _SEARCH_MAX_DIRS:
+            break
+        folders.sort()
+        if directory[len(root):].count(os.sep) >= _SEARCH_DEPTH:
+            folders.clear()
+        is_fashion = "fashion" in directory[len(root):].lower()
+        if is_fashion != (name == "fashion_mnist"):
+            continue
+        if all(key in _idx_files_among(directory, files) for key in _IDX_KEYS):
+            return "idx", directory
+        for entry in sorted(files):
+            if _CSV_TRAIN_NAME.match(entry):
+                path = os.path.join(directory, entry)
+                if _csv_label_column(path) is not None:
+                    return "csv", path
+    return None
+
+
+def _from_attached(name, root):
+    """(arrays, source) from a copy attached under the input root, or (None, what was searched)."""
+    where = input_root(root)
+    found = find_attached(name, root)
+    if found is None:
+        if os.path.isdir(where):
+            return None, f"no copy attached under {where}"
+        return None, None  # not a machine with attached data sets: nothing to report
+    kind, path = found
+    try:
+        if kind == "idx":
+            arrays, source = _idx_arrays(path), path
+        else:
+            arrays, source = _csv_arrays(path)
+    except (DatasetUnavailableError, IdxFormatError, OSError) as e:
+        return None, f"the copy attached at {path} cannot be read ({e})"
+    _say(f"found {DISPLAY_NAMES[name]} attached under {where}: {source}")
+    return arrays, source
 
 
 # ----------------------------------------------------------------------------- tensorflow-datasets
@@ -293,12 +445,17 @@ def _tfds_arrays(name, data_dir, download):
                       squeeze(x_test).astype(np.uint8), y_test.astype(np.int32))
 
 
-def _from_tfds(name, data_dir, probe_timeout):
-    """(arrays, source) from tensorflow-datasets, or (None, reason) without waiting on the net."""
+def _from_tfds(name, data_dir, probe_timeout, download=True):
+    """(arrays, source) from tensorflow-datasets, or (None, reason) without waiting on the net.
+
+    A prepared copy is used as it is; without one, `download` allows a download after the probe.
+    """
     prepared = _tfds_prepared_dir(name, data_dir)
     try:
         if prepared is not None:
             return _tfds_arrays(name, prepared, False), f"tensorflow-datasets ({prepared})"
+        if not download:
+            return None, f"{name} is not prepared locally"
         if _offline_forced():
             return None, f"{name} is not prepared locally and ${_OFFLINE_ENV} forbids downloading"
         if not tfds_reachable(probe_timeout):
@@ -352,8 +509,18 @@ def synthetic_arrays(num_train=60000, num_test=10000, image_size=28, num_classes
 
 # ----------------------------------------------------------------------------- pipelines
 
+# Starts every announcement, so that a caller that shows the banner can silence the warning's echo.
+ANNOUNCE_PREFIX = "tf_fftconv.experiments.data:"
+
+
+def _say(message):
+    """Says what the loader found, on stderr (a plain line: nothing is wrong)."""
+    print(f"{ANNOUNCE_PREFIX} {message}", file=sys.stderr, flush=True)
+
+
 def _announce(message):
     """Says something the user must not miss: a banner on stderr and a Python warning."""
+    message = f"{ANNOUNCE_PREFIX} {message}"
     bar = "!" * 78
     print(f"\n{bar}\n{message}\n{bar}\n", file=sys.stderr, flush=True)
     warnings.warn(message, stacklevel=3)
@@ -429,26 +596,67 @@ class Arrays(collections.namedtuple(
     """
 
 
-def load_arrays(name="mnist", *, data_dir=None, fallback=True, probe_timeout=PROBE_TIMEOUT_S):
+def check_name(name):
+    """Raises ValueError for a name `load` does not know, DatasetUnavailableError for an `idx:DIR`
+    whose directory or files are missing: what can be said before anything is read."""
+    if name.startswith("idx:"):
+        if not name[4:]:
+            raise ValueError("'idx:DIR' needs a directory, e.g. 'idx:/data/mnist'")
+        _find_idx_files(os.path.abspath(name[4:]))
+    elif name not in ("mnist", "auto", "fashion_mnist", "synthetic"):
+        raise ValueError(f"unknown data set {name!r}; expected one of "
+                         f"{', '.join(NAMES)} or 'auto'")
+
+
+def _fashion_mnist(data_dir, probe_timeout, root):
+    """(arrays, source) of Fashion-MNIST, or (None, why not): IDX files, attached copy, tfds."""
+    fashion_dir = os.path.abspath(_fashion_mnist_dir())
+    try:
+        return _idx_arrays(fashion_dir), fashion_dir
+    except (DatasetUnavailableError, IdxFormatError, OSError) as e:
+        reasons = [f"no usable IDX files ({e}; Debian's package {FASHION_MNIST_PACKAGE} "
+                   f"installs them in {FASHION_MNIST_DIR})"]
+    arrays, source = _from_attached("fashion_mnist", root)
+    if arrays is not None:
+        return arrays, source
+    reasons += [source] if source else []
+    arrays, source = _from_tfds("fashion_mnist", data_dir, probe_timeout)
+    if arrays is not None:
+        return arrays, source
+    return None, "; ".join(reasons + [source])
+
+
+def _mnist(data_dir, probe_timeout, root):
+    """(arrays, source) of MNIST, or (None, why not): local copies first, then a download."""
+    arrays, source = _from_tfds("mnist", data_dir, probe_timeout, download=False)
+    if arrays is not None:
+        return arrays, source
+    arrays, attached = _from_attached("mnist", root)
+    if arrays is not None:
+        return arrays, attached
+    arrays, source = _from_tfds("mnist", data_dir, probe_timeout)
+    if arrays is not None:
+        return arrays, source
+    return None, "; ".join([source] + ([attached] if attached else []))
+
+
+def load_arrays(name="mnist", *, data_dir=None, fallback=True, probe_timeout=PROBE_TIMEOUT_S,
+                input_root=None):
     """The data set `name` as `Arrays`, following the order given in the module docstring.
 
-    Never waits on an unreachable network for longer than `probe_timeout` seconds.
+    Never waits on an unreachable network for longer than `probe_timeout` seconds. `input_root`
+    is where attached copies are searched (default $TF_FFTCONV_INPUT_ROOT, else /kaggle/input).
     Substitutions and synthetic data are announced on stderr and as warnings.
     """
+    check_name(name)
     requested = name
     if name == "auto":
         name = "mnist"
     if name.startswith("idx:"):
-        directory = name[4:]
-        if not directory:
-            raise ValueError("'idx:DIR' needs a directory, e.g. 'idx:/data/mnist'")
-        directory = os.path.abspath(directory)
+        directory = os.path.abspath(name[4:])
         return Arrays(*_idx_arrays(directory), "idx", directory, None)
-    if name not in ("mnist", "fashion_mnist", "synthetic"):
-        raise ValueError(f"unknown data set {requested!r}; expected one of "
-                         f"{', '.join(NAMES)} or 'auto'")
     if name == "synthetic":
-        _announce("tf_fftconv.data: using SYNTHETIC data (generated class patterns), as asked. "
+        _announce("using SYNTHETIC data (generated class patterns), as asked. "
                   "Accuracies are not MNIST accuracies.")
         return Arrays(*synthetic_arrays(), "synthetic", _SYNTHETIC_SOURCE, None)
 
@@ -460,23 +668,13 @@ def load_arrays(name="mnist", *, data_dir=None, fallback=True, probe_timeout=PRO
 
     reasons = []
     if name == "mnist":
-        arrays, source = _from_tfds("mnist", data_dir, probe_timeout)
+        arrays, source = _mnist(data_dir, probe_timeout, input_root)
         if arrays is not None:
             return Arrays(*arrays, "mnist", source, None)
         reasons.append(f"MNIST unavailable: {source}")
         if not fallback:
             raise unavailable(reasons[0])
-    # Fashion-MNIST: IDX files first (no network), then tensorflow-datasets.
-    fashion_dir = os.path.abspath(_fashion_mnist_dir())
-    try:
-        arrays, source = _idx_arrays(fashion_dir), fashion_dir
-    except (DatasetUnavailableError, IdxFormatError, OSError) as e:
-        arrays, source = None, f"no usable IDX files ({e})"
-        tfds_arrays, tfds_source = _from_tfds("fashion_mnist", data_dir, probe_timeout)
-        if tfds_arrays is not None:
-            arrays, source = tfds_arrays, tfds_source
-        else:
-            source += f"; {tfds_source}"
+    arrays, source = _fashion_mnist(data_dir, probe_timeout, input_root)
     if name == "fashion_mnist" and arrays is not None:
         return Arrays(*arrays, "fashion_mnist", source, None)
     if arrays is None:
@@ -485,11 +683,13 @@ def load_arrays(name="mnist", *, data_dir=None, fallback=True, probe_timeout=PRO
     if not fallback:
         raise unavailable(reason)
     if arrays is not None:
-        _announce(f"tf_fftconv.data: asked for {requested!r}, using FASHION-MNIST from {source} "
+        _announce(f"asked for {requested!r}, using FASHION-MNIST from {source} "
                   f"instead. {reason}.")
         return Arrays(*arrays, "fashion_mnist", source, reason)
-    _announce(f"tf_fftconv.data: asked for {requested!r}, using SYNTHETIC data instead "
-              f"(last resort). {reason}. Accuracies are not MNIST accuracies.")
+    _announce(f"asked for {requested!r}, using SYNTHETIC data instead (last resort). {reason}. "
+              f"Accuracies are not MNIST accuracies. For real data offline, install Debian's "
+              f"package {FASHION_MNIST_PACKAGE} (`make setup` does where apt is usable) or pass "
+              f"'idx:DIR'.")
     return Arrays(*synthetic_arrays(), "synthetic", _SYNTHETIC_SOURCE, reason)
 
 
@@ -528,7 +728,7 @@ def pipelines(arrays, batch_size=128, *, seed=0, limit_train=None, limit_test=No
 
 def load(name="mnist", batch_size=128, *, seed=0, limit_train=None, limit_test=None, pad_to=32,
          data_format=None, shuffle=True, data_dir=None, fallback=True,
-         probe_timeout=PROBE_TIMEOUT_S):
+         probe_timeout=PROBE_TIMEOUT_S, input_root=None):
     """Returns `(train, test, info)`: batched `tf.data` pipelines and a `DatasetInfo`.
 
     Args:
@@ -544,8 +744,11 @@ def load(name="mnist", batch_size=128, *, seed=0, limit_train=None, limit_test=N
       fallback: fall back to another data set (announced) when `name` cannot be had;
         False raises DatasetUnavailableError instead.
       probe_timeout: seconds allowed for the network probe before a tfds download.
+      input_root: where attached copies are searched (default $TF_FFTCONV_INPUT_ROOT, else
+        /kaggle/input).
     """
-    arrays = load_arrays(name, data_dir=data_dir, fallback=fallback, probe_timeout=probe_timeout)
+    arrays = load_arrays(name, data_dir=data_dir, fallback=fallback, probe_timeout=probe_timeout,
+                         input_root=input_root)
     return pipelines(arrays, batch_size, seed=seed, limit_train=limit_train,
                      limit_test=limit_test, pad_to=pad_to, data_format=data_format,
                      shuffle=shuffle, requested=name)

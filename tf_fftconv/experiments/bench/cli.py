@@ -1,0 +1,177 @@
+"""``python -m tf_fftconv.bench``: per-layer timings of tf.nn.conv2d, the tf.signal FFT conv and
+tf_fftconv.fft_conv2d, in one run.
+
+    python -m tf_fftconv.bench                      # default cases on the GPU (CPU if none)
+    python -m tf_fftconv.bench --cases mathieu --modes train --tf32 on --json bench.json
+    python -m tf_fftconv.bench --quick --device cpu # small shapes: a smoke run
+
+Prints the table; writes the JSON report (--json) and the plot (--plot) only when asked to.
+"""
+
+import argparse
+import datetime
+import json
+import os
+import sys
+from pathlib import Path
+
+import tensorflow as tf
+
+from tf_fftconv._loader import load_library
+from tf_fftconv.experiments import environment
+from tf_fftconv.experiments.bench import measure
+from tf_fftconv.experiments.bench.report import Progress, format_report, write_plot
+
+SCHEMA = "tf_fftconv.bench/1"
+
+
+def parse_list(text, allowed, what):
+    items = [part.strip().lower() for part in text.split(",") if part.strip()]
+    for item in items:
+        if item not in allowed:
+            raise ValueError(f"unknown {what} {item!r}: choose from {', '.join(allowed)}")
+    return [a for a in allowed if a in items]
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(
+        prog="python -m tf_fftconv.bench",
+        description="Times tf.nn.conv2d, the tf.signal FFT conv and tf_fftconv.fft_conv2d "
+                    "per layer.")
+    parser.add_argument(
+        "--cases", default=None,
+        help="comma-separated presets (" + ", ".join(sorted(measure.PRESETS)) + ") and specs "
+             "BATCH:CIN:COUT:SIZE:K[:valid|same]; default 'all' ('quick' with --quick)")
+    parser.add_argument("--impl", default=",".join(measure.IMPLS),
+                        help="implementations to time, comma-separated from: "
+                             + ", ".join(measure.IMPLS))
+    parser.add_argument("--modes", default=",".join(measure.MODES),
+                        help="forward, train (forward + gradients wrt input and weights), or both")
+    parser.add_argument("--data-format", default="NHWC", type=str.upper, choices=("NHWC", "NCHW"))
+    parser.add_argument("--tf32", default=None, choices=("on", "off"),
+                        help="TensorFloat-32 for float32 matmuls and convolutions; default: leave "
+                             "TensorFlow's setting (on)")
+    parser.add_argument("--device", default="auto", help="auto (GPU if present), cpu, gpu, /GPU:N")
+    parser.add_argument("--repeats", type=int, default=None,
+                        help="timed samples per measurement (default 20; 3 with --quick)")
+    parser.add_argument("--warmup", type=int, default=None,
+                        help="untimed calls first, at least 3 (default 5; 3 with --quick)")
+    parser.add_argument("--iters", default=None,
+                        help="calls per timed sample, or 'auto' to fill about 20 ms "
+                             "(default auto; 3 with --quick)")
+    parser.add_argument("--input-sets", type=int, default=3,
+                        help="input sets rotated over between calls (default 3)")
+    parser.add_argument("--seed", type=int, default=None, help="input seed (default: fresh)")
+    parser.add_argument("--quick", action="store_true",
+                        help="small shapes and few repeats: a smoke run that fits a CPU")
+    parser.add_argument("--json", metavar="PATH", default=None,
+                        help="write the results file there (default: none)")
+    parser.add_argument("--plot", metavar="PATH", default=None,
+                        help="PNG of time vs kernel size (needs matplotlib; default: none)")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    args = parser.parse_args(argv)
+    args.command = " ".join(["python -m tf_fftconv.bench"]
+                            + list(sys.argv[1:] if argv is None else argv))
+
+    try:
+        args.cases = measure.parse_cases(
+            args.cases or ("quick" if args.quick else measure.DEFAULT_CASES))
+        args.impls = parse_list(args.impl, measure.IMPLS, "implementation")
+        args.modes = parse_list(args.modes, measure.MODES, "mode")
+        if not args.impls or not args.modes:
+            raise ValueError("--impl and --modes need at least one entry")
+        args.device = environment.resolve_device(args.device)
+    except ValueError as error:
+        parser.error(str(error))
+    args.repeats = args.repeats if args.repeats is not None else (3 if args.quick else 20)
+    args.warmup = args.warmup if args.warmup is not None else (3 if args.quick else 5)
+    if args.iters is None:
+        args.iters = 3 if args.quick else None
+    elif str(args.iters).lower() == "auto":
+        args.iters = None
+    else:
+        try:
+            args.iters = int(args.iters)
+        except ValueError:
+            parser.error(f"--iters must be a positive integer or 'auto', got {args.iters!r}")
+    if args.repeats < 1 or args.warmup < 3 or args.input_sets < 1 or (
+            args.iters is not None and args.iters < 1):
+        parser.error("--repeats, --iters and --input-sets must be >= 1, --warmup >= 3")
+    if args.seed is None:
+        args.seed = int.from_bytes(os.urandom(4), "little") >> 1
+    return args
+
+
+def fft_unavailable_reason():
+    """None when the op library loads, else why (the fft column is then skipped, not crashed on)."""
+    try:
+        load_library()
+    except ImportError as error:
+        return measure.first_line(error)
+    return None
+
+
+def run(args):
+    """Runs the benchmark described by parsed `args`; returns the report (the JSON document)."""
+    if args.tf32 is not None:
+        tf.config.experimental.enable_tensor_float_32_execution(args.tf32 == "on")
+    fft_reason = fft_unavailable_reason() if "fft" in args.impls else "not selected (--impl)"
+    if "fft" in args.impls and fft_reason:
+        print(f"note: {fft_reason}; the fft column is skipped", file=sys.stderr)
+    report = {
+        "schema": SCHEMA,
+        "created_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "environment": {**environment.capture(args.device),
+                        "fft_conv2d_available": fft_reason is None,
+                        "fft_conv2d_unavailable_reason": fft_reason},
+        "settings": {
+            "command": args.command,
+            "cases": [case.spec for case in args.cases],
+            "impls": args.impls,
+            "impl_labels": {impl: measure.IMPL_LABELS[impl] for impl in args.impls},
+            "modes": args.modes,
+            "data_format": args.data_format,
+            "dtype": "float32",
+            "repeats": args.repeats,
+            "warmup": args.warmup,
+            "calls_per_sample": args.iters if args.iters is not None else "auto",
+            "input_sets": args.input_sets,
+            "seed": args.seed,
+            "sync": "tf.test.experimental.sync_devices",
+            "statistic": "median of per-call times over repeats",
+        },
+        "results": [],
+    }
+    with tf.device(args.device):
+        generator = tf.random.Generator.from_seed(args.seed)
+    unavailable = {"fft": fft_reason} if fft_reason and "fft" in args.impls else {}
+    progress = Progress(len(args.cases) * len(args.modes), enabled=not args.no_progress)
+    try:
+        for case in args.cases:
+            for mode in args.modes:
+                report["results"].append(measure.run_case(
+                    case, mode, args.impls, device=args.device, generator=generator,
+                    data_format=args.data_format, input_sets=args.input_sets,
+                    warmup=args.warmup, repeats=args.repeats, calls=args.iters,
+                    unavailable=unavailable, status=progress.status))
+                progress.advance()
+    finally:
+        progress.close()
+    return report
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    report = run(args)
+    print(format_report(report))
+    if args.json:
+        path = Path(args.json)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(report, indent=1) + "\n")
+        print(f"\nresults: {path}")
+    if args.plot:
+        plot_path = write_plot(report, args.plot)
+        if plot_path:
+            print(f"plot: {plot_path}")
+    measured = any(record["timings"] for record in report["results"])
+    return 0 if measured else 1

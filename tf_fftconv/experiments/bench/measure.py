@@ -1,0 +1,269 @@
+"""What the benchmark measures and how: the cases, the timed steps and the one timing function.
+
+Every implementation is timed in the same process on the same inputs. Each step is a tf.function;
+after warm-up, a timed sample is a batch of N calls between two device synchronisations
+(tf.test.experimental.sync_devices, no copy of the output to the host), rotating over a few input
+sets; the reported time is the median per-call time over the samples. See docs/benchmarking.md.
+"""
+
+import dataclasses
+import math
+import re
+import statistics
+import time
+
+import tensorflow as tf
+
+from tf_fftconv.conv import fft_conv2d
+from tf_fftconv.reference import signal_fft_conv2d
+
+IMPLS = ("conv2d", "signal", "fft")
+IMPL_LABELS = {
+    "conv2d": "tf.nn.conv2d",
+    "signal": "tf.signal FFT conv (tf_fftconv.reference.signal_fft_conv2d)",
+    "fft": "tf_fftconv.fft_conv2d",
+}
+MODES = ("forward", "train")  # train: forward and the gradients wrt input and weights
+
+
+@dataclasses.dataclass(frozen=True)
+class Case:
+    """One convolution layer: stride 1, square input and kernel."""
+
+    batch: int
+    in_channels: int
+    out_channels: int
+    size: int  # H = W
+    kernel: int  # kh = kw
+    padding: str  # "VALID" or "SAME"
+
+    @property
+    def name(self):
+        return (f"{self.batch}x{self.in_channels}->{self.out_channels} "
+                f"{self.size}x{self.size} k{self.kernel} {self.padding}")
+
+    @property
+    def spec(self):
+        return (f"{self.batch}:{self.in_channels}:{self.out_channels}:{self.size}:"
+                f"{self.kernel}:{self.padding.lower()}")
+
+    @property
+    def out_size(self):
+        return self.size if self.padding == "SAME" else self.size - self.kernel + 1
+
+    def spatial_gflop(self, mode):
+        """GFLOP (2 x multiply-adds) of direct convolution; three times that with both gradients."""
+        forward = (2 * self.batch * self.in_channels * self.out_channels
+                   * self.out_size ** 2 * self.kernel ** 2)
+        return forward * (3 if mode == "train" else 1) / 1e9
+
+
+PRESETS = {
+    # Mathieu et al.'s layer over kernel sizes: FFT cost is flat in k, spatial cost grows as k^2.
+    "mathieu": [Case(128, 96, 256, 32, k, "VALID") for k in (3, 5, 7, 9, 11, 13)],
+    # The two convolutions of LeNet-5 (MNIST padded to 32x32).
+    "lenet": [Case(128, 1, 6, 32, 5, "VALID"), Case(128, 6, 16, 14, 5, "VALID")],
+    # A SAME layer of a wider network.
+    "same": [Case(64, 64, 64, 64, 3, "SAME")],
+    # Small shapes for a CPU smoke run; two kernel sizes of one layer so that the plot has a line.
+    "quick": [Case(2, 3, 4, 12, 3, "VALID"), Case(2, 3, 4, 12, 5, "VALID"),
+              Case(2, 2, 3, 10, 3, "SAME")],
+}
+PRESETS["all"] = PRESETS["mathieu"] + PRESETS["lenet"] + PRESETS["same"]
+DEFAULT_CASES = "all"
+
+_CASE_RE = re.compile(r"^(\d+):(\d+):(\d+):(\d+):(\d+)(?::(valid|same))?$", re.IGNORECASE)
+
+
+def parse_cases(text):
+    """Comma-separated preset names and case specs `BATCH:CIN:COUT:SIZE:K[:valid|same]`."""
+    cases = []
+    for item in (part.strip() for part in text.split(",")):
+        if not item:
+            continue
+        if item.lower() in PRESETS:
+            cases.extend(PRESETS[item.lower()])
+            continue
+        match = _CASE_RE.match(item)
+        if not match:
+            raise ValueError(
+                f"bad case {item!r}: expected a preset ({', '.join(sorted(PRESETS))}) or "
+                "BATCH:CIN:COUT:SIZE:K[:valid|same], e.g. 128:96:256:32:7:valid")
+        batch, cin, cout, size, kernel = (int(g) for g in match.groups()[:5])
+        padding = (match.group(6) or "valid").upper()
+        if min(batch, cin, cout, size, kernel) < 1:
+            raise ValueError(f"bad case {item!r}: sizes must be positive")
+        if padding == "VALID" and kernel > size:
+            raise ValueError(f"bad case {item!r}: kernel larger than the input with VALID")
+        cases.append(Case(batch, cin, cout, size, kernel, padding))
+    if not cases:
+        raise ValueError("no cases given")
+    return list(dict.fromkeys(cases))  # keep order, drop repeats
+
+
+
+# ---------------------------------------------------------------------------------------------
+# Timing: the one function every measurement goes through.
+
+def sync_devices():
+    """Blocks until every queued op on every device has finished; copies nothing to the host."""
+    tf.test.experimental.sync_devices()
+
+
+def time_per_call(fn, arg_sets, *, warmup, repeats, calls, target_sample_s=0.02, max_calls=1000):
+    """Per-call times (seconds) of `fn`, one per repeat.
+
+    `warmup` calls first (tracing, autotuning, allocation; at least one per input set). Each sample
+    then times `calls` calls between two device synchronisations and divides by `calls`; the calls
+    rotate over `arg_sets` so that no input stays in cache from the call before. `calls=None`
+    calibrates: enough calls for a sample of about `target_sample_s`, a multiple of len(arg_sets).
+
+    Returns (samples in seconds, calls per sample).
+    """
+    sets = len(arg_sets)
+    for i in range(max(warmup, sets)):
+        fn(*arg_sets[i % sets])
+    sync_devices()
+    if calls is None:
+        start = time.perf_counter()
+        for args in arg_sets:
+            fn(*args)
+        sync_devices()
+        per_call = max((time.perf_counter() - start) / sets, 1e-7)
+        calls = min(max(math.ceil(target_sample_s / per_call), sets), max_calls)
+        calls = sets * math.ceil(calls / sets)
+    samples = []
+    call = 0
+    for _ in range(repeats):
+        sync_devices()
+        start = time.perf_counter()
+        for _ in range(calls):
+            fn(*arg_sets[call % sets])
+            call += 1
+        sync_devices()
+        samples.append((time.perf_counter() - start) / calls)
+    return samples, calls
+
+
+def summarize(samples, calls):
+    ms = [s * 1e3 for s in samples]
+    median = statistics.median(ms)
+    return {
+        "median_ms": median,
+        "min_ms": min(ms),
+        "max_ms": max(ms),
+        "mean_ms": statistics.fmean(ms),
+        "stdev_ms": statistics.stdev(ms) if len(ms) > 1 else 0.0,
+        "spread_pct": 100.0 * (max(ms) - min(ms)) / median if median > 0 else 0.0,
+        "calls_per_sample": calls,
+        "samples_ms": ms,
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# The implementations and the timed steps.
+
+def conv_function(impl, padding, data_format):
+    if impl == "conv2d":
+        return lambda x, w: tf.nn.conv2d(x, w, strides=1, padding=padding, data_format=data_format)
+    if impl == "signal":
+        return lambda x, w: signal_fft_conv2d(x, w, padding=padding, data_format=data_format)
+    if impl == "fft":
+        return lambda x, w: fft_conv2d(x, w, padding=padding, data_format=data_format)
+    raise ValueError(impl)
+
+
+def make_step(conv, mode):
+    """A tf.function of (x, w, dy) returning (y,), or (y, dx, dw) for the output gradient dy."""
+    if mode == "forward":
+        @tf.function
+        def forward(x, w, dy):
+            del dy
+            return (conv(x, w),)
+        return forward
+
+    @tf.function
+    def train(x, w, dy):
+        with tf.GradientTape() as tape:
+            tape.watch([x, w])
+            y = conv(x, w)
+        dx, dw = tape.gradient(y, [x, w], output_gradients=dy)
+        return y, dx, dw
+    return train
+
+
+def make_inputs(case, data_format, count, generator):
+    """`count` fresh (x, w, dy) sets, normal random, float32, on the current device."""
+    b, cin, cout, h, k, ho = (case.batch, case.in_channels, case.out_channels, case.size,
+                              case.kernel, case.out_size)
+    x_shape = (b, h, h, cin) if data_format == "NHWC" else (b, cin, h, h)
+    y_shape = (b, ho, ho, cout) if data_format == "NHWC" else (b, cout, ho, ho)
+    w_scale = 1.0 / math.sqrt(cin * k * k)
+    return [(generator.normal(x_shape, dtype=tf.float32),
+             generator.normal((k, k, cin, cout), stddev=w_scale, dtype=tf.float32),
+             generator.normal(y_shape, dtype=tf.float32))
+            for _ in range(count)]
+
+
+def max_rel_diff(outputs, reference):
+    """max |a - b| / max |b| per output (y, dx, dw), computed on the device."""
+    names = ("y", "dx", "dw")
+    diffs = {}
+    for name, a, b in zip(names, outputs, reference):
+        scale = tf.reduce_max(tf.abs(b))
+        diff = tf.reduce_max(tf.abs(a - b))
+        value = float(diff / scale) if float(scale) > 0 else float(diff)
+        diffs[name] = value if math.isfinite(value) else str(value)  # JSON has no NaN
+    return diffs
+
+
+def first_line(error):
+    """`Type: first line of the message`, short enough for a table note."""
+    text = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {text[0] if text else ''}"[:300]
+
+
+def run_case(case, mode, impls, *, device, generator, data_format, input_sets, warmup, repeats,
+             calls, unavailable=None, status=lambda text: None):
+    """Times every implementation on one case and mode; returns the JSON record.
+
+    `unavailable` maps an implementation that cannot run here to the reason (recorded as skipped);
+    `status` is told what is being measured.
+    """
+    unavailable = unavailable or {}
+    record = {"case": {**dataclasses.asdict(case), "name": case.name, "spec": case.spec,
+                       "out_size": case.out_size},
+              "mode": mode, "spatial_gflop": case.spatial_gflop(mode),
+              "timings": {}, "skipped": {}, "max_rel_diff": {}}
+    with tf.device(device):
+        arg_sets = make_inputs(case, data_format, input_sets, generator)
+        reference, reference_impl = None, None
+        for impl in impls:
+            status(f"{case.name} {mode}: {impl}")
+            if impl in unavailable:
+                record["skipped"][impl] = unavailable[impl]
+                continue
+            step = make_step(conv_function(impl, case.padding, data_format), mode)
+            try:
+                outputs = step(*arg_sets[0])
+                if reference is None:
+                    reference, reference_impl = outputs, impl
+                else:
+                    record["max_rel_diff"][impl] = max_rel_diff(outputs, reference)
+                del outputs
+                samples, used_calls = time_per_call(step, arg_sets, warmup=warmup,
+                                                    repeats=repeats, calls=calls)
+            except (KeyboardInterrupt, SystemExit):
+                raise
+            except Exception as error:  # OOM, no kernel for this layout on this device, ...
+                record["skipped"][impl] = first_line(error)
+                continue
+            record["timings"][impl] = summarize(samples, used_calls)
+        record["max_rel_diff_against"] = reference_impl
+        del reference, arg_sets
+    medians = {impl: t["median_ms"] for impl, t in record["timings"].items()}
+    record["ratios"] = {
+        f"{a}/{b}": (medians[a] / medians[b] if a in medians and b in medians else None)
+        for a, b in (("fft", "conv2d"), ("fft", "signal"), ("signal", "conv2d"))}
+    record["fastest"] = min(medians, key=medians.get) if medians else None
+    return record

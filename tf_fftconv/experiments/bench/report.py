@@ -1,0 +1,180 @@
+"""The benchmark's output: the table on stdout, the plot, and the progress bar on stderr."""
+
+import sys
+from pathlib import Path
+
+from tf_fftconv.experiments.bench.measure import MODES
+
+SHORT_LABELS = {"conv2d": "tf.nn.conv2d", "signal": "tf.signal FFT conv", "fft": "tf_fftconv"}
+MODE_LABELS = {"forward": "forward", "train": "forward + both gradients"}
+
+
+def _cell_ms(timing):
+    if timing is None:
+        return "-"
+    return f"{timing['median_ms']:.3f} ±{timing['spread_pct']:.0f}%"
+
+
+def _cell_ratio(value):
+    return "-" if value is None else f"{value:.2f}x"
+
+
+def format_table(report):
+    impls = report["settings"]["impls"]
+    header = (["case", "mode"] + [f"{impl} ms" for impl in impls]
+              + ["fft/conv2d", "fft/signal", "fastest"])
+    rows = []
+    for record in report["results"]:
+        timings = record["timings"]
+        rows.append([record["case"]["name"], record["mode"]]
+                    + [_cell_ms(timings.get(impl)) for impl in impls]
+                    + [_cell_ratio(record["ratios"]["fft/conv2d"]),
+                       _cell_ratio(record["ratios"]["fft/signal"]),
+                       record["fastest"] or "-"])
+    widths = [max(len(str(row[i])) for row in [header] + rows) for i in range(len(header))]
+    lines = ["  ".join(str(cell).ljust(width) for cell, width in zip(row, widths)).rstrip()
+             for row in [header, ["-" * width for width in widths]] + rows]
+    return "\n".join(lines)
+
+
+def format_report(report):
+    env, settings = report["environment"], report["settings"]
+    device = env["gpu_name"] or env["cpu_model"]
+    lines = [
+        f"tf_fftconv bench: {device} ({env['device']}), TF {env['tf_version']}, "
+        f"built with CUDA {env['cuda_version']}, cuDNN {env['cudnn_version']}, "
+        f"TF32 {'on' if env['tf32_enabled'] else 'off'}, {settings['data_format']} float32, "
+        f"commit {env['git_commit'][:12]}",
+        f"ms per call: median over {settings['repeats']} samples of N calls between device syncs "
+        f"({settings['input_sets']} rotating input sets, {settings['warmup']} warm-up calls); "
+        "±: (max - min) / median",
+        "",
+        format_table(report),
+    ]
+    notes = []
+    skipped = {}  # (impl, reason) -> the steps it applies to
+    for record in report["results"]:
+        for impl, reason in record["skipped"].items():
+            step = f"{record['case']['name']} {record['mode']}"
+            skipped.setdefault((impl, reason), []).append(step)
+    for (impl, reason), steps in skipped.items():
+        where = "every case" if len(steps) == len(report["results"]) else "; ".join(steps)
+        notes.append(f"{impl} skipped in {where}: {reason}")
+    for record in report["results"]:
+        for impl, diffs in record["max_rel_diff"].items():
+            worst = max(float(value) for value in diffs.values())
+            if not worst <= 1e-2:
+                notes.append(f"{record['case']['name']} {record['mode']}: {impl} differs from "
+                             f"{record['max_rel_diff_against']} by {worst:.2e} (max rel)")
+    if notes:
+        unique = list(dict.fromkeys(notes))
+        lines += [""] + (unique if len(unique) <= 12 else unique[:12] + [
+            f"... and {len(unique) - 12} more notes in the JSON file"])
+    return "\n".join(lines)
+
+
+def write_plot(report, path):
+    """Median ms vs kernel size, one line per implementation, one panel per layer shape and mode.
+
+    Plots every layer (batch, channels, size, padding) measured at two kernel sizes or more: the
+    96->256 series of the default cases. Returns the path, or None with a note when there is nothing
+    to plot or matplotlib is missing.
+    """
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("note: matplotlib is not installed; plot skipped (pip install matplotlib)",
+              file=sys.stderr)
+        return None
+    series = {}
+    for record in report["results"]:
+        c = record["case"]
+        layer = (c["batch"], c["in_channels"], c["out_channels"], c["size"], c["padding"])
+        series.setdefault(layer, {}).setdefault(record["mode"], []).append(record)
+    layers = [layer for layer, modes in series.items()
+              if any(len({r["case"]["kernel"] for r in recs}) >= 2 for recs in modes.values())]
+    if not layers:
+        print("note: no layer was measured at two kernel sizes or more; plot skipped",
+              file=sys.stderr)
+        return None
+    modes = [m for m in MODES if any(m in series[layer] for layer in layers)]
+    env = report["environment"]
+    figure, axes = plt.subplots(len(layers), len(modes), squeeze=False,
+                                figsize=(5.5 * len(modes), 4 * len(layers)))
+    for row, layer in enumerate(layers):
+        for col, mode in enumerate(modes):
+            ax = axes[row][col]
+            records = sorted(series[layer].get(mode, []), key=lambda r: r["case"]["kernel"])
+            for impl in report["settings"]["impls"]:
+                points = [(r["case"]["kernel"], r["timings"][impl]) for r in records
+                          if impl in r["timings"]]
+                if not points:
+                    continue
+                ks = [k for k, _ in points]
+                med = [t["median_ms"] for _, t in points]
+                err = [[t["median_ms"] - t["min_ms"] for _, t in points],
+                       [t["max_ms"] - t["median_ms"] for _, t in points]]
+                ax.errorbar(ks, med, yerr=err, marker="o", capsize=3, label=SHORT_LABELS[impl])
+            b, cin, cout, size, padding = layer
+            ax.set_title(f"{b}x{cin}->{cout} {size}x{size} {padding}: {MODE_LABELS[mode]}",
+                         fontsize=10)
+            ax.set_xticks(sorted({r["case"]["kernel"] for r in records}))
+            ax.set_xlabel("kernel size k")
+            ax.set_ylabel("ms per call (median; bars min..max)")
+            ax.set_ylim(bottom=0)
+            ax.grid(True, alpha=0.3)
+            ax.legend(fontsize=8)
+    figure.suptitle(f"{env['gpu_name'] or env['cpu_model']}, TF {env['tf_version']}, "
+                    f"TF32 {'on' if env['tf32_enabled'] else 'off'}, "
+                    f"{report['settings']['data_format']}", fontsize=11)
+    figure.tight_layout()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
+    return path
+
+
+class Progress:
+    """A progress bar over (case, mode) steps on stderr: tqdm when installed, else a text line."""
+
+    def __init__(self, total, enabled=True):
+        self.total, self.done, self.enabled, self.bar = total, 0, enabled, None
+        self.interactive = sys.stderr.isatty()
+        self.last = ""
+        if enabled and self.interactive:
+            try:
+                from tqdm import tqdm
+                self.bar = tqdm(total=total, unit="case", file=sys.stderr, dynamic_ncols=True)
+            except ImportError:
+                self.bar = None
+
+    def status(self, text):
+        if not self.enabled:
+            return
+        self.last = text
+        if self.bar is not None:
+            self.bar.set_description_str(text)
+        elif self.interactive:
+            sys.stderr.write(f"\r[{self.done}/{self.total}] {text}".ljust(78)[:78])
+            sys.stderr.flush()
+
+    def advance(self):
+        self.done += 1
+        if self.bar is not None:
+            self.bar.update(1)
+        elif self.enabled and not self.interactive:  # a log: one line per finished step
+            step = self.last.rsplit(":", 1)[0]
+            sys.stderr.write(f"[{self.done}/{self.total}] {step} done\n")
+            sys.stderr.flush()
+
+    def close(self):
+        if not self.enabled:
+            return
+        if self.bar is not None:
+            self.bar.close()
+        elif self.interactive:
+            sys.stderr.write(f"\r[{self.done}/{self.total}] done".ljust(78) + "\n")
+            sys.stderr.flush()

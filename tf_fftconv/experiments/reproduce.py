@@ -1,0 +1,339 @@
+"""Baseline vs FFT LeNet-5: the table of the MNIST reproduction, remeasured.
+
+    python -m tf_fftconv.reproduce [--dataset mnist] [--epochs 10] [--batch-size 128] [--seed 0]
+                                   [--limit-train N] [--limit-test N] [--baseline-seeds K]
+                                   [--json PATH]
+
+Trains LeNet-5 with spatial convolutions (keras.layers.Conv2D, the baseline) and with
+frequency-domain convolutions (tf_fftconv.FFTConv2D) from the same initial weights (one
+model is built, its weights copied into the other) on the same batches in the same order,
+on the GPU when there is one, then prints
+
+| Experiment | Description | Avg epoch time | Wall time | Acc |
+
+where
+  Avg epoch time  mean training time of epochs 2..N; epoch 1 (which includes tracing the
+                  training step) is left out and reported separately; with a single epoch it
+                  is that epoch's time;
+  Wall time       `model.fit` from call to return, all epochs (tracing included);
+  Acc             accuracy on the test split after the last epoch.
+Both models are compiled with Keras' defaults besides optimizer, loss and metrics
+(`jit_compile="auto"`: XLA for neither model on CPU; on GPU XLA for the baseline, none for the
+FFT model, whose layers declare `supports_jit = False`; each run records what it used).
+Before timing, one training step of each model type runs on throwaway copies, so one-time
+process costs (library handles, kernel loading) fall on neither timed run.
+
+`--baseline-seeds K` trains K-1 more baselines with seeds seed+1 .. seed+K-1 and reports the
+mean and spread of the K baseline accuracies, to judge the FFT accuracy against run-to-run noise.
+
+The data set comes from `tf_fftconv.experiments.data.load`: MNIST when it can be had quickly,
+otherwise Fashion-MNIST, otherwise synthetic data, always announced and named in the table's rows.
+`--json PATH` writes per-epoch times, losses and accuracies, the device, the TensorFlow
+version and the data set actually used.
+"""
+
+import argparse
+import json
+import statistics
+import time
+import warnings
+from pathlib import Path
+
+BASELINE_DESCRIPTION = "Baseline"
+FFT_DESCRIPTION = "Frequency domain convolutions (tf_fftconv)"
+TABLE_HEADER = ("| Experiment | Description | Avg epoch time | Wall time | Acc |\n"
+                "|---|---|---|---|---|")
+
+
+def _epoch_logger(label, epochs, progress):
+    import keras
+
+    class EpochLog(keras.callbacks.Callback):
+        """Per-epoch training time (begin to end of the epoch, metrics fetched), loss, accuracy."""
+
+        def __init__(self):
+            super().__init__()
+            self.times, self.loss, self.accuracy = [], [], []
+
+        def on_epoch_begin(self, epoch, logs=None):
+            self._start = time.perf_counter()
+
+        def on_epoch_end(self, epoch, logs=None):
+            elapsed = time.perf_counter() - self._start
+            logs = logs or {}
+            self.times.append(elapsed)
+            self.loss.append(float(logs.get("loss", float("nan"))))
+            self.accuracy.append(float(logs.get("accuracy", float("nan"))))
+            progress(f"[{label}] epoch {epoch + 1}/{epochs}: {elapsed:.3f} s, "
+                     f"loss {self.loss[-1]:.4f}, train accuracy {100 * self.accuracy[-1]:.3f}%")
+
+    return EpochLog()
+
+
+def _build(conv, info, fft_size=None):
+    from tf_fftconv.experiments import models
+
+    data_format = "channels_first" if info.image_shape[0] == 1 else "channels_last"
+    return models.lenet5(conv, input_shape=info.image_shape, num_classes=info.num_classes,
+                         data_format=data_format, fft_size=fft_size)
+
+
+def _warm_up(batches, info, fft_size, jit_compile="auto"):
+    """One training step of each model type on throwaway models, before anything is timed.
+
+    `batches` must not be a timed run's training pipeline: iterating it would move that
+    pipeline on to its next epoch's order.
+    """
+    from tf_fftconv.experiments import models
+
+    images, labels = next(iter(batches.take(1)))
+    for conv in ("spatial", "fft"):
+        model = models.compile_lenet(_build(conv, info, fft_size), jit_compile=jit_compile)
+        model.train_on_batch(images, labels)
+
+
+def train_and_evaluate(model, label, train, test, epochs, seed, progress):
+    """Fits `model` (compiled) for `epochs` and evaluates it; returns the run's record."""
+    import keras
+
+    keras.utils.set_random_seed(seed)
+    log = _epoch_logger(label, epochs, progress)
+    start = time.perf_counter()
+    model.fit(train, epochs=epochs, verbose=0, callbacks=[log], shuffle=False)  # data pre-shuffled
+    wall = time.perf_counter() - start
+    start = time.perf_counter()
+    scores = model.evaluate(test, verbose=0, return_dict=True)
+    eval_time = time.perf_counter() - start
+    later = log.times[1:] or log.times
+    return {
+        "label": label,
+        "seed": seed,
+        "epochs": epochs,
+        "epoch_times_s": log.times,
+        "first_epoch_time_s": log.times[0],
+        "avg_epoch_time_s": statistics.fmean(later),
+        "avg_epoch_time_excludes_first": len(log.times) > 1,
+        "avg_epoch_time_all_s": statistics.fmean(log.times),
+        "wall_time_s": wall,
+        "train_loss": log.loss,
+        "train_accuracy": log.accuracy,
+        "test_loss": float(scores["loss"]),
+        "test_accuracy": float(scores["accuracy"]),
+        "eval_time_s": eval_time,
+        "jit_compile": bool(model.jit_compile),
+    }
+
+
+def run(dataset="mnist", epochs=10, batch_size=128, seed=0, limit_train=None, limit_test=None,
+        baseline_seeds=1, fallback=True, data_dir=None, data_format=None, fft_size=None,
+        warm_up=True, jit_compile="auto", xla_auto_clustering=False, progress=print):
+    """Trains the baseline and the FFT LeNet-5 (and extra baselines); returns the results dict.
+
+    jit_compile: passed to model.compile for both models ("auto": Keras' default; False: no XLA for
+    either, so the convolutions are compared on equal terms).
+    xla_auto_clustering: turn on TensorFlow's XLA auto-clustering, which compiles the parts of a
+    graph XLA supports and leaves the custom ops outside (the FFT model's dense layers, pooling and
+    optimizer then get fused kernels too).
+    """
+    import keras
+    import tensorflow as tf
+
+    from tf_fftconv.experiments import data, environment, models
+
+    if epochs < 1:
+        raise ValueError(f"epochs must be >= 1, got {epochs}")
+    if baseline_seeds < 1:
+        raise ValueError(f"baseline_seeds must be >= 1, got {baseline_seeds}")
+    arrays = data.load_arrays(dataset, data_dir=data_dir, fallback=fallback)
+
+    def pipelines(s):
+        return data.pipelines(arrays, batch_size, seed=s, limit_train=limit_train,
+                              limit_test=limit_test, data_format=data_format, requested=dataset)
+
+    train, test, info = pipelines(seed)
+    env = environment.capture()
+    progress(f"data: {info.display_name}, {info.source} ({info.num_train} train, "
+             f"{info.num_test} test images, batch {batch_size}); {env['description']}; "
+             f"TensorFlow {env['tf_version']}")
+    if xla_auto_clustering:
+        tf.config.optimizer.set_jit("autoclustering")
+    if warm_up:
+        _warm_up(test, info, fft_size, jit_compile)
+
+    # Same initial weights: build the baseline, copy its weights into the FFT model.
+    keras.utils.set_random_seed(seed)
+    baseline = models.compile_lenet(_build("spatial", info), jit_compile=jit_compile)
+    fft = _build("fft", info, fft_size)
+    fft.set_weights(baseline.get_weights())
+    models.compile_lenet(fft, jit_compile=jit_compile)
+
+    runs = {"baseline": train_and_evaluate(baseline, "baseline", train, test, epochs, seed,
+                                           progress)}
+    # A second pipeline with the same seed: the same batches in the same order.
+    fft_train, fft_test, _ = pipelines(seed)
+    runs["fft"] = train_and_evaluate(fft, "fft", fft_train, fft_test, epochs, seed, progress)
+
+    extra = []
+    for k in range(1, baseline_seeds):
+        s = seed + k
+        keras.utils.set_random_seed(s)
+        model = models.compile_lenet(_build("spatial", info), jit_compile=jit_compile)
+        extra_train, extra_test, _ = pipelines(s)
+        extra.append(train_and_evaluate(model, f"baseline seed {s}", extra_train, extra_test,
+                                        epochs, s, progress))
+    runs["baseline_extra_seeds"] = extra
+
+    result = {
+        "dataset": info.to_dict(),
+        "environment": env,
+        "settings": {"dataset": dataset, "epochs": epochs, "batch_size": batch_size,
+                     "seed": seed, "limit_train": limit_train, "limit_test": limit_test,
+                     "baseline_seeds": baseline_seeds, "fft_size": fft_size,
+                     "data_format": data_format or keras.config.image_data_format(),
+                     "warm_up": warm_up, "jit_compile": jit_compile,
+                     "xla_auto_clustering": xla_auto_clustering},
+        "runs": runs,
+    }
+    accuracies = [runs["baseline"]["test_accuracy"]] + [r["test_accuracy"] for r in extra]
+    if len(accuracies) > 1:
+        result["baseline_accuracy_over_seeds"] = {
+            "seeds": [seed + k for k in range(baseline_seeds)],
+            "accuracies": accuracies,
+            "mean": statistics.fmean(accuracies),
+            "stdev": statistics.stdev(accuracies),
+            "min": min(accuracies),
+            "max": max(accuracies),
+        }
+    result["table"] = format_table(result)
+    return result
+
+
+def format_table(result):
+    """The markdown table (as in the design document) and the notes that define its columns."""
+    info, runs = result["dataset"], result["runs"]
+    name = info["display_name"]
+    rows = [TABLE_HEADER]
+    for experiment, description, r in (
+            (f"{name} LeNet", BASELINE_DESCRIPTION, runs["baseline"]),
+            (f"{name} Mathieu LeNet", FFT_DESCRIPTION, runs["fft"])):
+        rows.append(f"| {experiment} | {description} | {r['avg_epoch_time_s']:.5f} s | "
+                    f"{r['wall_time_s']:.1f} s | {100 * r['test_accuracy']:.5f}% |")
+    base, fft = runs["baseline"], runs["fft"]
+    settings = result.get("settings", {})
+    if base["avg_epoch_time_excludes_first"]:
+        epoch_note = (f"Avg epoch time: epochs 2..{base['epochs']} (epoch 1, with tracing: "
+                      f"baseline {base['first_epoch_time_s']:.3f} s, "
+                      f"FFT {fft['first_epoch_time_s']:.3f} s).")
+    else:
+        epoch_note = "Avg epoch time: the single epoch, tracing included."
+    notes = [
+        "",
+        epoch_note + " Wall time: model.fit, all epochs. "
+        f"Acc: test accuracy on {info['num_test']} images after the last epoch.",
+        f"FFT / baseline epoch time: {fft['avg_epoch_time_s'] / base['avg_epoch_time_s']:.2f}x; "
+        f"accuracy difference (FFT - baseline): "
+        f"{100 * (fft['test_accuracy'] - base['test_accuracy']):+.3f} points. "
+        f"XLA (jit_compile={settings.get('jit_compile', 'auto')!r}): baseline "
+        f"{'on' if base['jit_compile'] else 'off'}, FFT {'on' if fft['jit_compile'] else 'off'}"
+        f"{'; XLA auto-clustering on' if settings.get('xla_auto_clustering') else ''}.",
+    ]
+    spread = result.get("baseline_accuracy_over_seeds")
+    if spread:
+        notes.append(
+            f"Baseline accuracy over {len(spread['seeds'])} seeds ({', '.join(map(str, spread['seeds']))}): "
+            f"mean {100 * spread['mean']:.3f}%, stdev {100 * spread['stdev']:.3f} points, "
+            f"range {100 * spread['min']:.3f}-{100 * spread['max']:.3f}%; FFT is "
+            f"{100 * (fft['test_accuracy'] - spread['mean']):+.3f} points from the mean.")
+    env = result["environment"]
+    notes.append(f"Data: {name} ({info['source']}), {info['num_train']} training images, "
+                 f"batch {info['batch_size']}. Device: {env['description']}. "
+                 f"TensorFlow {env['tf_version']}, Keras {env['keras_version']}.")
+    if info.get("fallback_reason"):
+        notes.append(f"NOTE: {info['requested']!r} was asked for but {name} was used "
+                     f"({info['fallback_reason']}).")
+    return "\n".join(rows + notes)
+
+
+def _positive_int(text):
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
+def build_parser():
+    parser = argparse.ArgumentParser(
+        prog="python -m tf_fftconv.reproduce",
+        description="Train LeNet-5 with spatial and with FFT convolutions; print the table.")
+    parser.add_argument("--dataset", default="mnist",
+                        help="mnist (default; falls back to fashion_mnist, then synthetic, "
+                             "announced), fashion_mnist, idx:DIR or synthetic")
+    parser.add_argument("--epochs", type=_positive_int, default=10)
+    parser.add_argument("--batch-size", type=_positive_int, default=128)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--limit-train", type=_positive_int, default=None,
+                        help="use only the first N training images")
+    parser.add_argument("--limit-test", type=_positive_int, default=None,
+                        help="use only the first N test images")
+    parser.add_argument("--baseline-seeds", "--seeds", type=_positive_int, default=1,
+                        help="train the baseline with K seeds (seed .. seed+K-1) and report the "
+                             "accuracy spread")
+    parser.add_argument("--json", metavar="PATH", help="write the results as JSON to PATH")
+    parser.add_argument("--no-fallback", action="store_true",
+                        help="fail instead of substituting another data set")
+    parser.add_argument("--data-dir", help="tensorflow-datasets data directory")
+    parser.add_argument("--data-format", choices=("channels_last", "channels_first"),
+                        help="default: keras.config.image_data_format()")
+    parser.add_argument("--fft-size", type=_positive_int, default=None,
+                        help="FFT frame size for the FFT model (default: chosen by fft_conv2d)")
+    parser.add_argument("--no-warm-up", action="store_true",
+                        help="skip the untimed warm-up step before the timed runs")
+    parser.add_argument("--jit-compile", choices=("auto", "off"), default="auto",
+                        help="model.compile's jit_compile for both models (default: Keras' "
+                             "\"auto\"; \"off\": no XLA for either)")
+    parser.add_argument("--xla-auto-clustering", action="store_true",
+                        help="turn on TensorFlow's XLA auto-clustering (XLA for everything but "
+                             "the custom ops)")
+    return parser
+
+
+def parse_args(argv=None, parser=None):
+    """The arguments, with the data set name checked (a usage error, not a traceback, when bad)."""
+    from tf_fftconv.experiments import data
+
+    parser = parser or build_parser()
+    args = parser.parse_args(argv)
+    try:
+        data.check_name(args.dataset)
+    except (ValueError, data.DatasetUnavailableError) as error:
+        parser.error(f"--dataset: {error}")
+    return args
+
+
+def main(argv=None):
+    from tf_fftconv.experiments import data
+
+    parser = build_parser()
+    args = parse_args(argv, parser)
+    # The data loader's substitution banner is on stderr already; skip the warning's echo.
+    warnings.filterwarnings("ignore", message=data.ANNOUNCE_PREFIX, category=UserWarning)
+    try:
+        result = run(dataset=args.dataset, epochs=args.epochs, batch_size=args.batch_size,
+                     seed=args.seed, limit_train=args.limit_train, limit_test=args.limit_test,
+                     baseline_seeds=args.baseline_seeds, fallback=not args.no_fallback,
+                     data_dir=args.data_dir, data_format=args.data_format,
+                     fft_size=args.fft_size, warm_up=not args.no_warm_up,
+                     jit_compile="auto" if args.jit_compile == "auto" else False,
+                     xla_auto_clustering=args.xla_auto_clustering,
+                     progress=lambda line: print(line, flush=True))
+    except (data.DatasetUnavailableError, data.IdxFormatError) as error:
+        # What --dataset (or --no-fallback) asked for cannot be had or read here.
+        parser.error(f"--dataset {args.dataset}: {error}")
+    print()
+    print(result["table"], flush=True)
+    if args.json:
+        path = Path(args.json)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(result, indent=2))
+        print(f"\nresults written to {path}")
+    return 0
