@@ -98,6 +98,24 @@ def test_main_in_process(tmp_path, capsys):
         assert plot_path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def test_xla_mode_and_model_steps(tmp_path, capsys):
+    json_path = tmp_path / "bench.json"
+    argv = ["--cases", "1:2:3:8:3", "--modes", "train", "--repeats", "2", "--warmup", "3",
+            "--iters", "1", "--device", "cpu", "--no-progress", "--xla", "--model", "tiny",
+            "--json", str(json_path)]
+    assert cli.main(argv) == 0
+    report = json.loads(json_path.read_text())
+    assert report["settings"]["xla"] is True and report["settings"]["model"] == "tiny"
+    assert set(report["results"][0]["timings"]) == {"conv2d", "signal", "fft"}
+    assert max(report["results"][0]["max_rel_diff"]["fft"].values()) < 1e-4
+    (step,) = report["model_steps"]
+    assert set(step["timings"]) == {"conv2d", "fft"}
+    assert step["compiled_with_xla"] == {"conv2d": True, "fft": True}
+    assert positive(step["ratio_fft_conv2d"])
+    out = capsys.readouterr().out
+    assert "every step under XLA" in out and "FFTConv2D / Conv2D" in out
+
+
 def test_writes_no_file_unless_told(tmp_path, monkeypatch, capsys):
     results = REPO / "benchmarks" / "results"
     before = sorted(results.rglob("*")) if results.is_dir() else []

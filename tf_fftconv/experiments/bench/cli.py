@@ -4,6 +4,8 @@ tf_fftconv.fft_conv2d, in one run.
     python -m tf_fftconv.bench                      # default cases on the GPU (CPU if none)
     python -m tf_fftconv.bench --cases mathieu --modes train --tf32 on --json bench.json
     python -m tf_fftconv.bench --quick --device cpu # small shapes: a smoke run
+    python -m tf_fftconv.bench --xla --model convnet7 # every step inside jit_compile=True, and
+                                                      # Keras train steps of a small convnet
 
 Prints the table; writes the JSON report (--json) and the plot (--plot) only when asked to.
 """
@@ -68,6 +70,16 @@ def parse_args(argv=None):
                         help="write the results file there (default: none)")
     parser.add_argument("--plot", metavar="PATH", default=None,
                         help="PNG of time vs kernel size (needs matplotlib; default: none)")
+    parser.add_argument("--xla", action="store_true",
+                        help="compile every timed step with XLA (tf.function(jit_compile=True)), "
+                             "as Keras compiles a train step: conv2d is then XLA's convolution and "
+                             "tf_fftconv runs through its custom calls")
+    parser.add_argument("--model", default=None,
+                        help="also time Keras train steps of a model whose convolutions dominate "
+                             "the step, Conv2D against FFTConv2D, both under XLA unless --model-jit "
+                             "off: " + ", ".join(sorted(measure.MODEL_CASES)))
+    parser.add_argument("--model-jit", default="on", choices=("on", "off"),
+                        help="jit_compile of the --model steps (default on)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     args = parser.parse_args(argv)
     args.command = " ".join(["python -m tf_fftconv.bench"]
@@ -81,6 +93,9 @@ def parse_args(argv=None):
         if not args.impls or not args.modes:
             raise ValueError("--impl and --modes need at least one entry")
         args.device = environment.resolve_device(args.device)
+        if args.model is not None and args.model not in measure.MODEL_CASES:
+            raise ValueError(f"unknown --model {args.model!r}: choose from "
+                             + ", ".join(sorted(measure.MODEL_CASES)))
     except ValueError as error:
         parser.error(str(error))
     args.repeats = args.repeats if args.repeats is not None else (3 if args.quick else 20)
@@ -132,6 +147,8 @@ def run(args):
             "modes": args.modes,
             "data_format": args.data_format,
             "dtype": "float32",
+            "xla": args.xla,
+            "model": args.model,
             "repeats": args.repeats,
             "warmup": args.warmup,
             "calls_per_sample": args.iters if args.iters is not None else "auto",
@@ -145,7 +162,8 @@ def run(args):
     with tf.device(args.device):
         generator = tf.random.Generator.from_seed(args.seed)
     unavailable = {"fft": fft_reason} if fft_reason and "fft" in args.impls else {}
-    progress = Progress(len(args.cases) * len(args.modes), enabled=not args.no_progress)
+    progress = Progress(len(args.cases) * len(args.modes) + (args.model is not None),
+                        enabled=not args.no_progress)
     try:
         for case in args.cases:
             for mode in args.modes:
@@ -153,8 +171,16 @@ def run(args):
                     case, mode, args.impls, device=args.device, generator=generator,
                     data_format=args.data_format, input_sets=args.input_sets,
                     warmup=args.warmup, repeats=args.repeats, calls=args.iters,
-                    unavailable=unavailable, status=progress.status))
+                    jit_compile=args.xla, unavailable=unavailable, status=progress.status))
                 progress.advance()
+        if args.model is not None:
+            model_impls = [impl for impl in ("conv2d", "fft")
+                           if impl in args.impls and impl not in unavailable]
+            report["model_steps"] = [measure.run_model_step(
+                measure.MODEL_CASES[args.model], model_impls, device=args.device,
+                jit_compile=args.model_jit == "on", warmup=args.warmup, repeats=args.repeats,
+                calls=args.iters, seed=args.seed, status=progress.status)]
+            progress.advance()
     finally:
         progress.close()
     return report

@@ -173,16 +173,20 @@ def conv_function(impl, padding, data_format):
     raise ValueError(impl)
 
 
-def make_step(conv, mode):
-    """A tf.function of (x, w, dy) returning (y,), or (y, dx, dw) for the output gradient dy."""
+def make_step(conv, mode, jit_compile=False):
+    """A tf.function of (x, w, dy) returning (y,), or (y, dx, dw) for the output gradient dy.
+
+    jit_compile=True compiles the whole step with XLA, as Keras does a model's train step: then
+    conv2d is XLA's own convolution and fft_conv2d runs through its custom calls.
+    """
     if mode == "forward":
-        @tf.function
+        @tf.function(jit_compile=jit_compile)
         def forward(x, w, dy):
             del dy
             return (conv(x, w),)
         return forward
 
-    @tf.function
+    @tf.function(jit_compile=jit_compile)
     def train(x, w, dy):
         with tf.GradientTape() as tape:
             tape.watch([x, w])
@@ -224,7 +228,7 @@ def first_line(error):
 
 
 def run_case(case, mode, impls, *, device, generator, data_format, input_sets, warmup, repeats,
-             calls, unavailable=None, status=lambda text: None):
+             calls, jit_compile=False, unavailable=None, status=lambda text: None):
     """Times every implementation on one case and mode; returns the JSON record.
 
     `unavailable` maps an implementation that cannot run here to the reason (recorded as skipped);
@@ -243,7 +247,7 @@ def run_case(case, mode, impls, *, device, generator, data_format, input_sets, w
             if impl in unavailable:
                 record["skipped"][impl] = unavailable[impl]
                 continue
-            step = make_step(conv_function(impl, case.padding, data_format), mode)
+            step = make_step(conv_function(impl, case.padding, data_format), mode, jit_compile)
             try:
                 outputs = step(*arg_sets[0])
                 if reference is None:
@@ -266,4 +270,83 @@ def run_case(case, mode, impls, *, device, generator, data_format, input_sets, w
         f"{a}/{b}": (medians[a] / medians[b] if a in medians and b in medians else None)
         for a, b in (("fft", "conv2d"), ("fft", "signal"), ("signal", "conv2d"))}
     record["fastest"] = min(medians, key=medians.get) if medians else None
+    return record
+
+
+# ---------------------------------------------------------------------------------------------
+# Whole training steps of a small Keras model whose convolutions dominate the step.
+
+@dataclasses.dataclass(frozen=True)
+class ModelCase:
+    """A stack of stride-1 SAME convolutions (ReLU, 2x2 max pooling after each) and a classifier."""
+
+    name: str
+    batch: int
+    size: int  # input H = W
+    in_channels: int
+    channels: tuple  # output channels of each convolution
+    kernel: int
+    classes: int = 10
+
+
+MODEL_CASES = {
+    # 32x32 images through 32 -> 64 -> 128 channels with 7x7 kernels: the convolutions dominate.
+    "convnet7": ModelCase("convnet7", 128, 32, 3, (32, 64, 128), 7),
+    # A smoke run on a CPU.
+    "tiny": ModelCase("tiny", 4, 8, 1, (2,), 3),
+}
+
+
+def build_model(case, conv):
+    """The model of `case` with `conv` ("conv2d": keras Conv2D, "fft": FFTConv2D) layers."""
+    import keras  # noqa: PLC0415  (only the model steps need Keras)
+
+    from tf_fftconv.layers import FFTConv2D  # noqa: PLC0415
+
+    layer = keras.layers.Conv2D if conv == "conv2d" else FFTConv2D
+    model = keras.Sequential([keras.Input((case.size, case.size, case.in_channels))])
+    for channels in case.channels:
+        model.add(layer(channels, case.kernel, padding="same", activation="relu"))
+        model.add(keras.layers.MaxPooling2D(2))
+    model.add(keras.layers.GlobalAveragePooling2D())
+    model.add(keras.layers.Dense(case.classes))
+    return model
+
+
+def run_model_step(case, impls, *, device, jit_compile, warmup, repeats, calls, seed,
+                   status=lambda text: None):
+    """Times one Keras train step (forward, loss, gradients, Adam update) of `case` per
+    implementation, each model compiled with `jit_compile` and starting from the same weights."""
+    import keras  # noqa: PLC0415
+
+    record = {"model": dataclasses.asdict(case), "jit_compile": jit_compile, "timings": {},
+              "skipped": {}, "compiled_with_xla": {}}
+    rng = tf.random.Generator.from_seed(seed)
+    with tf.device(device):
+        x = rng.normal((case.batch, case.size, case.size, case.in_channels))
+        y = rng.uniform((case.batch,), maxval=case.classes, dtype=tf.int32)
+        batches = iter(tf.data.Dataset.from_tensors((x, y)).repeat())
+        weights = None
+        for impl in impls:
+            status(f"{case.name} train step: {impl}")
+            try:
+                model = build_model(case, impl)
+                weights = weights or model.get_weights()
+                model.set_weights(weights)
+                model.compile(optimizer="adam", jit_compile=jit_compile,
+                              loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+                model.make_train_function()
+                train_step = model.train_function  # what fit calls once per step
+                samples, used_calls = time_per_call(lambda: train_step(batches), [()],
+                                                    warmup=warmup, repeats=repeats, calls=calls)
+            except (KeyboardInterrupt, SystemExit):
+                raise
+            except Exception as error:
+                record["skipped"][impl] = first_line(error)
+                continue
+            record["timings"][impl] = summarize(samples, used_calls)
+            record["compiled_with_xla"][impl] = bool(model.jit_compile)
+    medians = {impl: t["median_ms"] for impl, t in record["timings"].items()}
+    record["ratio_fft_conv2d"] = (medians["fft"] / medians["conv2d"]
+                                  if "fft" in medians and "conv2d" in medians else None)
     return record

@@ -44,6 +44,7 @@ def format_report(report):
         f"tf_fftconv bench: {device} ({env['device']}), TF {env['tf_version']}, "
         f"built with CUDA {env['cuda_version']}, cuDNN {env['cudnn_version']}, "
         f"TF32 {'on' if env['tf32_enabled'] else 'off'}, {settings['data_format']} float32, "
+        f"{'every step under XLA (jit_compile=True), ' if settings.get('xla') else ''}"
         f"commit {env['git_commit'][:12]}",
         f"ms per call: median over {settings['repeats']} samples of N calls between device syncs "
         f"({settings['input_sets']} rotating input sets, {settings['warmup']} warm-up calls); "
@@ -51,6 +52,20 @@ def format_report(report):
         "",
         format_table(report),
     ]
+    for step in report.get("model_steps", []):
+        model, timings = step["model"], step["timings"]
+        lines += ["", f"Keras train step of {model['name']} (batch {model['batch']}, "
+                      f"{model['size']}x{model['size']}x{model['in_channels']}, channels "
+                      f"{'->'.join(str(c) for c in model['channels'])}, k{model['kernel']} SAME; "
+                      f"jit_compile={step['jit_compile']}):"]
+        for impl, timing in timings.items():
+            lines.append(f"  {'Conv2D' if impl == 'conv2d' else 'FFTConv2D':10s} "
+                         f"{timing['median_ms']:8.3f} ms  (XLA "
+                         f"{'on' if step['compiled_with_xla'][impl] else 'off'})")
+        if step["ratio_fft_conv2d"] is not None:
+            lines.append(f"  FFTConv2D / Conv2D: {step['ratio_fft_conv2d']:.3f}")
+        for impl, reason in step["skipped"].items():
+            lines.append(f"  {impl} skipped: {reason}")
     notes = []
     skipped = {}  # (impl, reason) -> the steps it applies to
     for record in report["results"]:
