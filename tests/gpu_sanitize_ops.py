@@ -1,5 +1,5 @@
-"""Drives every GPU kernel of the three ops and fft_conv2d once per configuration, for
-compute-sanitizer (memcheck, racecheck) on a GPU host:
+"""Drives every GPU kernel of the three ops and fft_conv2d once per configuration, eagerly and
+through the XLA custom calls, for compute-sanitizer (memcheck, racecheck) on a GPU host:
 
     TF_GPU_ALLOCATOR=cuda_malloc_async compute-sanitizer --tool memcheck python3 tests/gpu_sanitize_ops.py
 
@@ -59,8 +59,11 @@ def main():
                 return (y,) + tuple(tape.gradient(loss, [a, b]))
             got = on("/GPU:0", fwd_bwd, tf.constant(x), tf.constant(w))
             want = on("/CPU:0", fwd_bwd, tf.constant(x), tf.constant(w))
+            # The same kernels through XLA's custom calls, on XLA's stream.
+            compiled = on("/GPU:0", tf.function(fwd_bwd, jit_compile=True), tf.constant(x),
+                          tf.constant(w))
             if not tf32:
-                worst = max(worst, max(rel(g, c) for g, c in zip(got, want)))
+                worst = max(worst, max(rel(g, c) for g, c in zip(got + compiled, want + want)))
     print("gpu_sanitize_ops: worst relative difference GPU vs CPU (TF32 off) %.3g" % worst)
     if not worst < 1e-5:
         sys.exit("GPU and CPU kernels disagree")

@@ -6,9 +6,10 @@
 #
 #   COMMIT=<sha> bash tools/gpu_session.sh [STEP ...]
 #
-# STEP: info build tests sanitize kernels bench reproduce variants (default: all but kernels and
-# variants, in that order; kernels = tools/gpu_check.sh, variants = the reproduction with other
-# XLA settings). Logs go to
+# STEP: info build tests sanitize kernels bench bench-xla reproduce variants (default: all but
+# kernels and variants, in that order; kernels = tools/gpu_check.sh, bench-xla = the benchmark with
+# every step under XLA and the Keras train step of a convnet, variants = the reproduction with XLA
+# off for both models). On a host with two GPUs the tests include MirroredStrategy. Logs go to
 # $WORK (build/gpu_session); after each step they are packed into $OUT/gpu_session.tar.gz so that a
 # run cut short still brings back what it did.
 set -uo pipefail
@@ -17,7 +18,7 @@ WORK=${WORK:-build/gpu_session}
 OUT=${OUT:-$WORK}
 mkdir -p "$WORK" "$OUT"
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" TF_FFTCONV_COMMIT="${COMMIT:-}" PYTHONUNBUFFERED=1 TF_CPP_MIN_LOG_LEVEL=${TF_CPP_MIN_LOG_LEVEL:-2} PATH="$PATH:/usr/local/cuda/bin"
-steps=${*:-info build tests sanitize bench reproduce}
+steps=${*:-info build tests sanitize bench bench-xla reproduce}
 pack() { tar -czf "$OUT/gpu_session.tar.gz" -C "$WORK" . 2>/dev/null; }
 log() { echo "== $(date -u +%H:%M:%S) $*"; }
 
@@ -32,11 +33,11 @@ for step in $steps; do
       python3 -c 'import tf_fftconv as fc; print(fc.build_info())' 2>&1 | tee "$WORK/build.log" ;;
     tests)
       log "pytest -m gpu"
-      timeout 330 python3 -m pytest -m gpu -q -p no:cacheprovider tests 2>&1 | tee "$WORK/pytest_gpu.log" | tail -25 ;;
+      timeout 420 python3 -m pytest -m gpu -q -p no:cacheprovider tests 2>&1 | tee "$WORK/pytest_gpu.log" | tail -25 ;;
     sanitize)
       for tool in ${SANITIZER_TOOLS:-memcheck racecheck}; do
         log "compute-sanitizer --tool $tool (ops inside TensorFlow)"
-        TF_GPU_ALLOCATOR=cuda_malloc_async timeout 120 compute-sanitizer --tool $tool --error-exitcode 3 \
+        TF_GPU_ALLOCATOR=cuda_malloc_async timeout 240 compute-sanitizer --tool $tool --error-exitcode 3 \
           python3 tests/gpu_sanitize_ops.py > "$WORK/sanitizer_tf_$tool.log" 2>&1
         echo "exit status: $?" >> "$WORK/sanitizer_tf_$tool.log"
         grep -E "ERROR SUMMARY|RACECHECK SUMMARY|worst relative|exit status|disagree" "$WORK/sanitizer_tf_$tool.log" | tail -5
@@ -47,18 +48,19 @@ for step in $steps; do
     bench)
       log bench
       timeout 420 python3 -m tf_fftconv.bench --json "$WORK/bench.json" --plot "$WORK/bench.png" --no-progress 2>&1 | tee "$WORK/bench.log" | tail -40 ;;
+    bench-xla)
+      log "bench --xla --model convnet7"
+      timeout 420 python3 -m tf_fftconv.bench --xla --cases "${XLA_CASES:-mathieu,lenet}" --modes train --model convnet7 \
+        --json "$WORK/bench_xla.json" --no-progress 2>&1 | tee "$WORK/bench_xla.log" | tail -25 ;;
     reproduce)
       log reproduce
       timeout 540 python3 -m tf_fftconv.reproduce --dataset "idx:${DATA_DIR:-.data/fashion-mnist}" --epochs "${EPOCHS:-10}" \
         --baseline-seeds "${SEEDS:-3}" --json "$WORK/reproduce.json" 2>&1 | tee "$WORK/reproduce.log" | tail -30 ;;
     variants)
-      for variant in "--xla-auto-clustering" "--jit-compile off"; do
-        name=$(echo "$variant" | tr -d ' -')
-        log "reproduce $variant"
-        timeout 300 python3 -m tf_fftconv.reproduce --dataset "idx:${DATA_DIR:-.data/fashion-mnist}" \
-          --epochs "${VARIANT_EPOCHS:-5}" $variant --json "$WORK/reproduce_$name.json" 2>&1 \
-          | tee "$WORK/reproduce_$name.log" | tail -9
-      done ;;
+      log "reproduce --jit-compile off"
+      timeout 300 python3 -m tf_fftconv.reproduce --dataset "idx:${DATA_DIR:-.data/fashion-mnist}" \
+        --epochs "${VARIANT_EPOCHS:-5}" --jit-compile off --json "$WORK/reproduce_jitcompileoff.json" 2>&1 \
+        | tee "$WORK/reproduce_jitcompileoff.log" | tail -9 ;;
     *) echo "unknown step $step"; exit 2 ;;
   esac
   pack
