@@ -142,7 +142,7 @@ $(INFO): $(LIB)
 	@echo "tf_fftconv: built $(LIB)"
 
 # The XLA objects also depend on the configuration (FFTCONV_WITH_CUDA).
-$(BUILD)/cc/%_xla.o: $(BUILD)/config.stamp
+$(patsubst %.cc,$(BUILD)/%.o,$(wildcard cc/*_xla.cc)): $(BUILD)/config.stamp
 
 $(BUILD)/cc/%.o: cc/%.cc $(wildcard cc/*.h cuda/*.h)
 	@mkdir -p $(dir $@)
