@@ -37,10 +37,14 @@ inline constexpr char kSpectralMatmulTarget[] = "tf_fftconv_spectral_matmul";
 // name in it and a later copy finds the name taken. Hidden visibility keeps the function's static
 // inside each copy (a default-visibility inline static would be one object shared by all copies).
 // The marker's handler is never called, but must answer XLA's version query as any handler does.
+// (A handler without arguments leaves a variable of the FFI header's decoder unused.)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-but-set-variable"
 [[gnu::visibility("hidden")]] inline XLA_FFI_Error* LibraryMarker(XLA_FFI_CallFrame* call_frame) {
   static auto* handler = ffi::Ffi::Bind().To([] { return ffi::Error::Success(); }).release();
   return handler->Call(call_frame);
 }
+#pragma GCC diagnostic pop
 
 [[gnu::visibility("hidden")]] inline bool FirstCopyInProcess() {
   static const bool first = [] {

@@ -213,13 +213,18 @@ inline absl::Status ValidateSpectralMatmul(const int64_t a_dims[3], const int64_
 
 // Validated launch parameters from the sizes and attributes of one call: what the TensorFlow
 // kernels, the XLA lowering and the XLA custom-call handlers all build, so all of them refuse the
-// same inputs with the same message. Every size is known here.
+// same inputs with the same message. Every size is known here. `output_dims` (may be null) gets the
+// output's shape in int64: an empty tensor may have a dimension beyond int32, which the int fields
+// of the parameters cannot hold, so callers size outputs from it and launch nothing when it is
+// empty.
 
 // x: [batch, channels, height, width] (NCHW) or [batch, height, width, channels] (NHWC).
 inline absl::Status MakeRfft2dParams(const int64_t x_dims[4], int64_t fft_size, int64_t offset_h,
-                                     int64_t offset_w, bool nhwc, Rfft2dParams* params) {
+                                     int64_t offset_w, bool nhwc, Rfft2dParams* params,
+                                     std::vector<int64_t>* output_dims = nullptr) {
   const ImageDims image = ImageDimsFrom(x_dims, nhwc);
   if (absl::Status s = ValidateRfft2d(image, fft_size, offset_h, offset_w); !s.ok()) return s;
+  if (output_dims != nullptr) *output_dims = {NumBins(fft_size), image.batch, image.channels};
   params->batch = static_cast<int>(image.batch);
   params->channels = static_cast<int>(image.channels);
   params->height = static_cast<int>(image.height);
@@ -234,11 +239,18 @@ inline absl::Status MakeRfft2dParams(const int64_t x_dims[4], int64_t fft_size, 
 // spectrum: [bins, batch, channels].
 inline absl::Status MakeIrfft2dParams(const int64_t spectrum_dims[3], int64_t fft_size,
                                       int64_t out_h, int64_t out_w, int64_t offset_h,
-                                      int64_t offset_w, bool nhwc, Irfft2dParams* params) {
+                                      int64_t offset_w, bool nhwc, Irfft2dParams* params,
+                                      std::vector<int64_t>* output_dims = nullptr) {
   if (absl::Status s = ValidateIrfft2d(spectrum_dims[0], spectrum_dims[1], spectrum_dims[2],
                                        fft_size, out_h, out_w, offset_h, offset_w);
       !s.ok())
     return s;
+  // [batch, channels, out_h, out_w] or [batch, out_h, out_w, channels].
+  const int64_t batch = spectrum_dims[1], channels = spectrum_dims[2];
+  if (output_dims != nullptr) {
+    *output_dims = nhwc ? std::vector<int64_t>{batch, out_h, out_w, channels}
+                        : std::vector<int64_t>{batch, channels, out_h, out_w};
+  }
   params->batch = static_cast<int>(spectrum_dims[1]);
   params->channels = static_cast<int>(spectrum_dims[2]);
   params->fft_size = static_cast<int>(fft_size);
@@ -250,23 +262,18 @@ inline absl::Status MakeIrfft2dParams(const int64_t spectrum_dims[3], int64_t ff
   return absl::OkStatus();
 }
 
-// The output shape of FftconvIrfft2d: [batch, channels, out_h, out_w] or [batch, out_h, out_w,
-// channels].
-inline std::vector<int64_t> Irfft2dOutputDims(const Irfft2dParams& p) {
-  return p.nhwc ? std::vector<int64_t>{p.batch, p.out_h, p.out_w, p.channels}
-                : std::vector<int64_t>{p.batch, p.channels, p.out_h, p.out_w};
-}
-
 // a, b: [bins, rows, cols] before op_a / op_b.
 inline absl::Status MakeSpectralMatmulParams(const int64_t a_dims[3], const int64_t b_dims[3],
                                              bool transpose_a, bool adjoint_a, bool transpose_b,
                                              bool adjoint_b, bool allow_tf32,
-                                             SpectralMatmulParams* params) {
+                                             SpectralMatmulParams* params,
+                                             std::vector<int64_t>* output_dims = nullptr) {
   MatmulDims dims;
   if (absl::Status s = ValidateSpectralMatmul(a_dims, b_dims, transpose_a, adjoint_a, transpose_b,
                                               adjoint_b, &dims);
       !s.ok())
     return s;
+  if (output_dims != nullptr) *output_dims = {dims.bins, dims.m, dims.n};
   params->bins = static_cast<int>(dims.bins);
   params->m = static_cast<int>(dims.m);
   params->n = static_cast<int>(dims.n);

@@ -42,12 +42,12 @@ class Irfft2dOp : public tensorflow::OpKernel {
     OP_REQUIRES_OK(ctx, ReadScalarInput(ctx, 3, "out_w", &out_w));
     const int64_t dims[3] = {spectrum.dim_size(0), spectrum.dim_size(1), spectrum.dim_size(2)};
     Irfft2dParams params;
+    std::vector<int64_t> output_dims;
     OP_REQUIRES_OK(ctx, MakeIrfft2dParams(dims, fft_size, out_h, out_w, attrs_.offset_h,
-                                          attrs_.offset_w, attrs_.nhwc, &params));
+                                          attrs_.offset_w, attrs_.nhwc, &params, &output_dims));
 
     tensorflow::Tensor* output = nullptr;
-    OP_REQUIRES_OK(ctx, ctx->allocate_output(
-                            0, tensorflow::TensorShape(Irfft2dOutputDims(params)), &output));
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, tensorflow::TensorShape(output_dims), &output));
     if (output->NumElements() == 0) return;
     OP_REQUIRES_OK(ctx, Irfft2dFunctor<Device, Real>()(
                             ctx, params, spectrum.flat<std::complex<Real>>().data(),

@@ -46,6 +46,7 @@ static ffi::Error Irfft2dCuda(cudaStream_t stream, ffi::AnyBuffer spectrum,
                                              offset_w, nhwc, &params);
       !s.ok())
     return FfiError(s);
+  if (output->element_count() == 0) return ffi::Error::Success();
   switch (spectrum.element_type()) {
     case ffi::DataType::C64:
       return FfiError(Irfft2dOnGpu<float>(stream, params, spectrum.untyped_data(),

@@ -22,11 +22,12 @@ class Irfft2dXlaOp : public tensorflow::XlaOpKernel {
     OP_REQUIRES_OK(ctx, ctx->ConstantInputAsIntScalar("out_h", &out_h));
     OP_REQUIRES_OK(ctx, ctx->ConstantInputAsIntScalar("out_w", &out_w));
     Irfft2dParams params;
+    std::vector<int64_t> output_dims;
     OP_REQUIRES_OK(ctx, MakeIrfft2dParams(spectrum_dims.data(), fft_size, out_h, out_w,
-                                          attrs_.offset_h, attrs_.offset_w, attrs_.nhwc, &params));
+                                          attrs_.offset_h, attrs_.offset_w, attrs_.nhwc, &params,
+                                          &output_dims));
     ctx->SetOutput(0, EmitCustomCall(ctx, kIrfft2dTarget, {{0, spectrum_dims}},
-                                     RealXlaType(ctx->input_xla_type(0)),
-                                     Irfft2dOutputDims(params),
+                                     RealXlaType(ctx->input_xla_type(0)), output_dims,
                                      {{"fft_size", fft_size},
                                       {"out_h", out_h},
                                       {"out_w", out_w},
@@ -65,6 +66,7 @@ static ffi::Error Irfft2dHost(ffi::ThreadPool pool, ffi::AnyBuffer spectrum,
                                              offset_w, nhwc, &params);
       !s.ok())
     return FfiError(s);
+  if (output->element_count() == 0) return ffi::Error::Success();
   const ParallelRunner parallel = FfiParallelRunner(pool);
   switch (spectrum.element_type()) {
     case ffi::DataType::C64:

@@ -37,14 +37,12 @@ class Rfft2dOp : public tensorflow::OpKernel {
     OP_REQUIRES_OK(ctx, ReadScalarInput(ctx, 1, "fft_size", &fft_size));
     const int64_t dims[4] = {x.dim_size(0), x.dim_size(1), x.dim_size(2), x.dim_size(3)};
     Rfft2dParams params;
+    std::vector<int64_t> spectrum_dims;
     OP_REQUIRES_OK(ctx, MakeRfft2dParams(dims, fft_size, attrs_.offset_h, attrs_.offset_w,
-                                         attrs_.nhwc, &params));
+                                         attrs_.nhwc, &params, &spectrum_dims));
 
     tensorflow::Tensor* spectrum = nullptr;
-    OP_REQUIRES_OK(ctx, ctx->allocate_output(
-                            0, tensorflow::TensorShape({NumBins(fft_size), params.batch,
-                                                        params.channels}),
-                            &spectrum));
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, tensorflow::TensorShape(spectrum_dims), &spectrum));
     if (spectrum->NumElements() == 0) return;
     OP_REQUIRES_OK(ctx, Rfft2dFunctor<Device, Real>()(
                             ctx, params, x.flat<Real>().data(),

@@ -42,6 +42,7 @@ static ffi::Error Rfft2dCuda(cudaStream_t stream, ffi::AnyBuffer x,
   if (absl::Status s = Rfft2dParamsFromCall(x, fft_size, offset_h, offset_w, nhwc, &params);
       !s.ok())
     return FfiError(s);
+  if (spectrum->element_count() == 0) return ffi::Error::Success();
   switch (x.element_type()) {
     case ffi::DataType::F32:
       return FfiError(Rfft2dOnGpu<float>(stream, params, x.typed_data<float>(),

@@ -20,11 +20,11 @@ class Rfft2dXlaOp : public tensorflow::XlaOpKernel {
     int64_t fft_size = 0;
     OP_REQUIRES_OK(ctx, ctx->ConstantInputAsIntScalar("fft_size", &fft_size));
     Rfft2dParams params;
+    std::vector<int64_t> spectrum_dims;
     OP_REQUIRES_OK(ctx, MakeRfft2dParams(x_dims.data(), fft_size, attrs_.offset_h, attrs_.offset_w,
-                                         attrs_.nhwc, &params));
+                                         attrs_.nhwc, &params, &spectrum_dims));
     ctx->SetOutput(0, EmitCustomCall(ctx, kRfft2dTarget, {{0, x_dims}},
-                                     ComplexXlaType(ctx->input_xla_type(0)),
-                                     {NumBins(fft_size), params.batch, params.channels},
+                                     ComplexXlaType(ctx->input_xla_type(0)), spectrum_dims,
                                      {{"fft_size", fft_size},
                                       {"offset_h", attrs_.offset_h},
                                       {"offset_w", attrs_.offset_w},
@@ -56,6 +56,7 @@ static ffi::Error Rfft2dHost(ffi::ThreadPool pool, ffi::AnyBuffer x,
   if (absl::Status s = Rfft2dParamsFromCall(x, fft_size, offset_h, offset_w, nhwc, &params);
       !s.ok())
     return FfiError(s);
+  if (spectrum->element_count() == 0) return ffi::Error::Success();
   const ParallelRunner parallel = FfiParallelRunner(pool);
   switch (x.element_type()) {
     case ffi::DataType::F32:

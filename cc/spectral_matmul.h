@@ -43,14 +43,14 @@ class SpectralMatmulOp : public tensorflow::OpKernel {
     const int64_t a_dims[3] = {a.dim_size(0), a.dim_size(1), a.dim_size(2)};
     const int64_t b_dims[3] = {b.dim_size(0), b.dim_size(1), b.dim_size(2)};
     SpectralMatmulParams params;
+    std::vector<int64_t> product_dims;
     OP_REQUIRES_OK(ctx, MakeSpectralMatmulParams(a_dims, b_dims, attrs_.transpose_a,
                                                  attrs_.adjoint_a, attrs_.transpose_b,
                                                  attrs_.adjoint_b, TensorFloat32Enabled(),
-                                                 &params));
+                                                 &params, &product_dims));
 
     tensorflow::Tensor* c = nullptr;
-    OP_REQUIRES_OK(ctx, ctx->allocate_output(
-                            0, tensorflow::TensorShape({params.bins, params.m, params.n}), &c));
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, tensorflow::TensorShape(product_dims), &c));
     if (c->NumElements() == 0) return;
 
     using Complex = std::complex<Real>;

@@ -45,6 +45,7 @@ static ffi::Error SpectralMatmulCuda(cudaStream_t stream, ffi::AnyBuffer a, ffi:
                                                     adjoint_b, allow_tf32, &params);
       !s.ok())
     return FfiError(s);
+  if (product->element_count() == 0) return ffi::Error::Success();
   switch (a.element_type()) {
     case ffi::DataType::C64:
       return FfiError(SpectralMatmulOnGpu<float>(stream, params, a.untyped_data(),

@@ -22,11 +22,13 @@ class SpectralMatmulXlaOp : public tensorflow::XlaOpKernel {
     OP_REQUIRES_OK(ctx, StaticInputDims(ctx, 1, "b", 3, b_dims.data()));
     SpectralMatmulParams params;
     const bool allow_tf32 = TensorFloat32Enabled();
+    std::vector<int64_t> product_dims;
     OP_REQUIRES_OK(ctx, MakeSpectralMatmulParams(a_dims.data(), b_dims.data(), attrs_.transpose_a,
                                                  attrs_.adjoint_a, attrs_.transpose_b,
-                                                 attrs_.adjoint_b, allow_tf32, &params));
+                                                 attrs_.adjoint_b, allow_tf32, &params,
+                                                 &product_dims));
     ctx->SetOutput(0, EmitCustomCall(ctx, kSpectralMatmulTarget, {{0, a_dims}, {1, b_dims}},
-                                     ctx->input_xla_type(0), {params.bins, params.m, params.n},
+                                     ctx->input_xla_type(0), product_dims,
                                      {{"transpose_a", attrs_.transpose_a},
                                       {"adjoint_a", attrs_.adjoint_a},
                                       {"transpose_b", attrs_.transpose_b},
@@ -69,6 +71,7 @@ static ffi::Error SpectralMatmulHost(ffi::ThreadPool pool, ffi::AnyBuffer a, ffi
                                                     adjoint_b, allow_tf32, &params);
       !s.ok())
     return FfiError(s);
+  if (product->element_count() == 0) return ffi::Error::Success();
   const ParallelRunner parallel = FfiParallelRunner(pool);
   switch (a.element_type()) {
     case ffi::DataType::C64:

@@ -45,6 +45,11 @@ def _size_input(value, name):
                                    % (name, value)) from None
     if not -2**31 <= int(value) < 2**31:
         raise invalid_argument("%s = %d does not fit in int32" % (name, value))
+    if tf.executing_eagerly():
+        # Made on the host, where the kernels read it: converted under a GPU device scope it would
+        # be copied to the GPU and back for every call.
+        with tf.device("/CPU:0"):
+            return tf.constant(int(value), tf.int32)
     return int(value)
 
 
