@@ -84,7 +84,7 @@ ifneq ($(NVCC),)
   NVCC_CODES := $(shell $(NVCC) --list-gpu-code 2>/dev/null | sed 's/sm_//')
   ARCHS     := $(filter $(NVCC_CODES),$(CUDA_ARCHS))
   DROPPED   := $(filter-out $(NVCC_CODES),$(CUDA_ARCHS))
-  NEWEST    := $(lastword $(sort $(ARCHS)))
+  NEWEST    := $(shell printf '%s\n' $(ARCHS) | sort -n | tail -1)
   # CUDA objects per architecture set, so that builds for different sets never mix objects.
   CU_DIR    := $(BUILD)/sm_$(subst $() $(),-,$(ARCHS))
   CU_OBJS   := $(CU_SRCS:cuda/%.cu=$(CU_DIR)/%.o)

@@ -21,10 +21,10 @@ def _ask(repository_ctx, expression):
 def _tf_configure_impl(repository_ctx):
     include_dir = _ask(repository_ctx, "tf.sysconfig.get_include()")
     lib_dir = _ask(repository_ctx, "tf.sysconfig.get_lib()")
-    defines = _ask(
+    defines = [d for d in _ask(
         repository_ctx,
         "' '.join(f[2:] for f in tf.sysconfig.get_compile_flags() if f.startswith('-D'))",
-    ).split()
+    ).split(" ") if d]
     repository_ctx.symlink(include_dir, "include")
     repository_ctx.symlink(lib_dir + "/libtensorflow_framework.so.2", "libtensorflow_framework.so.2")
     repository_ctx.symlink(lib_dir + "/libtensorflow_cc.so.2", "libtensorflow_cc.so.2")

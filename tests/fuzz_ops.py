@@ -30,6 +30,7 @@ sys.path[:0] = [os.path.dirname(os.path.abspath(__file__)), os.path.dirname(os.p
 import np_reference as ref  # noqa: E402
 import tf_fftconv as fc  # noqa: E402
 
+MAX_FFT_SIZE = fc.conv.MAX_FFT_SIZE    # kMaxFftSize of cc/fftconv_params.h
 INT32_MAX = 2**31 - 1
 INT32_MIN = -2**31
 INT64_MAX = 2**63 - 1
@@ -52,11 +53,11 @@ Case = collections.namedtuple("Case", "op tensors sizes attrs valid expected rea
 
 
 def valid_fft_size(s):
-    return 2 <= s <= 128 and s & (s - 1) == 0
+    return 2 <= s <= MAX_FFT_SIZE and s & (s - 1) == 0
 
 
 def window_ok(size, offset, s):
-    return size <= 128 and 0 <= offset < s and offset + size <= s
+    return size <= MAX_FFT_SIZE and 0 <= offset < s and offset + size <= s
 
 
 def count_ok(*dims):
