@@ -21,8 +21,9 @@ from tf_fftconv.ops import invalid_argument as _invalid
 
 # The largest fft_size of the ops: kMaxFftSize in cc/fftconv_params.h (tests/test_conv.py checks).
 MAX_FFT_SIZE = 128
-# The frames tiling chooses from (powers of two, as the ops need); larger frames are single frames.
-TILE_FFT_SIZES = (8, 16, 32, 64)
+# The smallest frame the cost model tiles with: in smaller ones the k - 1 overlap of the tiles
+# outweighs the output (an explicit fft_size may still ask for one).
+SMALLEST_TILE_FFT_SIZE = 8
 
 ConvGeometry = collections.namedtuple(
     "ConvGeometry", ["out_h", "out_w", "pad_top", "pad_left", "fft_size"])

@@ -343,9 +343,11 @@ def _fft_configs(problem, fft_size=None, tile=None):
     elif tile is not None:
         sizes = [geometry.tile_fft_size(tile, problem.k_h, problem.k_w)]
     else:
-        smallest = geometry.next_power_of_two(max(problem.k_h, problem.k_w, 2))
-        largest = min(geometry.next_power_of_two(max(out.need_h, out.need_w)),
-                      geometry.MAX_FFT_SIZE)
+        # From the smallest tiling frame (or the single frame of a tiny image) to the single frame.
+        single = geometry.next_power_of_two(max(out.need_h, out.need_w))
+        smallest = max(geometry.next_power_of_two(max(problem.k_h, problem.k_w, 2)),
+                       min(geometry.SMALLEST_TILE_FFT_SIZE, single))
+        largest = min(single, geometry.MAX_FFT_SIZE)
         sizes = [s for s in (2 ** i for i in range(1, 8)) if smallest <= s <= largest]
     configs = []
     for size in sizes:
@@ -726,7 +728,7 @@ def explain_plan(p):
                                                                  key=lambda kv: kv[1])))
         lines.append("  candidates by the cost model (time, workspace):")
         for c in p.candidates[:6]:
-            lines.append("    %-40s %10s %12s" % (c.label, _ms(c.estimate.time_s),
+            lines.append("    %-44s %10s %12s" % (c.label, _ms(c.estimate.time_s),
                                                   _mb(c.estimate.workspace_bytes)))
         if len(p.candidates) > 6:
             lines.append("    ... %d more" % (len(p.candidates) - 6))
