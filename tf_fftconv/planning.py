@@ -66,6 +66,7 @@ class DeviceCosts:
     op_overhead_s: float           # the least time one of our ops takes (launch and dispatch)
     transform_bytes_per_s: float   # rfft2d / irfft2d: bytes read + written
     transform_flops_per_s: float   # rfft2d / irfft2d arithmetic (``_transform_flops``)
+    transform_frame_s: float       # ... plus this much per frame (per-image work of the CPU kernels)
     matmul_flops_per_s: float      # spectral matmul, 8 flops per complex multiply-add, FP32
     matmul_tf32_flops_per_s: float  # the same with TensorFlow's TF32 switch on
     matmul_half_work: float        # per-bin multiply-adds where the matmul reaches half its rate
@@ -90,6 +91,7 @@ DEVICE_COSTS = {
     # The copy bandwidth of tiling is an assumption (half the 4.06 TB/s copy ceiling).
     "GPU": DeviceCosts(
         op_overhead_s=28e-6, transform_bytes_per_s=1.8e12, transform_flops_per_s=20e12,
+        transform_frame_s=0.0,
         matmul_flops_per_s=40e12, matmul_tf32_flops_per_s=68e12, matmul_half_work=1.2e6,
         matmul_bytes_per_s=1.8e12, copy_bytes_per_s=2.0e12, spatial_flops_per_s=35e12,
         spatial_max_flops_per_s=math.inf, spatial_half_channels=0.0,
@@ -97,14 +99,16 @@ DEVICE_COSTS = {
         calibration="H200 (benchmarks/NOTES.md); other GPUs use the same constants"),
     # Measured on the 2-core development CPU (benchmarks/NOTES.md, "The cost model"): op overhead
     # from a chain of tiny ops in a tf.function; transforms 4-6.4 GFLOP/s by _transform_flops
-    # over S = 16..128; the spectral matmul 47 GFLOP/s at 262 k multiply-adds per bin, 27 at 12 k,
-    # 8 at 768;
+    # over S = 16..128, and S = 8 frames about 3x the time of S = 16 ones (a cost per frame);
+    # cutting tiles 3-5 GB/s; the spectral matmul 47 GFLOP/s at 262 k multiply-adds per bin, 27
+    # at 12 k, 8 at 768;
     # tf.nn.conv2d (oneDNN) 118-336 GFLOP/s on 32..64 channels, 21 and 88 GFLOP/s on LeNet's
     # layers (1 and 6 input channels).
     "CPU": DeviceCosts(
         op_overhead_s=2e-6, transform_bytes_per_s=20e9, transform_flops_per_s=5e9,
+        transform_frame_s=0.15e-6,
         matmul_flops_per_s=48e9, matmul_tf32_flops_per_s=48e9, matmul_half_work=6e3,
-        matmul_bytes_per_s=10e9, copy_bytes_per_s=5e9, spatial_flops_per_s=50e9,
+        matmul_bytes_per_s=10e9, copy_bytes_per_s=4e9, spatial_flops_per_s=50e9,
         spatial_max_flops_per_s=320e9, spatial_half_channels=8.0, spatial_bytes_per_s=10e9,
         spatial_overhead_s=20e-6,
         calibration="2-core development CPU (benchmarks/NOTES.md)"),
@@ -194,9 +198,9 @@ class Estimate:
 SPATIAL = "spatial"
 
 
-def _op_time(costs, bytes_moved=0.0, bytes_per_s=1.0, flops=0.0, flops_per_s=1.0):
+def _op_time(costs, bytes_moved=0.0, bytes_per_s=1.0, flops=0.0, flops_per_s=1.0, fixed_s=0.0):
     return max(costs.op_overhead_s, bytes_moved / bytes_per_s,
-               flops / flops_per_s if flops else 0.0)
+               (flops / flops_per_s if flops else 0.0) + fixed_s)
 
 
 def estimate_spatial(problem, costs):
@@ -252,11 +256,12 @@ def estimate_fft(problem, config, costs):
     transform_rate = costs.transform_bytes_per_s / slow
     fft_rate = costs.transform_flops_per_s / slow
 
-    ops = []  # (bytes, bytes per s, flops, flops per s)
+    ops = []  # (bytes, bytes per s, flops, flops per s, fixed seconds)
 
     def transform(moved, frame_count, rows, times=1):
         flops = frame_count * _transform_flops(t.fft_size, rows)
-        ops.extend([(moved, transform_rate, flops, fft_rate)] * times)
+        fixed = frame_count * costs.transform_frame_s * slow
+        ops.extend([(moved, transform_rate, flops, fft_rate, fixed)] * times)
 
     def matmul(moved, times):
         ops.extend([(moved, costs.matmul_bytes_per_s / slow, matmul_flops / n, matmul_rate)]
@@ -269,9 +274,16 @@ def estimate_fft(problem, config, costs):
     for _ in range(2 if recompute else 1):     # the weight spectrum, again in the backward pass
         copy(2 * w_bytes)
         transform(w_bytes + W, co * ci, problem.k_h)
-    if t.tiled:                                 # cut the input, join the output; and gradients
+    if t.tiled:
+        # Cutting (pad, per axis a reshape, m slices and a concat, transpose, reshape) and joining
+        # (reshape, transpose, reshape, slice), and their gradients: the bytes go through four
+        # copies each way, the other ops cost their overhead.
+        blocks = -(-t.in_tile_h // t.tile_h) + -(-t.in_tile_w // t.tile_w)
         copy(x_bytes + x_tiles, 4)
         copy(y_bytes + y_tiles, 4)
+        copy(0.0, 2 * (blocks + 7 + 4) - 8)
+    if n > 1:
+        copy(0.0, 4 * n + 4)                    # the pieces' slices and concats, both passes
     # Per piece: forward rfft x, matmul, irfft; backward rfft dy, dX matmul, irfft dx,
     # [rfft x again], dW matmul.
     in_rows = t.in_tile_h if t.tiled else problem.in_h
