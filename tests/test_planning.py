@@ -286,3 +286,25 @@ def test_allocator_refusal_in_eager_mode_falls_back(rng, monkeypatch):
     assert planning.plan(made.problem, "fft") is made          # kept for the problem
     y, made = conv.conv2d_with_plan(x, w, "SAME", fft_size=16)  # "auto" with FFT: spatial last
     assert made.algorithm == "spatial" and rel_error(y.numpy(), expected) <= 1e-12
+
+
+def test_keras_model_of_auto_layers_under_xla(rng):
+    """Default FFTConv2D layers (algorithm="auto") in a model compiled with XLA: they train, and
+    give their Conv2D twins' outputs; explain names what each chose."""
+    def model(conv):
+        built = keras.Sequential([keras.Input((24, 24, 8)), conv(8, 9, padding="same"),
+                                  conv(4, 3), keras.layers.GlobalAveragePooling2D(),
+                                  keras.layers.Dense(2)])
+        built.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                      jit_compile=True)
+        return built
+
+    auto, twin = model(fc.FFTConv2D), model(keras.layers.Conv2D)
+    twin.set_weights(auto.get_weights())
+    x = rng.standard_normal((8, 24, 24, 8)).astype(np.float32)
+    history = auto.fit(x, rng.integers(0, 2, 8), batch_size=4, epochs=2, verbose=0)
+    assert np.all(np.isfinite(history.history["loss"]))
+    twin.set_weights(auto.get_weights())
+    assert rel_error(auto.predict(x, verbose=0), twin.predict(x, verbose=0)) <= 1e-4
+    for layer in auto.layers[:2]:
+        assert "chosen: " in fc.explain(layer) and "decided by: the cost model" in fc.explain(layer)

@@ -123,7 +123,7 @@ def conv2d_with_plan(x, w, padding="VALID", data_format="NHWC", fft_size=None, a
             raise _invalid("fft_size and tile set the FFT path, but algorithm is \"spatial\"")
         if fft_size is not None and tile is not None and problem.sizes_known:
             _geometry.tile_geometry(problem.in_h, problem.in_w, problem.k_h, problem.k_w,
-                                            problem.padding, fft_size, tile)  # validates the pair
+                                    problem.padding, fft_size, tile)  # validates the pair
         chosen = planning.plan(problem, algorithm, fft_size, tile, memory_budget)
         if (tf.executing_eagerly() and algorithm == "auto" and problem.sizes_known
                 and planning.autotune_enabled() and not chosen.timings_ms):
