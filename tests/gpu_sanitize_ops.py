@@ -54,7 +54,7 @@ def main():
             def fwd_bwd(a, b):
                 with tf.GradientTape() as tape:
                     tape.watch([a, b])
-                    y = fc.fft_conv2d(a, b, padding)
+                    y = fc.fft_conv2d(a, b, padding, algorithm="fft")
                     loss = tf.reduce_sum(y * y)
                 return (y,) + tuple(tape.gradient(loss, [a, b]))
             got = on("/GPU:0", fwd_bwd, tf.constant(x), tf.constant(w))

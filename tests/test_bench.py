@@ -59,11 +59,21 @@ def check_report(report, cases, modes, repeats):
             assert timing["min_ms"] <= timing["median_ms"] <= timing["max_ms"], where
         if env["fft_conv2d_available"]:
             assert positive(record["timings"]["fft"]["median_ms"]), where
+            assert positive(record["timings"]["auto"]["median_ms"]), where
             assert positive(record["ratios"]["fft/conv2d"]), where
-        else:  # the column is skipped with the reason, not crashed on
-            assert "fft" not in record["timings"], where
-            assert record["skipped"]["fft"] == env["fft_conv2d_unavailable_reason"], where
+            best = min(record["timings"][impl]["median_ms"] for impl in ("conv2d", "fft"))
+            assert record["ratios"]["auto/best"] == pytest.approx(
+                record["timings"]["auto"]["median_ms"] / best), where
+            assert record["auto_plan"]["label"] == "spatial" or (
+                record["auto_plan"]["label"].startswith("fft S=")), where
+        else:  # the columns are skipped with the reason, not crashed on
+            for impl in ("fft", "auto"):
+                assert impl not in record["timings"], where
+                assert record["skipped"][impl] == env["fft_conv2d_unavailable_reason"], where
             assert record["ratios"]["fft/conv2d"] is None, where
+        # Peak memory where TensorFlow tracks it (GPUs), None elsewhere.
+        for impl, peak in record["peak_memory_bytes"].items():
+            assert (peak is None) == (env["device_kind"] != "GPU"), (where, impl)
         assert record["fastest"] in record["timings"], where
         assert record["max_rel_diff_against"] == "conv2d", where
         # float32 results agree with conv2d (more loosely where TF32 rounds the GPU's matmuls)
@@ -106,14 +116,16 @@ def test_xla_mode_and_model_steps(tmp_path, capsys):
     assert cli.main(argv) == 0
     report = json.loads(json_path.read_text())
     assert report["settings"]["xla"] is True and report["settings"]["model"] == "tiny"
-    assert set(report["results"][0]["timings"]) == {"conv2d", "signal", "fft"}
+    assert set(report["results"][0]["timings"]) == {"conv2d", "signal", "fft", "auto"}
     assert max(report["results"][0]["max_rel_diff"]["fft"].values()) < 1e-4
+    assert max(report["results"][0]["max_rel_diff"]["auto"].values()) < 1e-4
     (step,) = report["model_steps"]
-    assert set(step["timings"]) == {"conv2d", "fft"}
-    assert step["compiled_with_xla"] == {"conv2d": True, "fft": True}
-    assert positive(step["ratio_fft_conv2d"])
+    assert set(step["timings"]) == {"conv2d", "fft", "auto"}
+    assert step["compiled_with_xla"] == {"conv2d": True, "fft": True, "auto": True}
+    assert positive(step["ratio_fft_conv2d"]) and positive(step["ratio_auto_conv2d"])
     out = capsys.readouterr().out
-    assert "every step under XLA" in out and "FFTConv2D / Conv2D" in out
+    assert "every step under XLA" in out and "FFTConv2D fft / Conv2D" in out
+    assert "FFTConv2D auto / Conv2D" in out
 
 
 def test_writes_no_file_unless_told(tmp_path, monkeypatch, capsys):
@@ -148,6 +160,17 @@ def test_parse_cases():
     assert (case.out_size, case.spec, case.name) == (64, "64:64:64:64:3:same",
                                                        "64x64->64 64x64 k3 SAME")
     assert case.spatial_gflop("train") == pytest.approx(3 * case.spatial_gflop("forward"))
+    grid = measure.parse_cases("grid")
+    assert 24 <= len(grid) <= 48
+    core = [c for c in grid if c not in measure.PRESETS["issue10"]]  # these have batch 8 too
+    assert {c.padding for c in core} == {"VALID", "SAME"}
+    for field, low, high in (("batch", 32, 256), ("in_channels", 1, 512), ("size", 8, 224),
+                             ("kernel", 1, 15)):
+        values = [getattr(c, field) for c in core]
+        assert min(values) == low and max(values) == high, field
+    assert max(c.out_channels for c in grid) == 512
+    for named in ("128:96:256:32:7:same", "64:64:64:64:3:same", "8:64:64:224:7:same"):
+        assert measure.parse_cases(named)[0] in grid
     for bad in ("", "nope", "1:2:3:4", "1:2:3:4:5:full", "1:2:3:4:0", "1:1:1:3:5:valid"):
         with pytest.raises(ValueError):
             measure.parse_cases(bad)

@@ -1,4 +1,5 @@
-"""fft_conv2d against tf.nn.conv2d in float64: forward, input gradient and weight gradient."""
+"""fft_conv2d's FFT path (algorithm="fft") against tf.nn.conv2d in float64: forward, input
+gradient and weight gradient. Tiling: test_tiling.py; the choice of algorithm: test_planning.py."""
 
 import os
 import re
@@ -47,7 +48,9 @@ def _nhwc(a):
 
 
 def check_against_conv2d(rng, case, padding, data_format, dtype, tolerance, fft_size=None,
-                         wrap=lambda fn: fn):
+                         wrap=lambda fn: fn, **options):
+    """options: algorithm (default "fft"), tile, memory_budget of fft_conv2d."""
+    options.setdefault("algorithm", "fft")
     batch, height, width, c_in, c_out, k_h, k_w = case
     x = rng.standard_normal((batch, height, width, c_in)).astype(dtype)
     w = rng.standard_normal((k_h, k_w, c_in, c_out)).astype(dtype)
@@ -57,7 +60,7 @@ def check_against_conv2d(rng, case, padding, data_format, dtype, tolerance, fft_
     to_layout = _nchw if data_format == "NCHW" else (lambda a: a)
     from_layout = _nhwc if data_format == "NCHW" else (lambda a: a)
     conv = wrap(lambda a, b, d: _conv_and_grads(
-        lambda p, q: fc.fft_conv2d(p, q, padding, data_format, fft_size), a, b, d))
+        lambda p, q: fc.fft_conv2d(p, q, padding, data_format, fft_size, **options), a, b, d))
     y, dx, dw = conv(tf.constant(to_layout(x)), tf.constant(w), tf.constant(to_layout(dy)))
     for name, got, want in [("y", from_layout(y.numpy()), expected[0]),
                             ("dx", from_layout(dx.numpy()), expected[1]),
@@ -89,8 +92,6 @@ def test_edge_shapes(rng, device, case, padding):
     batch, height, width, c_in, c_out, k_h, k_w = case
     if padding == "VALID" and (k_h > height or k_w > width):
         pytest.skip("kernel larger than input")
-    if padding == "SAME" and (height + k_h - 1 > 128 or width + k_w - 1 > 128):
-        pytest.skip("needs a frame larger than 128")
     check_against_conv2d(rng, case, padding, "NHWC", np.float32, 5e-6)
 
 
@@ -99,12 +100,12 @@ def test_explicit_larger_fft_size_gives_the_same_result(rng, device):
 
 
 def test_empty_batch(device):
-    y = fc.fft_conv2d(tf.zeros([0, 8, 8, 3]), tf.ones([3, 3, 3, 2]), "SAME")
+    y = fc.fft_conv2d(tf.zeros([0, 8, 8, 3]), tf.ones([3, 3, 3, 2]), "SAME", algorithm="fft")
     assert y.shape == (0, 8, 8, 2)
 
 
 def test_dynamic_batch_in_tf_function(rng):
-    conv = tf.function(lambda x, w: fc.fft_conv2d(x, w, "VALID"),
+    conv = tf.function(lambda x, w: fc.fft_conv2d(x, w, "VALID", algorithm="fft"),
                        input_signature=[tf.TensorSpec([None, 12, 10, 3]), tf.TensorSpec([3, 3, 3, 5])])
     x = rng.standard_normal((4, 12, 10, 3)).astype(np.float32)
     w = rng.standard_normal((3, 3, 3, 5)).astype(np.float32)
@@ -145,7 +146,7 @@ def test_gpu_and_cpu_kernels_agree(rng):
         results = {}
         for name in ("/CPU:0", "/GPU:0"):
             with tf.device(name):
-                results[name] = fc.fft_conv2d(x, w, "SAME").numpy()
+                results[name] = fc.fft_conv2d(x, w, "SAME", algorithm="fft").numpy()
     finally:
         tf.config.experimental.enable_tensor_float_32_execution(tf32)
     assert rel_error(results["/GPU:0"], results["/CPU:0"]) < 2e-6

@@ -87,10 +87,17 @@ CONV_CASES = [
     (lambda: fc.fft_conv2d(tf.zeros([1, 4, 4, 2], tf.int32), tf.zeros([3, 3, 2, 2], tf.int32)), "float32 or both float64"),
     (lambda: fc.fft_conv2d(tf.zeros([1, 4, 4, 2]), tf.zeros([3, 3, 2, 2], tf.float64)), "float32 or both float64"),
     (lambda: fc.fft_conv2d(tf.zeros([4, 4, 2]), tf.zeros([3, 3, 2, 2])), "x must have rank 4"),
-    (lambda: fc.fft_conv2d(tf.zeros([1, 120, 8, 1]), tf.zeros([11, 3, 1, 1]), "SAME"), "tiling"),
-    (lambda: fc.fft_conv2d(tf.zeros([1, 200, 200, 1]), tf.zeros([3, 3, 1, 1])), "tiling"),
-    (lambda: fc.fft_conv2d(tf.zeros([1, 9, 9, 1]), tf.zeros([3, 3, 1, 1]), fft_size=8), "fft_size 8 is too small"),
+    (lambda: fc.fft_conv2d(tf.zeros([1, 9, 9, 1]), tf.zeros([5, 5, 1, 1]), fft_size=4), "fft_size 4 is too small for kernel 5x5"),
     (lambda: fc.fft_conv2d(tf.zeros([1, 9, 9, 1]), tf.zeros([3, 3, 1, 1]), fft_size=24), "power of two"),
+    (lambda: fc.fft_conv2d(tf.zeros([1, 300, 9, 1]), tf.zeros([3, 3, 1, 1]), fft_size=256), "power of two in \\[2, 128\\], got 256"),
+    (lambda: fc.fft_conv2d(tf.zeros([1, 9, 9, 1]), tf.zeros([3, 3, 1, 1]), fft_size=8.0), "fft_size must be None or an integer"),
+    (lambda: fc.fft_conv2d(tf.zeros([1, 9, 9, 1]), tf.zeros([3, 3, 1, 1]), algorithm="winograd"), "algorithm must be one of"),
+    (lambda: fc.fft_conv2d(tf.zeros([1, 9, 9, 1]), tf.zeros([3, 3, 1, 1]), tile=0), "tile must be >= 1, got 0"),
+    (lambda: fc.fft_conv2d(tf.zeros([1, 9, 9, 1]), tf.zeros([3, 3, 1, 1]), tile=7, fft_size=8), "tile 7 with kernel 3x3 needs a frame of at least 9"),
+    (lambda: fc.fft_conv2d(tf.zeros([1, 300, 9, 1]), tf.zeros([9, 3, 1, 1]), tile=121), "needs a frame of 256 > 128"),
+    (lambda: fc.fft_conv2d(tf.zeros([1, 9, 9, 1]), tf.zeros([3, 3, 1, 1]), fft_size=8, algorithm="spatial"), "fft_size and tile set the FFT path"),
+    (lambda: fc.fft_conv2d(tf.zeros([1, 9, 9, 1]), tf.zeros([3, 3, 1, 1]), memory_budget=0), "memory_budget must be a positive number of bytes"),
+    (lambda: fc.fft_conv2d(tf.zeros([1, 9, 9, 1]), tf.zeros([3, 3, 1, 1]), memory_budget="much"), "memory_budget must be a number of bytes such as 2e9 or 512M"),
 ]
 
 

@@ -13,10 +13,11 @@ from tf_fftconv.layers import FFTConv2D
 
 
 def _twins(rng, padding, data_format, kernel_size, in_channels, filters, dtype="float64",
-           fft_size=None, **kwargs):
-    """An FFTConv2D and a channels_last Conv2D (TF's CPU conv is NHWC only) with equal weights."""
+           fft_size=None, algorithm="fft", **kwargs):
+    """An FFTConv2D (the FFT path unless told) and a channels_last Conv2D (TF's CPU conv is NHWC
+    only) with equal weights."""
     fft = FFTConv2D(filters, kernel_size, padding=padding, data_format=data_format, dtype=dtype,
-                    fft_size=fft_size, **kwargs)
+                    fft_size=fft_size, algorithm=algorithm, **kwargs)
     spatial = keras.layers.Conv2D(filters, kernel_size, padding=padding,
                                   data_format="channels_last", dtype=dtype, **kwargs)
     kh, kw = (kernel_size, kernel_size) if isinstance(kernel_size, int) else kernel_size
@@ -102,6 +103,12 @@ def test_weights_have_conv2d_layout_and_order(rng):
     ({"fft_size": np.float32(32)}, r"fft_size must be None or a positive integer"),
     ({"fft_size": True}, r"fft_size must be None or a positive integer"),
     ({"fft_size": np.int64(-32)}, r"fft_size must be None or a positive integer"),
+    ({"tile": 0}, r"tile must be None or a positive integer"),
+    ({"tile": 2.5}, r"tile must be None or a positive integer"),
+    ({"algorithm": "winograd"}, r"algorithm must be one of auto, fft, spatial, got 'winograd'"),
+    ({"algorithm": "spatial", "fft_size": 16}, r"fft_size and tile set the FFT path"),
+    ({"memory_budget": -1}, r"memory_budget must be a positive number of bytes"),
+    ({"memory_budget": "lots"}, r"memory_budget must be a number of bytes such as"),
 ])
 def test_refuses_unsupported_arguments(kwargs, match):
     with pytest.raises(ValueError, match=match):
@@ -130,11 +137,13 @@ def test_config_round_trip():
         kernel_regularizer=keras.regularizers.L2(0.01), bias_regularizer="l1",
         activity_regularizer=keras.regularizers.L1(0.001),
         kernel_constraint=keras.constraints.MaxNorm(2.0), bias_constraint="non_neg",
-        fft_size=32, name="spectral")
+        fft_size=32, algorithm="fft", tile=12, memory_budget="512M", name="spectral")
     config = layer.get_config()
     conv2d_keys = set(keras.layers.Conv2D(8, 3).get_config())
     assert conv2d_keys <= set(config)
-    assert config["fft_size"] == 32
+    assert (config["fft_size"], config["algorithm"], config["tile"], config["memory_budget"]) == (
+        32, "fft", 12, "512M")
+    json.dumps(config)  # JSON as it is
     clone = FFTConv2D.from_config(config)
     assert clone.get_config() == config
     assert clone.supports_jit
@@ -167,7 +176,8 @@ def test_regularizers_match_conv2d(rng):
 
 
 def test_constraint_applied_by_optimizer(rng):
-    layer = FFTConv2D(3, 3, kernel_constraint=keras.constraints.NonNeg(), dtype="float64")
+    layer = FFTConv2D(3, 3, kernel_constraint=keras.constraints.NonNeg(), dtype="float64",
+                      algorithm="fft")
     x = tf.constant(rng.standard_normal((2, 6, 6, 2)))
     layer.build(x.shape)
     with tf.GradientTape() as tape:
@@ -190,8 +200,13 @@ def test_fft_size_is_passed_through(rng):
                           fft_size=64)
     x = rng.standard_normal((2, 10, 10, 2))
     assert rel_error(fft(x), spatial(x)) <= 5e-6
-    too_small = FFTConv2D(3, 3, padding="same", fft_size=8, dtype="float64")
-    with pytest.raises(tf.errors.InvalidArgumentError, match="fft_size 8 is too small"):
+    tiled, spatial = _twins(rng, "same", "channels_last", 3, in_channels=2, filters=3,
+                            fft_size=8)
+    assert rel_error(tiled(x), spatial(x)) <= 5e-6
+    assert "2x2 tiles of 5x5 outputs per image, each in a 8x8 frame" in tf_fftconv.explain(tiled)
+    too_small = FFTConv2D(3, 9, padding="same", fft_size=8, dtype="float64")
+    with pytest.raises(tf.errors.InvalidArgumentError,
+                       match="fft_size 8 is too small for kernel 9x9"):
         too_small(x)
 
 
@@ -220,8 +235,8 @@ def test_fit_with_default_compile(rng):
     """model.compile with Keras' defaults (jit_compile="auto") trains on the CPU."""
     keras.utils.set_random_seed(1)
     inputs = keras.Input((8, 8, 1))
-    x = FFTConv2D(4, 3, padding="same", activation="relu")(inputs)
-    x = FFTConv2D(4, 3)(x)
+    x = FFTConv2D(4, 3, padding="same", activation="relu", algorithm="fft")(inputs)
+    x = FFTConv2D(4, 3, algorithm="fft")(x)
     outputs = keras.layers.Dense(2)(keras.layers.GlobalAveragePooling2D()(x))
     model = keras.Model(inputs, outputs)
     model.compile(optimizer="adam",
@@ -238,7 +253,7 @@ def test_fit_with_default_compile(rng):
 @pytest.mark.parametrize("policy,compute_dtype,tolerance", [
     ("mixed_float16", tf.float16, 2e-3), ("mixed_bfloat16", tf.bfloat16, 2e-2)])
 def test_mixed_precision(rng, policy, compute_dtype, tolerance):
-    fft = FFTConv2D(4, 3, padding="same", dtype=policy)
+    fft = FFTConv2D(4, 3, padding="same", dtype=policy, algorithm="fft")
     x = rng.standard_normal((2, 9, 9, 3)).astype(np.float32)
     fft.build(x.shape)
     assert fft.kernel.dtype == "float32"  # variables stay float32
@@ -260,7 +275,7 @@ def test_mixed_precision(rng, policy, compute_dtype, tolerance):
 def test_mixed_float16_model_fits(rng):
     keras.utils.set_random_seed(2)
     inputs = keras.Input((8, 8, 1))
-    x = FFTConv2D(4, 3, activation="relu", dtype="mixed_float16")(inputs)
+    x = FFTConv2D(4, 3, activation="relu", dtype="mixed_float16", algorithm="fft")(inputs)
     x = keras.layers.GlobalAveragePooling2D(dtype="mixed_float16")(x)
     outputs = keras.layers.Dense(2, dtype="float32")(x)
     model = keras.Model(inputs, outputs)

@@ -28,7 +28,9 @@ def test_format_table_matches_the_design_document_style():
         "environment": {"description": "GPU: test", "tf_version": "2.21.0",
                         "keras_version": "3.15.1"},
         "runs": {"baseline": _run_record("baseline", [3.0, 1.67633, 1.67633], 0.9879416, True),
-                 "fft": _run_record("fft", [4.0, 1.5, 1.5], 0.9878)},
+                 "fft": _run_record("fft", [4.0, 1.5, 1.5], 0.9878),
+                 "auto": _run_record("auto", [3.5, 1.25, 1.25], 0.9877)},
+        "auto_choices": {"c1": ["spatial"], "c3": ["fft S=16 single keep"]},
         "baseline_accuracy_over_seeds": {"seeds": [0, 1, 2], "accuracies": [0.98, 0.99, 0.985],
                                          "mean": 0.985, "stdev": 0.005, "min": 0.98,
                                          "max": 0.99},
@@ -39,13 +41,20 @@ def test_format_table_matches_the_design_document_style():
     assert lines[2] == "| MNIST LeNet | Baseline | 1.67633 s | 6.4 s | 98.79416% |"
     assert lines[3] == ("| MNIST Mathieu LeNet | Frequency domain convolutions (tf_fftconv) | "
                         "1.50000 s | 7.0 s | 98.78000% |")
+    assert lines[4] == ("| MNIST LeNet, auto | Automatic choice per layer (tf_fftconv, "
+                        "algorithm=\"auto\") | 1.25000 s | 6.0 s | 98.77000% |")
     text = "\n".join(lines)
-    assert "epoch 1, with tracing" in text
+    assert "epoch 1, with tracing: baseline 3.000 s, FFT 4.000 s, auto 3.500 s" in text
     assert "0.89x" in text and "-0.014 points" in text
+    assert "auto / baseline epoch time: 0.75x; auto chose c1: spatial, c3: fft S=16 single keep" \
+        in text
     assert "over 3 seeds (0, 1, 2): mean 98.500%" in text
-    assert 'baseline on, FFT off' in text
+    assert 'baseline on, FFT off, auto off' in text
     assert "Device: GPU: test. TensorFlow 2.21.0, Keras 3.15.1." in text
     assert "NOTE" not in text
+
+    del result["runs"]["auto"]                 # a result from before the auto row
+    assert "| MNIST LeNet, auto |" not in reproduce.format_table(result)
 
     result["dataset"].update(display_name="Fashion-MNIST", fallback_reason="MNIST unreachable")
     text = reproduce.format_table(result)
@@ -110,7 +119,7 @@ def test_cli_smoke(tmp_path):
         env=env, capture_output=True, text=True, timeout=600, cwd=str(tmp_path))
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     stdout = done.stdout
-    for label in ("baseline", "fft", "baseline seed 6"):
+    for label in ("baseline", "fft", "auto", "baseline seed 6"):
         for epoch in (1, 2):
             assert f"[{label}] epoch {epoch}/2:" in stdout
     assert "| Experiment | Description | Avg epoch time | Wall time | Acc |" in stdout
@@ -118,6 +127,8 @@ def test_cli_smoke(tmp_path):
                      stdout, re.M)
     assert re.search(r"^\| Synthetic Mathieu LeNet \| Frequency domain convolutions "
                      r"\(tf_fftconv\) \| [\d.]+ s \| [\d.]+ s \| [\d.]+% \|$", stdout, re.M)
+    assert re.search(r"^\| Synthetic LeNet, auto \| Automatic choice per layer \(tf_fftconv, "
+                     r"algorithm=\"auto\"\) \| [\d.]+ s \| [\d.]+ s \| [\d.]+% \|$", stdout, re.M)
     assert "SYNTHETIC" in done.stderr  # announced
 
     result = json.loads(out.read_text())
@@ -125,14 +136,18 @@ def test_cli_smoke(tmp_path):
     assert result["dataset"]["num_train"] == 512 and result["dataset"]["num_test"] == 256
     assert result["environment"]["tf_version"] and result["environment"]["description"]
     assert result["settings"]["seed"] == 5
-    baseline, fft = result["runs"]["baseline"], result["runs"]["fft"]
-    for run in (baseline, fft):
+    baseline, fft, auto = (result["runs"][key] for key in ("baseline", "fft", "auto"))
+    for run in (baseline, fft, auto):
         assert len(run["epoch_times_s"]) == len(run["train_loss"]) == 2
         assert run["avg_epoch_time_s"] == run["epoch_times_s"][1]
         assert 0 <= run["test_accuracy"] <= 1 and run["wall_time_s"] > 0
     assert fft["jit_compile"] is False
     # Same initial weights and batches: the first epoch's losses agree closely.
-    assert abs(fft["train_loss"][0] - baseline["train_loss"][0]) <= 1e-3 * baseline["train_loss"][0]
+    for run in (fft, auto):
+        assert abs(run["train_loss"][0] - baseline["train_loss"][0]) <= 1e-3 * baseline["train_loss"][0]
+    # The FFT row is the FFT path itself; auto says what it chose for each layer.
+    assert set(result["auto_choices"]) == {"c1", "c3"}
+    assert all(labels for labels in result["auto_choices"].values())
     assert [r["seed"] for r in result["runs"]["baseline_extra_seeds"]] == [6]
     spread = result["baseline_accuracy_over_seeds"]
     assert spread["seeds"] == [5, 6] and len(spread["accuracies"]) == 2

@@ -78,7 +78,7 @@ def test_fft_conv2d_and_gradients_under_xla(rng, device, padding, data_format):
     def loss_and_grads(x, w):
         with tf.GradientTape() as tape:
             tape.watch([x, w])
-            y = fc.fft_conv2d(x, w, padding=padding, data_format=data_format)
+            y = fc.fft_conv2d(x, w, padding=padding, data_format=data_format, algorithm="fft")
             loss = tf.reduce_sum(y * y)
         return (y,) + tuple(tape.gradient(loss, [x, w]))
 
@@ -135,7 +135,11 @@ def test_sizes_computed_in_the_graph_fold_under_xla(rng, device):
     assert rel_error(got, x.numpy()) <= 1e-6 and rel_error(got, eager) <= SAME_KERNELS
 
 
-def _lenet_like(input_shape, jit_compile, conv=fc.FFTConv2D):
+def _fft_layer(*args, **kwargs):
+    return fc.FFTConv2D(*args, algorithm="fft", **kwargs)
+
+
+def _lenet_like(input_shape, jit_compile, conv=_fft_layer):
     model = keras.Sequential([
         keras.Input(input_shape),
         conv(4, 3, padding="same", activation="relu"),
@@ -179,7 +183,7 @@ def test_any_image_size(rng, jit_compile):
 
 def test_relaxed_shapes_inside_tf_function(rng):
     w = tf.constant(rng.standard_normal((3, 3, 2, 4)).astype(np.float32))
-    conv = tf.function(lambda x: fc.fft_conv2d(x, w, padding="SAME"),
+    conv = tf.function(lambda x: fc.fft_conv2d(x, w, padding="SAME", algorithm="fft"),
                        input_signature=[tf.TensorSpec([None, None, None, 2], tf.float32)])
     for size in (5, 11):
         x = tf.constant(rng.standard_normal((2, size, size + 3, 2)).astype(np.float32))
@@ -190,7 +194,8 @@ def test_saved_model_round_trip_of_a_compiled_function(rng, tmp_path):
     w = tf.Variable(rng.standard_normal((3, 3, 2, 4)).astype(np.float32))
     module = tf.Module()
     module.w = w
-    module.conv = tf.function(lambda x: fc.fft_conv2d(x, module.w, padding="SAME"),
+    module.conv = tf.function(lambda x: fc.fft_conv2d(x, module.w, padding="SAME",
+                                                      algorithm="fft"),
                               input_signature=[tf.TensorSpec([2, 8, 8, 2], tf.float32)],
                               jit_compile=True)
     x = tf.constant(rng.standard_normal((2, 8, 8, 2)).astype(np.float32))
@@ -256,7 +261,7 @@ def _fit_and_dump(dump_dir, jit_compile):
     """Fits a small FFT model in a fresh process, with XLA's own dump of what it compiled."""
     return _python("""
         import keras, numpy as np, tf_fftconv as fc
-        model = keras.Sequential([keras.Input((8, 8, 1)), fc.FFTConv2D(2, 3),
+        model = keras.Sequential([keras.Input((8, 8, 1)), fc.FFTConv2D(2, 3, algorithm="fft"),
                                   keras.layers.Flatten(), keras.layers.Dense(2)])
         model.compile("sgd", "mse", jit_compile=%r)
         model.fit(np.ones((4, 8, 8, 1), "float32"), np.ones((4, 2), "float32"), verbose=0)

@@ -1,4 +1,5 @@
-"""``fft_conv2d``: a stride-1 ``tf.nn.conv2d`` computed in the frequency domain with the three ops.
+"""``fft_conv2d``: a stride-1 ``tf.nn.conv2d`` computed in the frequency domain with the three ops,
+or by ``tf.nn.conv2d`` itself where that is faster (``planning``).
 
 Per frequency bin (design: "Convolution as three ops"), with ``X = rfft2d(x)``, ``W = rfft2d(w)``
 (w as ``[Cout, Cin, kh, kw]``) and ``dY = rfft2d(dy)``:
@@ -7,80 +8,44 @@ Per frequency bin (design: "Convolution as three ops"), with ``X = rfft2d(x)``, 
 - input grad    ``dX = dY · W``     ``[B, Cout] · [Cout, Cin]`` -> ``dx = irfft2d(dX)``, window at pad
 - weight grad   ``dW = dY^H · X``   ``[Cout, B] · [B, Cin]``    -> ``dw = irfft2d(dW)``, window [0, k)
 
-``X`` and ``W`` from the forward pass are reused by the backward pass and ``dY`` is transformed once
-for both gradients. The Hermitian weights and ``S^2`` factors of the op-level gradients cancel in
-this composition, so none of them is applied here.
-"""
+In mode "keep", ``X`` and ``W`` from the forward pass are reused by the backward pass and ``dY`` is
+transformed once for both gradients. In mode "recompute" nothing is kept: the batch runs in pieces,
+one after the other, and the backward pass transforms each piece of ``x`` (and ``w``) again. The
+Hermitian weights and ``S^2`` factors of the op-level gradients cancel in this composition, so none
+of them is applied here.
 
-import collections
+Tiles (``geometry``): the padded input is cut into overlapping tiles that join the batch
+dimension, each tile is a VALID convolution in a small frame, and the output tiles are put side
+by side. Cutting and joining are TensorFlow's pad / reshape / slice / concat / transpose, whose
+gradients TensorFlow provides; the weight gradient sums over the tiles in the per-bin matmul.
+"""
 
 import tensorflow as tf
 
+from tf_fftconv import geometry as _geometry
 from tf_fftconv import ops
+from tf_fftconv import planning
+from tf_fftconv.geometry import (  # noqa: F401  (conv_geometry: public here, as before)
+    MAX_FFT_SIZE, ConvGeometry, check_padding, conv_geometry)
 from tf_fftconv.ops import invalid_argument as _invalid
-
-# The largest fft_size of the ops: kMaxFftSize in cc/fftconv_params.h (tests/test_conv.py checks).
-MAX_FFT_SIZE = 128
-
-ConvGeometry = collections.namedtuple(
-    "ConvGeometry", ["out_h", "out_w", "pad_top", "pad_left", "fft_size"])
-
-
-def _next_power_of_two(n):
-    size = 2
-    while size < n:
-        size *= 2
-    return size
-
-
-def conv_geometry(in_h, in_w, k_h, k_w, padding, fft_size=None, max_fft_size=MAX_FFT_SIZE):
-    """Output size, padding offsets and FFT frame of a stride-1 convolution.
-
-    SAME pads ``(k - 1) // 2`` before and the rest after, as ``tf.nn.conv2d`` does. The frame ``S``
-    is the smallest power of two that holds the padded input and the kernel, so the circular
-    correlation computed by the FFT never wraps around: ``S >= H + pad_total`` and ``S >= k``.
-    ``max_fft_size=None`` lifts the limit of the custom ops and accepts any explicit ``fft_size``
-    that is large enough (the ``tf.signal`` reference transforms any length).
-    """
-    padding = str(padding).upper()
-    if padding not in ("VALID", "SAME"):
-        raise _invalid("padding must be \"VALID\" or \"SAME\", got %r" % (padding,))
-    if min(k_h, k_w) < 1 or min(in_h, in_w) < 0:
-        raise _invalid("kernel sizes must be >= 1 and input sizes >= 0, got input %dx%d and "
-                       "kernel %dx%d" % (in_h, in_w, k_h, k_w))
-    if padding == "VALID":
-        out_h, out_w, pad_top, pad_left = in_h - k_h + 1, in_w - k_w + 1, 0, 0
-        if out_h < 0 or out_w < 0:
-            raise _invalid("with VALID padding the kernel (%dx%d) must not be larger than the "
-                           "input (%dx%d)" % (k_h, k_w, in_h, in_w))
-        need = max(in_h, in_w, k_h, k_w)
-    else:
-        out_h, out_w, pad_top, pad_left = in_h, in_w, (k_h - 1) // 2, (k_w - 1) // 2
-        need = max(in_h + k_h - 1, in_w + k_w - 1)
-    if fft_size is None:
-        fft_size = _next_power_of_two(need)
-        if max_fft_size is not None and fft_size > max_fft_size:
-            raise _invalid(
-                "input %dx%d with kernel %dx%d (%s) needs an FFT frame of %d > %d, the largest "
-                "supported; tiling larger images is not supported yet"
-                % (in_h, in_w, k_h, k_w, padding, fft_size, max_fft_size))
-    else:
-        fft_size = int(fft_size)
-        if max_fft_size is not None and (
-                fft_size < 2 or fft_size > max_fft_size or fft_size & (fft_size - 1)):
-            raise _invalid("fft_size must be a power of two in [2, %d], got %d"
-                           % (max_fft_size, fft_size))
-        if fft_size < need:
-            raise _invalid("fft_size %d is too small for input %dx%d with kernel %dx%d (%s): "
-                           "needs >= %d to avoid wrap-around"
-                           % (fft_size, in_h, in_w, k_h, k_w, padding, need))
-    return ConvGeometry(out_h, out_w, pad_top, pad_left, fft_size)
 
 
 def _static_dims(tensor, what):
     if tensor.shape.rank != 4:
         raise _invalid("%s must have rank 4, got shape %s" % (what, tensor.shape))
     return tensor.shape.as_list()
+
+
+def _optional_int(value, name, smallest):
+    """None, or a Python int >= smallest (NumPy integers too; bools and floats refused)."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not hasattr(value, "__index__"):
+        raise _invalid("%s must be None or an integer, got %r" % (name, value))
+    value = value.__index__()
+    if value < smallest:
+        raise _invalid("%s must be >= %d, got %d" % (name, smallest, value))
+    return value
 
 
 def _run_time_geometry(x, data_format, k_h, k_w, padding):
@@ -91,9 +56,7 @@ def _run_time_geometry(x, data_format, k_h, k_w, padding):
     The frame is the smallest power of two that is large enough; inputs needing more than
     ``MAX_FFT_SIZE`` get that op's own error for the frame size they would need.
     """
-    padding = str(padding).upper()
-    if padding not in ("VALID", "SAME"):
-        raise _invalid("padding must be \"VALID\" or \"SAME\", got %r" % (padding,))
+    padding = check_padding(padding)
     shape = tf.shape(x, out_type=tf.int32)
     in_h, in_w = (shape[1], shape[2]) if data_format == "NHWC" else (shape[2], shape[3])
     if padding == "VALID":
@@ -108,8 +71,9 @@ def _run_time_geometry(x, data_format, k_h, k_w, padding):
     return ConvGeometry(out_h, out_w, pad_top, pad_left, fft_size), (in_h, in_w)
 
 
-def fft_conv2d(x, w, padding="VALID", data_format="NHWC", fft_size=None, name=None):
-    """Stride-1, dilation-1 ``tf.nn.conv2d`` (cross-correlation) computed with FFTs.
+def fft_conv2d(x, w, padding="VALID", data_format="NHWC", fft_size=None, algorithm="auto",
+               tile=None, memory_budget=None, name=None):
+    """Stride-1, dilation-1 ``tf.nn.conv2d`` (cross-correlation), by FFT where that pays.
 
     Args:
       x: float32 or float64 input, ``[B, H, W, Cin]`` (NHWC) or ``[B, Cin, H, W]`` (NCHW).
@@ -118,12 +82,27 @@ def fft_conv2d(x, w, padding="VALID", data_format="NHWC", fft_size=None, name=No
       w: filters ``[kh, kw, Cin, Cout]``, the same dtype as ``x``, with a static shape.
       padding: "VALID" or "SAME".
       data_format: "NHWC" or "NCHW".
-      fft_size: the FFT frame; default the smallest power of two without wrap-around. Needs a
-        static height and width.
+      fft_size: the FFT frame (a power of two in [2, 128]); an image that does not fit is cut
+        into tiles. Default: chosen by the cost model. Needs a static height and width.
+      algorithm: "auto" (the cost model, or timings from ``tf_fftconv.autotune``, choose per
+        shape, device and dtype), "fft" (always the FFT path) or "spatial" (``tf.nn.conv2d``).
+        ``fft_size`` or ``tile`` given: the FFT path with them.
+      tile: output tile side for tiling (the frame is then the smallest that holds
+        ``tile + k - 1``, unless ``fft_size`` is given). Needs a static height and width.
+      memory_budget: bytes of spectra the FFT path may hold at once; default
+        ``$TF_FFTCONV_MEMORY_BUDGET``, else none. Above it the FFT path recomputes spectra in
+        pieces, or (``algorithm="auto"``) spatial convolution is used.
     Returns:
       ``[B, Ho, Wo, Cout]`` (NHWC) or ``[B, Cout, Ho, Wo]`` (NCHW), differentiable in ``x`` and
-      ``w``.
+      ``w``. ``tf_fftconv.explain`` says what was chosen and why.
     """
+    return conv2d_with_plan(x, w, padding, data_format, fft_size, algorithm, tile, memory_budget,
+                            name)[0]
+
+
+def conv2d_with_plan(x, w, padding="VALID", data_format="NHWC", fft_size=None, algorithm="auto",
+                     tile=None, memory_budget=None, name=None):
+    """``fft_conv2d`` that also returns the ``planning.Plan`` it followed."""
     with tf.name_scope(name or "fft_conv2d"):
         x = tf.convert_to_tensor(x)
         w = tf.convert_to_tensor(w)
@@ -132,30 +111,144 @@ def fft_conv2d(x, w, padding="VALID", data_format="NHWC", fft_size=None, name=No
                            % (x.dtype.name, w.dtype.name))
         if data_format not in ("NHWC", "NCHW"):
             raise _invalid("data_format must be \"NHWC\" or \"NCHW\", got %r" % (data_format,))
-        x_dims = _static_dims(x, "x")
-        k_h, k_w, w_in, w_out = _static_dims(w, "w")
-        if data_format == "NHWC":
-            _, in_h, in_w, in_channels = x_dims
-        else:
-            _, in_channels, in_h, in_w = x_dims
-        if None in (in_channels, k_h, k_w, w_in, w_out):
-            raise _invalid("the channels of x and the shape of w must be known statically, got "
-                           "x %s and w %s" % (x.shape, w.shape))
-        if w_in != in_channels:
-            raise _invalid("x has %d input channels but w is [%d, %d, %d, %d] (dimension 2 must "
-                           "match)" % (in_channels, k_h, k_w, w_in, w_out))
-        if in_h is not None and in_w is not None:
-            geometry = conv_geometry(in_h, in_w, k_h, k_w, padding, fft_size)
-            image_size = (in_h, in_w)
-        elif fft_size is not None:
-            raise _invalid("an explicit fft_size needs a static height and width, got x %s"
-                           % (x.shape,))
-        else:
-            geometry, image_size = _run_time_geometry(x, data_format, k_h, k_w, padding)
-        return _frequency_domain_conv(geometry, image_size, (k_h, k_w), data_format)(x, w)
+        planning.check_algorithm(algorithm)
+        fft_size = _optional_int(fft_size, "fft_size", 1)
+        tile = _optional_int(tile, "tile", 1)
+        problem = planning.make_problem(_static_dims(x, "x"), _static_dims(w, "w"), padding,
+                                        data_format, x.dtype)
+        if (fft_size is not None or tile is not None) and not problem.sizes_known:
+            raise _invalid("an explicit fft_size or tile needs a static height and width, got "
+                           "x %s" % (x.shape,))
+        if (fft_size is not None or tile is not None) and algorithm == "spatial":
+            raise _invalid("fft_size and tile set the FFT path, but algorithm is \"spatial\"")
+        if fft_size is not None and tile is not None and problem.sizes_known:
+            _geometry.tile_geometry(problem.in_h, problem.in_w, problem.k_h, problem.k_w,
+                                    problem.padding, fft_size, tile)  # validates the pair
+        chosen = planning.plan(problem, algorithm, fft_size, tile, memory_budget)
+        if (tf.executing_eagerly() and algorithm == "auto" and problem.sizes_known
+                and planning.autotune_enabled() and not chosen.timings_ms):
+            from tf_fftconv import tuning  # noqa: PLC0415  (tuning runs this module)
+            chosen = tuning.tune_problem(problem, fft_size, tile, memory_budget)
+        if not tf.executing_eagerly() or chosen.algorithm == "spatial" or chosen.config is None:
+            return run_plan(chosen, x, w), chosen
+        # Eager: an allocation the device refuses gets the lower-memory plan (kept from then on).
+        while True:
+            try:
+                return run_plan(chosen, x, w), chosen
+            except tf.errors.ResourceExhaustedError:
+                lower = planning.downgrade(chosen)
+                if lower is None:
+                    raise
+                chosen = lower
+
+
+def run_plan(chosen, x, w):
+    """Computes the convolution of ``x`` and ``w`` as ``chosen`` says."""
+    problem = chosen.problem
+    if chosen.algorithm == "spatial":
+        return _spatial_conv(x, w, problem)
+    kernel_size = (problem.k_h, problem.k_w)
+    if chosen.config is None:   # sizes unknown while tracing: one frame, sized at run time
+        geometry, image_size = _run_time_geometry(x, problem.data_format, problem.k_h,
+                                                  problem.k_w, problem.padding)
+        return _frequency_domain_conv(geometry, image_size, kernel_size, problem.data_format)(x, w)
+    config, tiles = chosen.config, chosen.config.tiles
+    if not tiles.tiled:
+        geometry = ConvGeometry(tiles.out_h, tiles.out_w, tiles.pad_top, tiles.pad_left,
+                                tiles.fft_size)
+        return _spectral_conv(config, geometry, (problem.in_h, problem.in_w), kernel_size,
+                              problem.data_format)(x, w)
+    # Each tile: a VALID convolution of [in_tile_h, in_tile_w] into [tile_h, tile_w].
+    geometry = ConvGeometry(tiles.tile_h, tiles.tile_w, 0, 0, tiles.fft_size)
+    y_tiles = _spectral_conv(config, geometry, (tiles.in_tile_h, tiles.in_tile_w), kernel_size,
+                             problem.data_format)(cut_tiles(x, tiles, problem.data_format), w)
+    return join_tiles(y_tiles, tiles, problem.data_format)
+
+
+def _spatial_conv(x, w, problem):
+    if problem.data_format == "NCHW" and problem.device == "CPU":
+        # TensorFlow's CPU convolution takes NHWC only.
+        y = tf.nn.conv2d(tf.transpose(x, [0, 2, 3, 1]), w, 1, problem.padding)
+        return tf.transpose(y, [0, 3, 1, 2])
+    return tf.nn.conv2d(x, w, 1, problem.padding, data_format=problem.data_format)
+
+
+# ---------------------------------------------------------------------------------------------
+# Tiles.
+
+def _spatial_axes(data_format):
+    return (1, 2) if data_format == "NHWC" else (2, 3)
+
+
+def _reshape(x, dims):
+    """``tf.reshape`` to ``dims`` with the batch (dims[0], maybe None) left to TensorFlow."""
+    return tf.reshape(x, [-1] + [int(d) for d in dims[1:]])
+
+
+def _overlapping_windows(x, axis, count, step, length):
+    """Splits ``axis`` into ``count`` windows of ``length`` samples at stride ``step``.
+
+    ``x``'s ``axis`` holds ``(count + blocks - 1) * step`` samples, ``blocks = ceil(length /
+    step)``; it becomes two axes ``[count, length]``. Window ``i`` is the concatenation of block
+    ``i`` with the start of the blocks after it.
+    """
+    dims = x.shape.as_list()
+    blocks = -(-length // step)
+    x = _reshape(x, dims[:axis] + [count + blocks - 1, step] + dims[axis + 1:])
+    parts = []
+    for j in range(blocks):
+        take = min(step, length - j * step)
+        parts.append(x[(slice(None),) * axis + (slice(j, j + count), slice(0, take))])
+    return parts[0] if blocks == 1 else tf.concat(parts, axis + 1)
+
+
+def cut_tiles(x, tiles, data_format):
+    """Input ``[B, H, W, C]`` (NCHW: ``[B, C, H, W]``) -> overlapping input tiles
+    ``[B * tiles_h * tiles_w, in_tile_h, in_tile_w, C]`` (NCHW: ``[.., C, in_tile_h, in_tile_w]``),
+    tile ``(i, j)`` of image ``b`` at ``(b * tiles_h + i) * tiles_w + j``."""
+    h_axis, w_axis = _spatial_axes(data_format)
+    in_h, in_w = x.shape[h_axis], x.shape[w_axis]
+    padded_h = (tiles.tiles_h - 1 + -(-tiles.in_tile_h // tiles.tile_h)) * tiles.tile_h
+    padded_w = (tiles.tiles_w - 1 + -(-tiles.in_tile_w // tiles.tile_w)) * tiles.tile_w
+    paddings = [[0, 0]] * 4
+    paddings[h_axis] = [tiles.pad_top, padded_h - in_h - tiles.pad_top]
+    paddings[w_axis] = [tiles.pad_left, padded_w - in_w - tiles.pad_left]
+    x = tf.pad(x, paddings)
+    x = _overlapping_windows(x, h_axis, tiles.tiles_h, tiles.tile_h, tiles.in_tile_h)
+    x = _overlapping_windows(x, w_axis + 1, tiles.tiles_w, tiles.tile_w, tiles.in_tile_w)
+    # NHWC [B, th, ith, tw, itw, C] -> [B, th, tw, ith, itw, C];
+    # NCHW [B, C, th, ith, tw, itw] -> [B, th, tw, C, ith, itw].
+    x = tf.transpose(x, [0, 1, 3, 2, 4, 5] if data_format == "NHWC" else [0, 2, 4, 1, 3, 5])
+    return _reshape(x, [None] + x.shape.as_list()[3:])
+
+
+def join_tiles(y, tiles, data_format):
+    """Output tiles ``[B * tiles, tile_h, tile_w, C]`` (NCHW: ``[B * tiles, C, tile_h, tile_w]``),
+    ordered as ``cut_tiles`` orders them -> the output ``[B, out_h, out_w, C]`` (or NCHW)."""
+    channels = y.shape[3] if data_format == "NHWC" else y.shape[1]
+    if data_format == "NHWC":
+        y = _reshape(y, [None, tiles.tiles_h, tiles.tiles_w, tiles.tile_h, tiles.tile_w, channels])
+        y = tf.transpose(y, [0, 1, 3, 2, 4, 5])     # [B, th, tile_h, tw, tile_w, C]
+        y = _reshape(y, [None, tiles.tiles_h * tiles.tile_h, tiles.tiles_w * tiles.tile_w,
+                         channels])
+        return y[:, :tiles.out_h, :tiles.out_w, :]
+    y = _reshape(y, [None, tiles.tiles_h, tiles.tiles_w, channels, tiles.tile_h, tiles.tile_w])
+    y = tf.transpose(y, [0, 3, 1, 4, 2, 5])         # [B, C, th, tile_h, tw, tile_w]
+    y = _reshape(y, [None, channels, tiles.tiles_h * tiles.tile_h, tiles.tiles_w * tiles.tile_w])
+    return y[:, :, :tiles.out_h, :tiles.out_w]
+
+
+# ---------------------------------------------------------------------------------------------
+# The three passes.
+
+def _spectral_conv(config, geometry, image_size, kernel_size, data_format):
+    if config.memory == "keep":
+        return _frequency_domain_conv(geometry, image_size, kernel_size, data_format)
+    return _recomputing_conv(geometry, image_size, kernel_size, data_format, config.chunks)
 
 
 def _frequency_domain_conv(geometry, image_size, kernel_size, data_format):
+    """Mode "keep": X and W of the forward pass are kept for the backward pass."""
     size, pad_top, pad_left = geometry.fft_size, geometry.pad_top, geometry.pad_left
 
     @tf.custom_gradient
@@ -172,6 +265,67 @@ def _frequency_domain_conv(geometry, image_size, kernel_size, data_format):
             dx = ops.irfft2d(dx_spectrum, size, image_size[0], image_size[1], pad_top, pad_left,
                              data_format)
             dw_spectrum = ops.spectral_matmul(dy_spectrum, x_spectrum, adjoint_a=True)  # [F, Cout, Cin]
+            dw = ops.irfft2d(dw_spectrum, size, kernel_size[0], kernel_size[1])  # [Cout, Cin, kh, kw]
+            return dx, tf.transpose(dw, [2, 3, 1, 0])
+
+        return y, grad
+
+    return conv
+
+
+def _pieces(t, count):
+    """``count`` consecutive slices of ``t``'s batch (the last ones may be empty)."""
+    if count == 1:
+        return [t]
+    batch = t.shape[0]
+    if batch is None:
+        batch = tf.shape(t)[0]
+        step = (batch + count - 1) // count
+        return [t[tf.minimum(i * step, batch):tf.minimum((i + 1) * step, batch)]
+                for i in range(count)]
+    step = -(-batch // count)
+    return [t[min(i * step, batch):min((i + 1) * step, batch)] for i in range(count)]
+
+
+def _recomputing_conv(geometry, image_size, kernel_size, data_format, chunks):
+    """Mode "recompute": no spectrum kept between the passes; the batch in ``chunks`` pieces.
+
+    Each piece's ops are made to wait for the previous piece's result (control dependencies), so
+    only one piece's spectra are alive at a time; the weight-gradient spectrum ``[F, Cout, Cin]``
+    is summed over the pieces and inverted once.
+    """
+    size, pad_top, pad_left = geometry.fft_size, geometry.pad_top, geometry.pad_left
+
+    def weight_spectrum(w):
+        return ops.rfft2d(tf.transpose(w, [3, 2, 0, 1]), size)                 # [F, Cout, Cin]
+
+    @tf.custom_gradient
+    def conv(x, w):
+        w_spectrum = weight_spectrum(w)
+        outputs = []
+        for piece in _pieces(x, chunks):
+            with tf.control_dependencies(outputs[-1:]):
+                x_spectrum = ops.rfft2d(piece, size, pad_top, pad_left, data_format)  # [F, b, Cin]
+            y_spectrum = ops.spectral_matmul(x_spectrum, w_spectrum, adjoint_b=True)  # [F, b, Cout]
+            outputs.append(ops.irfft2d(y_spectrum, size, geometry.out_h, geometry.out_w, 0, 0,
+                                       data_format))
+        y = outputs[0] if chunks == 1 else tf.concat(outputs, 0)
+
+        def grad(dy):
+            w_spectrum = weight_spectrum(w)
+            dxs, dw_spectrum = [], None
+            for piece, dy_piece in zip(_pieces(x, chunks), _pieces(dy, chunks)):
+                with tf.control_dependencies([dw_spectrum] if dw_spectrum is not None else []):
+                    dy_spectrum = ops.rfft2d(dy_piece, size, 0, 0, data_format)  # [F, b, Cout]
+                dx_spectrum = ops.spectral_matmul(dy_spectrum, w_spectrum)         # [F, b, Cin]
+                dxs.append(ops.irfft2d(dx_spectrum, size, image_size[0], image_size[1], pad_top,
+                                       pad_left, data_format))
+                with tf.control_dependencies(dxs[-1:]):
+                    x_spectrum = ops.rfft2d(piece, size, pad_top, pad_left, data_format)
+                # [F, Cout, Cin], summed over the pieces
+                piece_dw = ops.spectral_matmul(dy_spectrum, x_spectrum, adjoint_a=True)
+                dw_spectrum = piece_dw if dw_spectrum is None else dw_spectrum + piece_dw
+            dx = dxs[0] if chunks == 1 else tf.concat(dxs, 0)
             dw = ops.irfft2d(dw_spectrum, size, kernel_size[0], kernel_size[1])  # [Cout, Cin, kh, kw]
             return dx, tf.transpose(dw, [2, 3, 1, 0])
 

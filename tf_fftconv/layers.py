@@ -7,6 +7,7 @@ import keras
 import tensorflow as tf
 
 from tf_fftconv import conv as _conv
+from tf_fftconv import planning as _planning
 
 _DATA_FORMATS = {"channels_last": "NHWC", "channels_first": "NCHW"}
 # Dtypes the ops compute in; anything else (float16, bfloat16) is computed in float32.
@@ -22,8 +23,17 @@ class FFTConv2D(keras.layers.Conv2D):
     `set_weights(conv2d.get_weights())` moves weights between the two unchanged.
     Strided, dilated and grouped convolutions are refused with a ValueError.
 
-    Args (beyond Conv2D's):
-      fft_size: FFT frame size passed to `tf_fftconv.fft_conv2d`; None lets it choose.
+    Args (beyond Conv2D's), passed to `tf_fftconv.fft_conv2d`:
+      algorithm: "auto" (default: FFT or `tf.nn.conv2d`, whichever the cost model or a timing
+        from `tf_fftconv.autotune` says is faster for the shape, device and dtype), "fft" or
+        "spatial".
+      fft_size: FFT frame size; None lets the cost model choose. Images that do not fit are
+        tiled.
+      tile: output tile side for tiling; None lets the cost model choose.
+      memory_budget: bytes of spectra the FFT path may hold at once (None:
+        `$TF_FFTCONV_MEMORY_BUDGET`, else no budget).
+
+    `tf_fftconv.explain(layer)` says what was chosen for each input shape the layer met, and why.
 
     The ops lower to XLA custom calls that run the same kernels, so a model holding the layer
     compiles with XLA like one of Conv2D layers: `jit_compile=True`, and Keras' default
@@ -39,7 +49,8 @@ class FFTConv2D(keras.layers.Conv2D):
                  dilation_rate=(1, 1), groups=1, activation=None, use_bias=True,
                  kernel_initializer="glorot_uniform", bias_initializer="zeros",
                  kernel_regularizer=None, bias_regularizer=None, activity_regularizer=None,
-                 kernel_constraint=None, bias_constraint=None, fft_size=None, **kwargs):
+                 kernel_constraint=None, bias_constraint=None, fft_size=None, algorithm="auto",
+                 tile=None, memory_budget=None, **kwargs):
         super().__init__(
             filters=filters, kernel_size=kernel_size, strides=strides, padding=padding,
             data_format=data_format, dilation_rate=dilation_rate, groups=groups,
@@ -58,23 +69,84 @@ class FFTConv2D(keras.layers.Conv2D):
                 f"FFTConv2D supports only strides=1, dilation_rate=1 and groups=1 (stride-1, "
                 f"undilated, ungrouped convolution); got {got}. Use keras.layers.Conv2D for "
                 f"strided, dilated or grouped convolutions.")
-        # Any integer type (NumPy's too), stored as a Python int so that the config stays JSON.
-        if fft_size is not None and (isinstance(fft_size, bool)
-                                     or not isinstance(fft_size, numbers.Integral)
-                                     or fft_size < 1):
-            raise ValueError(f"fft_size must be None or a positive integer, got {fft_size!r}")
-        self.fft_size = None if fft_size is None else operator.index(fft_size)
+        self.fft_size = _positive_int_or_none(fft_size, "fft_size")
+        self.tile = _positive_int_or_none(tile, "tile")
+        if algorithm not in _planning.ALGORITHMS:
+            raise ValueError(f"algorithm must be one of {', '.join(_planning.ALGORITHMS)}, got "
+                             f"{algorithm!r}")
+        if algorithm == "spatial" and (self.fft_size is not None or self.tile is not None):
+            raise ValueError("fft_size and tile set the FFT path, but algorithm is \"spatial\"")
+        self.algorithm = algorithm
+        try:
+            _planning.parse_budget(memory_budget)
+        except tf.errors.InvalidArgumentError as error:
+            raise ValueError(error.message) from None
+        # Kept as given (a number of bytes or a string such as "512M"), so the config stays JSON.
+        self.memory_budget = (operator.index(memory_budget) if isinstance(memory_budget,
+                                                                         numbers.Integral)
+                              else memory_budget)
+        self._built_input_shape = None
+        # Problem -> the plan its last trace or eager call followed (for explain).
+        self._plans = _PlanLog()
+
+    def build(self, input_shape):
+        super().build(input_shape)
+        self._built_input_shape = tuple(input_shape)
 
     def convolution_op(self, inputs, kernel):
         compute_dtype = inputs.dtype
         op_dtype = compute_dtype if compute_dtype in _OP_DTYPES else tf.float32
-        outputs = _conv.fft_conv2d(
+        outputs, plan = _conv.conv2d_with_plan(
             tf.cast(inputs, op_dtype), tf.cast(kernel, op_dtype),
             padding=self.padding.upper(), data_format=_DATA_FORMATS[self.data_format],
-            fft_size=self.fft_size)
+            fft_size=self.fft_size, algorithm=self.algorithm, tile=self.tile,
+            memory_budget=self.memory_budget)
+        self._plans.entries[plan.problem] = plan
         return tf.cast(outputs, compute_dtype)
+
+    def _op_dtype(self):
+        return "float64" if self.compute_dtype == "float64" else "float32"
+
+    def tuning_arguments(self, input_shape=None, device=None):
+        """The ``planning`` problem and options of this layer for an input shape (default: the
+        shape it was built for)."""
+        input_shape = input_shape or self._built_input_shape
+        if input_shape is None:
+            raise ValueError(f"layer {self.name!r} is not built: call it, build it, or pass "
+                             "input_shape")
+        input_shape = tuple(input_shape)
+        channels = input_shape[-1] if self.data_format == "channels_last" else input_shape[1]
+        problem = _planning.make_problem(
+            input_shape, tuple(self.kernel_size) + (channels, self.filters),
+            self.padding.upper(), _DATA_FORMATS[self.data_format], self._op_dtype(), device)
+        return dict(problem=problem, algorithm=self.algorithm, fft_size=self.fft_size,
+                    tile=self.tile, memory_budget=self.memory_budget)
+
+    def explain_plans(self, input_shape=None):
+        """The plans of ``tf_fftconv.explain(layer)``: for ``input_shape`` if given, else those
+        the layer followed, else the plan for the shape it was built for."""
+        if input_shape is None and self._plans.entries:
+            return list(self._plans.entries.values())
+        arguments = self.tuning_arguments(input_shape)
+        return [_planning.plan(arguments.pop("problem"), **arguments)]
 
     def get_config(self):
         config = super().get_config()
-        config["fft_size"] = self.fft_size
+        config.update(fft_size=self.fft_size, algorithm=self.algorithm, tile=self.tile,
+                      memory_budget=self.memory_budget)
         return config
+
+
+class _PlanLog:
+    """A plain holder, so that Keras does not track the plans as layer state."""
+
+    def __init__(self):
+        self.entries = {}
+
+
+def _positive_int_or_none(value, name):
+    """Any integer type (NumPy's too), stored as a Python int so that the config stays JSON."""
+    if value is not None and (isinstance(value, bool) or not isinstance(value, numbers.Integral)
+                              or value < 1):
+        raise ValueError(f"{name} must be None or a positive integer, got {value!r}")
+    return None if value is None else operator.index(value)

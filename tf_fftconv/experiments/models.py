@@ -4,7 +4,11 @@ import keras
 
 from tf_fftconv.layers import FFTConv2D
 
-CONV_LAYERS = {"spatial": keras.layers.Conv2D, "fft": FFTConv2D}
+# conv -> (layer class, its extra arguments): "fft" is the FFT path always (Mathieu's LeNet),
+# "auto" lets FFTConv2D choose per layer between it and spatial convolution.
+CONV_LAYERS = {"spatial": (keras.layers.Conv2D, {}),
+               "fft": (FFTConv2D, {"algorithm": "fft"}),
+               "auto": (FFTConv2D, {"algorithm": "auto"})}
 
 
 def lenet5(conv="fft", input_shape=(32, 32, 1), num_classes=10, *, activation="relu",
@@ -13,20 +17,22 @@ def lenet5(conv="fft", input_shape=(32, 32, 1), num_classes=10, *, activation="r
 
     Layers: [zero padding to 32 x 32] -> conv 5x5, 6 maps -> pool 2x2 -> conv 5x5, 16 maps
     -> pool 2x2 -> flatten (16 x 5 x 5) -> dense 120 -> dense 84 -> dense `num_classes`.
-    The two models (`conv="spatial"` and `conv="fft"`) differ only in the class of their two
-    convolution layers (keras.layers.Conv2D or tf_fftconv.FFTConv2D, VALID padding); their
-    weights have the same shapes and order, so `fft.set_weights(spatial.get_weights())`
-    starts both from the same point.
+    The models (`conv="spatial"`, `"fft"`, `"auto"`) differ only in their two convolution
+    layers (keras.layers.Conv2D, or tf_fftconv.FFTConv2D with algorithm "fft" or "auto"; VALID
+    padding); their weights have the same shapes and order, so
+    `fft.set_weights(spatial.get_weights())` starts both from the same point.
 
     Args:
-      conv: "fft" (FFTConv2D) or "spatial" (keras.layers.Conv2D).
+      conv: "fft" (FFTConv2D, always the FFT path), "auto" (FFTConv2D choosing per layer) or
+        "spatial" (keras.layers.Conv2D).
       input_shape: one example, in `data_format` layout. Images smaller than 32 x 32 (such as
         MNIST's 28 x 28) are zero-padded to 32 x 32 (centred) by a ZeroPadding2D layer.
       num_classes: size of the output.
       activation: hidden-layer activation ("relu"; "tanh" for LeCun's original).
       pooling: "max" or "average" (LeCun's subsampling).
       data_format: "channels_last" or "channels_first"; default keras.config.image_data_format().
-      fft_size: passed to the FFTConv2D layers (ignored by the spatial model).
+      fft_size: passed to the FFTConv2D layers (ignored by the spatial model; with "auto" it
+        makes the layers take the FFT path).
 
     Returns:
       An uncompiled keras.Model whose output is **logits** (no softmax): train it with
@@ -46,8 +52,9 @@ def lenet5(conv="fft", input_shape=(32, 32, 1), num_classes=10, *, activation="r
         raise ValueError(f"input_shape must be (H, W, C) or (C, H, W), got {input_shape}")
     height, width = input_shape[:2] if data_format == "channels_last" else input_shape[1:]
 
-    conv_layer = CONV_LAYERS[conv]
-    conv_kwargs = {"fft_size": fft_size} if conv == "fft" else {}
+    conv_layer, conv_kwargs = CONV_LAYERS[conv]
+    if conv_layer is FFTConv2D:
+        conv_kwargs = dict(conv_kwargs, fft_size=fft_size)
     pool_layer = keras.layers.MaxPooling2D if pooling == "max" else keras.layers.AveragePooling2D
 
     inputs = keras.Input(shape=input_shape, name="image")

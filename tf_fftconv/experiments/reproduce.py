@@ -1,12 +1,13 @@
-"""Baseline vs FFT LeNet-5: the table of the MNIST reproduction, remeasured.
+"""Baseline vs FFT vs automatic LeNet-5: the table of the MNIST reproduction, remeasured.
 
     python -m tf_fftconv.reproduce [--dataset mnist] [--epochs 10] [--batch-size 128] [--seed 0]
                                    [--limit-train N] [--limit-test N] [--baseline-seeds K]
                                    [--json PATH]
 
-Trains LeNet-5 with spatial convolutions (keras.layers.Conv2D, the baseline) and with
-frequency-domain convolutions (tf_fftconv.FFTConv2D) from the same initial weights (one
-model is built, its weights copied into the other) on the same batches in the same order,
+Trains LeNet-5 with spatial convolutions (keras.layers.Conv2D, the baseline), with
+frequency-domain convolutions (tf_fftconv.FFTConv2D, algorithm="fft": the FFT path always) and
+with tf_fftconv.FFTConv2D choosing per layer (algorithm="auto") from the same initial weights
+(one model is built, its weights copied into the others) on the same batches in the same order,
 on the GPU when there is one, then prints
 
 | Experiment | Description | Avg epoch time | Wall time | Acc |
@@ -17,11 +18,12 @@ where
                   is that epoch's time;
   Wall time       `model.fit` from call to return, all epochs (tracing included);
   Acc             accuracy on the test split after the last epoch.
-Both models are compiled with Keras' defaults besides optimizer, loss and metrics
-(`jit_compile="auto"`: XLA for neither model on CPU, for both on a GPU, the FFT model through
+All models are compiled with Keras' defaults besides optimizer, loss and metrics
+(`jit_compile="auto"`: XLA for no model on CPU, for all on a GPU, the FFT layers through
 the ops' XLA custom calls; each run records and prints which path each model took).
 Before timing, one training step of each model type runs on throwaway copies, so one-time
-process costs (library handles, kernel loading) fall on neither timed run.
+process costs (library handles, kernel loading) fall on no timed run. The notes under the
+table say what `algorithm="auto"` chose for each layer.
 
 `--baseline-seeds K` trains K-1 more baselines with seeds seed+1 .. seed+K-1 and reports the
 mean and spread of the K baseline accuracies, to judge the FFT accuracy against run-to-run noise.
@@ -41,6 +43,9 @@ from pathlib import Path
 
 BASELINE_DESCRIPTION = "Baseline"
 FFT_DESCRIPTION = "Frequency domain convolutions (tf_fftconv)"
+AUTO_DESCRIPTION = "Automatic choice per layer (tf_fftconv, algorithm=\"auto\")"
+# The timed models: result["runs"] key, the `conv` of models.lenet5.
+MODELS = (("baseline", "spatial"), ("fft", "fft"), ("auto", "auto"))
 TABLE_HEADER = ("| Experiment | Description | Avg epoch time | Wall time | Acc |\n"
                 "|---|---|---|---|---|")
 
@@ -87,7 +92,7 @@ def _warm_up(batches, info, fft_size, jit_compile="auto"):
     from tf_fftconv.experiments import models
 
     images, labels = next(iter(batches.take(1)))
-    for conv in ("spatial", "fft"):
+    for _, conv in MODELS:
         model = models.compile_lenet(_build(conv, info, fft_size), jit_compile=jit_compile)
         model.train_on_batch(images, labels)
 
@@ -124,13 +129,22 @@ def train_and_evaluate(model, label, train, test, epochs, seed, progress):
     }
 
 
+def _auto_choices(model):
+    """What each FFTConv2D of `model` followed: layer name -> the plan labels of its traces."""
+    from tf_fftconv.layers import FFTConv2D
+
+    return {layer.name: sorted({plan.label for plan in layer.explain_plans()})
+            for layer in model.layers if isinstance(layer, FFTConv2D)}
+
+
 def run(dataset="mnist", epochs=10, batch_size=128, seed=0, limit_train=None, limit_test=None,
         baseline_seeds=1, fallback=True, data_dir=None, data_format=None, fft_size=None,
         warm_up=True, jit_compile="auto", xla_auto_clustering=False, progress=print):
-    """Trains the baseline and the FFT LeNet-5 (and extra baselines); returns the results dict.
+    """Trains the baseline, the FFT and the automatic LeNet-5 (and extra baselines); returns the
+    results dict.
 
-    jit_compile: passed to model.compile for both models ("auto": Keras' default; False: no XLA for
-    either, so the convolutions are compared on equal terms).
+    jit_compile: passed to model.compile for every model ("auto": Keras' default; False: no XLA for
+    any, so the convolutions are compared on equal terms).
     xla_auto_clustering: turn on TensorFlow's XLA auto-clustering, which compiles the parts of a
     graph XLA supports and leaves the custom ops outside (the FFT model's dense layers, pooling and
     optimizer then get fused kernels too).
@@ -160,18 +174,24 @@ def run(dataset="mnist", epochs=10, batch_size=128, seed=0, limit_train=None, li
     if warm_up:
         _warm_up(test, info, fft_size, jit_compile)
 
-    # Same initial weights: build the baseline, copy its weights into the FFT model.
+    # Same initial weights: build the baseline, copy its weights into the other models.
     keras.utils.set_random_seed(seed)
     baseline = models.compile_lenet(_build("spatial", info), jit_compile=jit_compile)
-    fft = _build("fft", info, fft_size)
-    fft.set_weights(baseline.get_weights())
-    models.compile_lenet(fft, jit_compile=jit_compile)
-
-    runs = {"baseline": train_and_evaluate(baseline, "baseline", train, test, epochs, seed,
-                                           progress)}
-    # A second pipeline with the same seed: the same batches in the same order.
-    fft_train, fft_test, _ = pipelines(seed)
-    runs["fft"] = train_and_evaluate(fft, "fft", fft_train, fft_test, epochs, seed, progress)
+    initial_weights = baseline.get_weights()
+    runs = {}
+    trained = {}
+    for key, conv in MODELS:
+        if key == "baseline":
+            model = baseline
+        else:
+            model = _build(conv, info, fft_size)
+            model.set_weights(initial_weights)
+            models.compile_lenet(model, jit_compile=jit_compile)
+        # A pipeline per model with the same seed: the same batches in the same order.
+        model_train, model_test = (train, test) if key == "baseline" else pipelines(seed)[:2]
+        runs[key] = train_and_evaluate(model, key, model_train, model_test, epochs, seed,
+                                       progress)
+        trained[key] = model
 
     extra = []
     for k in range(1, baseline_seeds):
@@ -193,6 +213,7 @@ def run(dataset="mnist", epochs=10, batch_size=128, seed=0, limit_train=None, li
                      "warm_up": warm_up, "jit_compile": jit_compile,
                      "xla_auto_clustering": xla_auto_clustering},
         "runs": runs,
+        "auto_choices": _auto_choices(trained["auto"]),
     }
     accuracies = [runs["baseline"]["test_accuracy"]] + [r["test_accuracy"] for r in extra]
     if len(accuracies) > 1:
@@ -213,17 +234,20 @@ def format_table(result):
     info, runs = result["dataset"], result["runs"]
     name = info["display_name"]
     rows = [TABLE_HEADER]
+    base, fft, auto = runs["baseline"], runs["fft"], runs.get("auto")
     for experiment, description, r in (
-            (f"{name} LeNet", BASELINE_DESCRIPTION, runs["baseline"]),
-            (f"{name} Mathieu LeNet", FFT_DESCRIPTION, runs["fft"])):
-        rows.append(f"| {experiment} | {description} | {r['avg_epoch_time_s']:.5f} s | "
-                    f"{r['wall_time_s']:.1f} s | {100 * r['test_accuracy']:.5f}% |")
-    base, fft = runs["baseline"], runs["fft"]
+            (f"{name} LeNet", BASELINE_DESCRIPTION, base),
+            (f"{name} Mathieu LeNet", FFT_DESCRIPTION, fft),
+            (f"{name} LeNet, auto", AUTO_DESCRIPTION, auto)):
+        if r is not None:
+            rows.append(f"| {experiment} | {description} | {r['avg_epoch_time_s']:.5f} s | "
+                        f"{r['wall_time_s']:.1f} s | {100 * r['test_accuracy']:.5f}% |")
     settings = result.get("settings", {})
+    timed = [("baseline", base), ("FFT", fft)] + ([("auto", auto)] if auto else [])
     if base["avg_epoch_time_excludes_first"]:
         epoch_note = (f"Avg epoch time: epochs 2..{base['epochs']} (epoch 1, with tracing: "
-                      f"baseline {base['first_epoch_time_s']:.3f} s, "
-                      f"FFT {fft['first_epoch_time_s']:.3f} s).")
+                      + ", ".join(f"{label} {r['first_epoch_time_s']:.3f} s"
+                                  for label, r in timed) + ").")
     else:
         epoch_note = "Avg epoch time: the single epoch, tracing included."
     notes = [
@@ -233,10 +257,17 @@ def format_table(result):
         f"FFT / baseline epoch time: {fft['avg_epoch_time_s'] / base['avg_epoch_time_s']:.2f}x; "
         f"accuracy difference (FFT - baseline): "
         f"{100 * (fft['test_accuracy'] - base['test_accuracy']):+.3f} points. "
-        f"XLA (jit_compile={settings.get('jit_compile', 'auto')!r}): baseline "
-        f"{'on' if base['jit_compile'] else 'off'}, FFT {'on' if fft['jit_compile'] else 'off'}"
-        f"{'; XLA auto-clustering on' if settings.get('xla_auto_clustering') else ''}.",
+        f"XLA (jit_compile={settings.get('jit_compile', 'auto')!r}): "
+        + ", ".join(f"{label} {'on' if r['jit_compile'] else 'off'}" for label, r in timed)
+        + f"{'; XLA auto-clustering on' if settings.get('xla_auto_clustering') else ''}.",
     ]
+    if auto is not None:
+        choices = result.get("auto_choices", {})
+        notes.append(
+            f"auto / baseline epoch time: "
+            f"{auto['avg_epoch_time_s'] / base['avg_epoch_time_s']:.2f}x; auto chose "
+            + (", ".join(f"{layer}: {' / '.join(labels)}" for layer, labels in choices.items())
+               or "nothing recorded") + ".")
     spread = result.get("baseline_accuracy_over_seeds")
     if spread:
         notes.append(
@@ -264,7 +295,8 @@ def _positive_int(text):
 def build_parser():
     parser = argparse.ArgumentParser(
         prog="python -m tf_fftconv.reproduce",
-        description="Train LeNet-5 with spatial and with FFT convolutions; print the table.")
+        description="Train LeNet-5 with spatial convolutions, with FFT convolutions and with the "
+                    "automatic choice; print the table.")
     parser.add_argument("--dataset", default="mnist",
                         help="mnist (default; falls back to fashion_mnist, then synthetic, "
                              "announced), fashion_mnist, idx:DIR or synthetic")
@@ -285,12 +317,13 @@ def build_parser():
     parser.add_argument("--data-format", choices=("channels_last", "channels_first"),
                         help="default: keras.config.image_data_format()")
     parser.add_argument("--fft-size", type=_positive_int, default=None,
-                        help="FFT frame size for the FFT model (default: chosen by fft_conv2d)")
+                        help="FFT frame size for the FFT and auto models (default: chosen by "
+                             "fft_conv2d; given, the auto model takes the FFT path too)")
     parser.add_argument("--no-warm-up", action="store_true",
                         help="skip the untimed warm-up step before the timed runs")
     parser.add_argument("--jit-compile", choices=("auto", "off"), default="auto",
-                        help="model.compile's jit_compile for both models (default: Keras' "
-                             "\"auto\"; \"off\": no XLA for either)")
+                        help="model.compile's jit_compile for all models (default: Keras' "
+                             "\"auto\"; \"off\": no XLA for any)")
     parser.add_argument("--xla-auto-clustering", action="store_true",
                         help="turn on TensorFlow's XLA auto-clustering (XLA for everything but "
                              "the custom ops)")

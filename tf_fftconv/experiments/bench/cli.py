@@ -1,11 +1,13 @@
 """``python -m tf_fftconv.bench``: per-layer timings of tf.nn.conv2d, the tf.signal FFT conv and
-tf_fftconv.fft_conv2d, in one run.
+tf_fftconv.fft_conv2d (the FFT path, and algorithm="auto"), in one run.
 
     python -m tf_fftconv.bench                      # default cases on the GPU (CPU if none)
     python -m tf_fftconv.bench --cases mathieu --modes train --tf32 on --json bench.json
     python -m tf_fftconv.bench --quick --device cpu # small shapes: a smoke run
     python -m tf_fftconv.bench --xla --model convnet7 # every step inside jit_compile=True, and
                                                       # Keras train steps of a small convnet
+    python -m tf_fftconv.bench --cases grid --modes train --impl conv2d,fft,auto
+                                                      # where auto must hold up (issue 10)
 
 Prints the table; writes the JSON report (--json) and the plot (--plot) only when asked to.
 """
@@ -39,7 +41,7 @@ def parse_args(argv=None):
     parser = argparse.ArgumentParser(
         prog="python -m tf_fftconv.bench",
         description="Times tf.nn.conv2d, the tf.signal FFT conv and tf_fftconv.fft_conv2d "
-                    "per layer.")
+                    "(algorithm fft and auto) per layer.")
     parser.add_argument(
         "--cases", default=None,
         help="comma-separated presets (" + ", ".join(sorted(measure.PRESETS)) + ") and specs "
@@ -76,8 +78,9 @@ def parse_args(argv=None):
                              "tf_fftconv runs through its custom calls")
     parser.add_argument("--model", default=None,
                         help="also time Keras train steps of a model whose convolutions dominate "
-                             "the step, Conv2D against FFTConv2D, both under XLA unless --model-jit "
-                             "off: " + ", ".join(sorted(measure.MODEL_CASES)))
+                             "the step, Conv2D against FFTConv2D (algorithm fft and auto), all "
+                             "under XLA unless --model-jit off: "
+                             + ", ".join(sorted(measure.MODEL_CASES)))
     parser.add_argument("--model-jit", default="on", choices=("on", "off"),
                         help="jit_compile of the --model steps (default on)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -118,7 +121,8 @@ def parse_args(argv=None):
 
 
 def fft_unavailable_reason():
-    """None when the op library loads, else why (the fft column is then skipped, not crashed on)."""
+    """None when the op library loads, else why (the fft and auto columns are then skipped, not
+    crashed on)."""
     try:
         load_library()
     except ImportError as error:
@@ -130,9 +134,11 @@ def run(args):
     """Runs the benchmark described by parsed `args`; returns the report (the JSON document)."""
     if args.tf32 is not None:
         tf.config.experimental.enable_tensor_float_32_execution(args.tf32 == "on")
-    fft_reason = fft_unavailable_reason() if "fft" in args.impls else "not selected (--impl)"
-    if "fft" in args.impls and fft_reason:
-        print(f"note: {fft_reason}; the fft column is skipped", file=sys.stderr)
+    library_impls = [impl for impl in measure.LIBRARY_IMPLS if impl in args.impls]
+    fft_reason = fft_unavailable_reason() if library_impls else "not selected (--impl)"
+    if library_impls and fft_reason:
+        print(f"note: {fft_reason}; the {' and '.join(library_impls)} columns are skipped",
+              file=sys.stderr)
     report = {
         "schema": SCHEMA,
         "created_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
@@ -161,7 +167,7 @@ def run(args):
     }
     with tf.device(args.device):
         generator = tf.random.Generator.from_seed(args.seed)
-    unavailable = {"fft": fft_reason} if fft_reason and "fft" in args.impls else {}
+    unavailable = {impl: fft_reason for impl in library_impls} if fft_reason else {}
     progress = Progress(len(args.cases) * len(args.modes) + (args.model is not None),
                         enabled=not args.no_progress)
     try:
@@ -174,7 +180,7 @@ def run(args):
                     jit_compile=args.xla, unavailable=unavailable, status=progress.status))
                 progress.advance()
         if args.model is not None:
-            model_impls = [impl for impl in ("conv2d", "fft")
+            model_impls = [impl for impl in ("conv2d", "fft", "auto")
                            if impl in args.impls and impl not in unavailable]
             report["model_steps"] = [measure.run_model_step(
                 measure.MODEL_CASES[args.model], model_impls, device=args.device,

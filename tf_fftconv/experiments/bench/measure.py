@@ -14,15 +14,21 @@ import time
 
 import tensorflow as tf
 
+from tf_fftconv import planning
 from tf_fftconv.conv import fft_conv2d
 from tf_fftconv.reference import signal_fft_conv2d
 
-IMPLS = ("conv2d", "signal", "fft")
+IMPLS = ("conv2d", "signal", "fft", "auto")
 IMPL_LABELS = {
     "conv2d": "tf.nn.conv2d",
     "signal": "tf.signal FFT conv (tf_fftconv.reference.signal_fft_conv2d)",
-    "fft": "tf_fftconv.fft_conv2d",
+    "fft": "tf_fftconv.fft_conv2d(algorithm=\"fft\"): the FFT path, frame and tiling by the cost "
+           "model",
+    "auto": "tf_fftconv.fft_conv2d(algorithm=\"auto\"): FFT or tf.nn.conv2d by the cost model "
+            "(or timings cached by tf_fftconv.autotune)",
 }
+# Implementations that need the op library.
+LIBRARY_IMPLS = ("fft", "auto")
 MODES = ("forward", "train")  # train: forward and the gradients wrt input and weights
 
 
@@ -70,6 +76,28 @@ PRESETS = {
               Case(2, 2, 3, 10, 3, "SAME")],
 }
 PRESETS["all"] = PRESETS["mathieu"] + PRESETS["lenet"] + PRESETS["same"]
+# The named cases of issue 10: Mathieu's layer with SAME padding, 64x64 SAME k3, and 224x224
+# images with 64 -> 64 channels and k = 7 at a small batch.
+PRESETS["issue10"] = [Case(128, 96, 256, 32, 7, "SAME"), Case(64, 64, 64, 64, 3, "SAME"),
+                      Case(8, 64, 64, 224, 7, "SAME")]
+# Where auto must hold up: batch 32-256, channels 1-512, images 8-224, k 1-15, VALID and SAME,
+# plus the cases above. Sized for a few minutes on one H200 (the largest tensors are a few
+# hundred MB); the tf.signal column can be left out with --impl conv2d,fft,auto.
+PRESETS["grid"] = [
+    Case(256, 1, 6, 32, 5, "VALID"), Case(256, 6, 16, 14, 5, "VALID"),
+    Case(32, 1, 32, 28, 5, "SAME"), Case(128, 3, 64, 32, 3, "SAME"),
+    Case(128, 3, 64, 32, 7, "SAME"), Case(32, 3, 64, 224, 7, "SAME"),
+    Case(32, 64, 64, 56, 1, "VALID"), Case(32, 64, 64, 56, 3, "SAME"),
+    Case(32, 128, 128, 28, 3, "SAME"), Case(32, 256, 256, 14, 3, "SAME"),
+    Case(32, 512, 512, 8, 3, "SAME"), Case(64, 512, 512, 8, 1, "VALID"),
+    Case(256, 32, 32, 8, 3, "VALID"), Case(256, 64, 128, 16, 3, "SAME"),
+    Case(256, 64, 128, 16, 7, "SAME"), Case(32, 256, 512, 16, 5, "SAME"),
+    Case(64, 64, 64, 64, 5, "SAME"), Case(64, 64, 64, 64, 7, "SAME"),
+    Case(64, 32, 32, 128, 3, "SAME"), Case(64, 32, 32, 128, 7, "SAME"),
+    Case(32, 16, 16, 224, 5, "SAME"), Case(32, 16, 16, 224, 11, "SAME"),
+    Case(128, 128, 128, 32, 15, "VALID"),
+] + [Case(128, 96, 256, 32, k, "VALID") for k in (3, 5, 9, 15)] + [
+    Case(128, 96, 256, 32, k, "SAME") for k in (3, 5, 11, 15)] + PRESETS["issue10"]
 DEFAULT_CASES = "all"
 
 _CASE_RE = re.compile(r"^(\d+):(\d+):(\d+):(\d+):(\d+)(?::(valid|same))?$", re.IGNORECASE)
@@ -168,9 +196,32 @@ def conv_function(impl, padding, data_format):
         return lambda x, w: tf.nn.conv2d(x, w, strides=1, padding=padding, data_format=data_format)
     if impl == "signal":
         return lambda x, w: signal_fft_conv2d(x, w, padding=padding, data_format=data_format)
-    if impl == "fft":
-        return lambda x, w: fft_conv2d(x, w, padding=padding, data_format=data_format)
+    if impl in ("fft", "auto"):
+        return lambda x, w: fft_conv2d(x, w, padding=padding, data_format=data_format,
+                                       algorithm=impl)
     raise ValueError(impl)
+
+
+def auto_plan(case, data_format):
+    """What algorithm="auto" follows for `case` on the current device (the plan its trace made)."""
+    x_shape = ((case.batch, case.size, case.size, case.in_channels) if data_format == "NHWC"
+               else (case.batch, case.in_channels, case.size, case.size))
+    made = planning.plan(planning.make_problem(
+        x_shape, (case.kernel, case.kernel, case.in_channels, case.out_channels), case.padding,
+        data_format))
+    return {"label": made.label, "source": made.source}
+
+
+def _peak_memory(device):
+    """Peak bytes allocated on `device` since the last reset, where TensorFlow tracks it (GPUs)."""
+    if "GPU" not in device.upper():
+        return None
+    return tf.config.experimental.get_memory_info(device.split("device:")[-1].lstrip("/"))["peak"]
+
+
+def _reset_peak_memory(device):
+    if "GPU" in device.upper():
+        tf.config.experimental.reset_memory_stats(device.split("device:")[-1].lstrip("/"))
 
 
 def make_step(conv, mode, jit_compile=False):
@@ -238,7 +289,7 @@ def run_case(case, mode, impls, *, device, generator, data_format, input_sets, w
     record = {"case": {**dataclasses.asdict(case), "name": case.name, "spec": case.spec,
                        "out_size": case.out_size},
               "mode": mode, "spatial_gflop": case.spatial_gflop(mode),
-              "timings": {}, "skipped": {}, "max_rel_diff": {}}
+              "timings": {}, "skipped": {}, "max_rel_diff": {}, "peak_memory_bytes": {}}
     with tf.device(device):
         arg_sets = make_inputs(case, data_format, input_sets, generator)
         reference, reference_impl = None, None
@@ -249,6 +300,9 @@ def run_case(case, mode, impls, *, device, generator, data_format, input_sets, w
                 continue
             step = make_step(conv_function(impl, case.padding, data_format), mode, jit_compile)
             try:
+                if impl == "auto":
+                    record["auto_plan"] = auto_plan(case, data_format)
+                _reset_peak_memory(device)
                 outputs = step(*arg_sets[0])
                 if reference is None:
                     reference, reference_impl = outputs, impl
@@ -257,6 +311,8 @@ def run_case(case, mode, impls, *, device, generator, data_format, input_sets, w
                 del outputs
                 samples, used_calls = time_per_call(step, arg_sets, warmup=warmup,
                                                     repeats=repeats, calls=calls)
+                # Inputs of every set included, as for every implementation.
+                record["peak_memory_bytes"][impl] = _peak_memory(device)
             except (KeyboardInterrupt, SystemExit):
                 raise
             except Exception as error:  # OOM, no kernel for this layout on this device, ...
@@ -268,7 +324,12 @@ def run_case(case, mode, impls, *, device, generator, data_format, input_sets, w
     medians = {impl: t["median_ms"] for impl, t in record["timings"].items()}
     record["ratios"] = {
         f"{a}/{b}": (medians[a] / medians[b] if a in medians and b in medians else None)
-        for a, b in (("fft", "conv2d"), ("fft", "signal"), ("signal", "conv2d"))}
+        for a, b in (("fft", "conv2d"), ("fft", "signal"), ("signal", "conv2d"),
+                     ("auto", "conv2d"))}
+    # auto against the faster of its two candidates measured here (issue 10: <= 1.05).
+    best = [medians[impl] for impl in ("conv2d", "fft") if impl in medians]
+    record["ratios"]["auto/best"] = (medians["auto"] / min(best)
+                                     if "auto" in medians and best else None)
     record["fastest"] = min(medians, key=medians.get) if medians else None
     return record
 
@@ -298,12 +359,17 @@ MODEL_CASES = {
 
 
 def build_model(case, conv):
-    """The model of `case` with `conv` ("conv2d": keras Conv2D, "fft": FFTConv2D) layers."""
+    """The model of `case` with `conv` layers: "conv2d" keras Conv2D, "fft" FFTConv2D with
+    algorithm="fft", "auto" FFTConv2D with algorithm="auto"."""
     import keras  # noqa: PLC0415  (only the model steps need Keras)
 
     from tf_fftconv.layers import FFTConv2D  # noqa: PLC0415
 
-    layer = keras.layers.Conv2D if conv == "conv2d" else FFTConv2D
+    def layer(*args, **kwargs):
+        if conv == "conv2d":
+            return keras.layers.Conv2D(*args, **kwargs)
+        return FFTConv2D(*args, algorithm=conv, **kwargs)
+
     model = keras.Sequential([keras.Input((case.size, case.size, case.in_channels))])
     for channels in case.channels:
         model.add(layer(channels, case.kernel, padding="same", activation="relu"))
@@ -347,6 +413,7 @@ def run_model_step(case, impls, *, device, jit_compile, warmup, repeats, calls, 
             record["timings"][impl] = summarize(samples, used_calls)
             record["compiled_with_xla"][impl] = bool(model.jit_compile)
     medians = {impl: t["median_ms"] for impl, t in record["timings"].items()}
-    record["ratio_fft_conv2d"] = (medians["fft"] / medians["conv2d"]
-                                  if "fft" in medians and "conv2d" in medians else None)
+    for impl in ("fft", "auto"):
+        record[f"ratio_{impl}_conv2d"] = (medians[impl] / medians["conv2d"]
+                                          if impl in medians and "conv2d" in medians else None)
     return record

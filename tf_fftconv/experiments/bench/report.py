@@ -5,7 +5,9 @@ from pathlib import Path
 
 from tf_fftconv.experiments.bench.measure import MODES
 
-SHORT_LABELS = {"conv2d": "tf.nn.conv2d", "signal": "tf.signal FFT conv", "fft": "tf_fftconv"}
+SHORT_LABELS = {"conv2d": "tf.nn.conv2d", "signal": "tf.signal FFT conv", "fft": "tf_fftconv",
+                "auto": "tf_fftconv auto"}
+MODEL_LABELS = {"conv2d": "Conv2D", "fft": "FFTConv2D fft", "auto": "FFTConv2D auto"}
 MODE_LABELS = {"forward": "forward", "train": "forward + both gradients"}
 
 
@@ -19,18 +21,30 @@ def _cell_ratio(value):
     return "-" if value is None else f"{value:.2f}x"
 
 
+def _cell_mb(value):
+    return "-" if value is None else f"{value / 1e6:.0f}"
+
+
 def format_table(report):
     impls = report["settings"]["impls"]
+    with_auto = "auto" in impls
+    with_memory = any(value is not None for record in report["results"]
+                      for value in record.get("peak_memory_bytes", {}).values())
     header = (["case", "mode"] + [f"{impl} ms" for impl in impls]
-              + ["fft/conv2d", "fft/signal", "fastest"])
+              + ["fft/conv2d", "fft/signal"] + (["auto/best", "auto chose"] if with_auto else [])
+              + ([f"{impl} MB" for impl in impls] if with_memory else []) + ["fastest"])
     rows = []
     for record in report["results"]:
         timings = record["timings"]
+        memory = record.get("peak_memory_bytes", {})
         rows.append([record["case"]["name"], record["mode"]]
                     + [_cell_ms(timings.get(impl)) for impl in impls]
                     + [_cell_ratio(record["ratios"]["fft/conv2d"]),
-                       _cell_ratio(record["ratios"]["fft/signal"]),
-                       record["fastest"] or "-"])
+                       _cell_ratio(record["ratios"]["fft/signal"])]
+                    + ([_cell_ratio(record["ratios"].get("auto/best")),
+                        record.get("auto_plan", {}).get("label", "-")] if with_auto else [])
+                    + ([_cell_mb(memory.get(impl)) for impl in impls] if with_memory else [])
+                    + [record["fastest"] or "-"])
     widths = [max(len(str(row[i])) for row in [header] + rows) for i in range(len(header))]
     lines = ["  ".join(str(cell).ljust(width) for cell, width in zip(row, widths)).rstrip()
              for row in [header, ["-" * width for width in widths]] + rows]
@@ -48,7 +62,8 @@ def format_report(report):
         f"commit {env['git_commit'][:12]}",
         f"ms per call: median over {settings['repeats']} samples of N calls between device syncs "
         f"({settings['input_sets']} rotating input sets, {settings['warmup']} warm-up calls); "
-        "±: (max - min) / median",
+        "±: (max - min) / median; auto/best: auto against the faster of conv2d and fft; "
+        "MB: peak device memory of each step, inputs included (GPU only)",
         "",
         format_table(report),
     ]
@@ -59,11 +74,12 @@ def format_report(report):
                       f"{'->'.join(str(c) for c in model['channels'])}, k{model['kernel']} SAME; "
                       f"jit_compile={step['jit_compile']}):"]
         for impl, timing in timings.items():
-            lines.append(f"  {'Conv2D' if impl == 'conv2d' else 'FFTConv2D':10s} "
-                         f"{timing['median_ms']:8.3f} ms  (XLA "
+            lines.append(f"  {MODEL_LABELS[impl]:14s} {timing['median_ms']:8.3f} ms  (XLA "
                          f"{'on' if step['compiled_with_xla'][impl] else 'off'})")
-        if step["ratio_fft_conv2d"] is not None:
-            lines.append(f"  FFTConv2D / Conv2D: {step['ratio_fft_conv2d']:.3f}")
+        for impl in ("fft", "auto"):
+            if step.get(f"ratio_{impl}_conv2d") is not None:
+                lines.append(f"  {MODEL_LABELS[impl]} / Conv2D: "
+                             f"{step[f'ratio_{impl}_conv2d']:.3f}")
         for impl, reason in step["skipped"].items():
             lines.append(f"  {impl} skipped: {reason}")
     notes = []

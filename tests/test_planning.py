@@ -1,0 +1,310 @@
+"""The choice of algorithm (tf_fftconv/planning.py, autotune.py): the cost model against the H200
+measurements it is calibrated on, determinism, explain, the memory budget, timings and their
+cache, and the fallback when the allocator refuses."""
+
+import json
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import tf_fftconv as fc
+from conftest import rel_error
+from tf_fftconv import conv, planning, tuning
+
+
+@pytest.fixture(autouse=True)
+def fresh_plans(monkeypatch):
+    """No plan, timing, budget or cache file carried in from elsewhere."""
+    for name in (planning.BUDGET_ENV, planning.CACHE_ENV, planning.AUTOTUNE_ENV):
+        monkeypatch.delenv(name, raising=False)
+    planning.clear()
+    yield
+    planning.clear()
+
+
+def _h200(batch, cin, cout, size, k, padding, tf32=True):
+    return planning.Problem(batch, size, size, cin, cout, k, k, padding, "NHWC", "float32", "GPU",
+                            "NVIDIA H200", tf32)
+
+
+# Forward + both gradients on one H200, median ms (benchmarks/NOTES.md): conv2d, our FFT path.
+H200_MEASURED = [
+    ((128, 96, 256, 32, 5, "VALID", True), 2.070, 1.378),
+    ((128, 96, 256, 32, 7, "VALID", True), 2.853, 1.363),
+    ((128, 96, 256, 32, 9, "VALID", True), 2.814, 1.366),
+    ((128, 96, 256, 32, 11, "VALID", True), 2.851, 1.359),
+    ((128, 96, 256, 32, 13, "VALID", True), 2.845, 1.365),
+    ((128, 96, 256, 32, 7, "VALID", False), 2.869, 1.959),
+]
+
+
+@pytest.mark.parametrize("case,conv2d_ms,fft_ms", H200_MEASURED)
+def test_model_reproduces_the_h200_measurements(case, conv2d_ms, fft_ms):
+    problem = _h200(*case)
+    found = {c.label: c.estimate.time_s * 1e3 for c in planning.candidates(problem)}
+    assert found["spatial"] == pytest.approx(conv2d_ms, rel=0.15)
+    assert found["fft S=32 single keep"] == pytest.approx(fft_ms, rel=0.15)
+    chosen = planning.plan(problem)
+    assert chosen.label == "fft S=32 single keep" and chosen.source == "the cost model"
+
+
+@pytest.mark.parametrize("case,why", [
+    ((128, 96, 256, 32, 3, "VALID"), "conv2d 1.319 ms, FFT 1.392 ms"),
+    ((64, 64, 64, 64, 3, "SAME"), "conv2d 0.831 ms, FFT in one 128 frame 5.373 ms"),
+    ((128, 1, 6, 32, 5, "VALID"), "LeNet's first layer: conv2d 0.305 ms, FFT 0.323 ms"),
+    ((128, 96, 256, 32, 7, "SAME"), "FFT in one 64 frame 0.91x conv2d (issue 10)"),
+])
+def test_model_leaves_the_measured_losses_of_fft_to_conv2d(case, why):
+    assert planning.plan(_h200(*case)).algorithm == "spatial", why
+
+
+def test_plans_are_made_once_per_problem():
+    problem = planning.make_problem((8, 30, 30, 4), (5, 5, 4, 8), "SAME")
+    first = planning.plan(problem)
+    assert planning.plan(problem) is first
+    assert planning.plan(planning.make_problem((8, 30, 30, 4), (5, 5, 4, 8), "SAME")) is first
+    assert planning.plan(problem, "fft") is not first
+
+
+@pytest.mark.parametrize("algorithm", ["auto", "spatial"])
+@pytest.mark.parametrize("data_format", ["NHWC", "NCHW"])
+def test_auto_and_spatial_match_conv2d(rng, algorithm, data_format):
+    x = rng.standard_normal((3, 17, 15, 4))
+    w = rng.standard_normal((5, 3, 4, 6))
+    dy = rng.standard_normal((3, 17, 15, 6))
+    to = (lambda a: a) if data_format == "NHWC" else (lambda a: np.transpose(a, (0, 3, 1, 2)))
+    back = (lambda a: a) if data_format == "NHWC" else (lambda a: np.transpose(a, (0, 2, 3, 1)))
+
+    def run(fn, a, b, g):
+        a, b = tf.constant(a), tf.constant(b)
+        with tf.GradientTape() as tape:
+            tape.watch([a, b])
+            y = fn(a, b)
+        return [y] + tape.gradient(y, [a, b], output_gradients=tf.constant(g))
+
+    got = run(lambda a, b: fc.fft_conv2d(a, b, "SAME", data_format, algorithm=algorithm),
+              to(x), w, to(dy))
+    want = run(lambda a, b: tf.nn.conv2d(a, b, 1, "SAME"), x, w, dy)
+    for a, b, un in zip(got, want, (back, back, lambda a: a)):
+        assert rel_error(un(a.numpy()), b.numpy()) <= 1e-12
+
+
+def test_the_choice_is_made_while_tracing_and_holds_under_xla(rng):
+    x = tf.constant(rng.standard_normal((4, 20, 20, 8)).astype(np.float32))
+    w = tf.constant(rng.standard_normal((9, 9, 8, 8)).astype(np.float32))
+    plans = []
+
+    def fn(a, b):
+        y, made = conv.conv2d_with_plan(a, b, "SAME")
+        plans.append(made)
+        return y
+
+    compiled = tf.function(fn, jit_compile=True)
+    expected = tf.nn.conv2d(x, w, 1, "SAME").numpy()
+    assert rel_error(compiled(x, w).numpy(), expected) <= 1e-5
+    assert rel_error(compiled(x, w).numpy(), expected) <= 1e-5
+    assert len(plans) == 1                     # traced once; the second call runs the graph
+    hlo = compiled.experimental_get_compiler_ir(x, w)(stage="hlo")
+    if plans[0].algorithm == "fft":
+        assert "tf_fftconv_rfft2d" in hlo and "convolution(" not in hlo
+    else:
+        assert "convolution(" in hlo and "tf_fftconv" not in hlo
+
+
+@pytest.mark.parametrize("k,channels,algorithm", [(5, 8, "fft"), (3, 8, "spatial"),
+                                                   (7, 4, "spatial")])
+def test_sizes_unknown_while_tracing_follow_the_rule(rng, k, channels, algorithm):
+    w = tf.constant(rng.standard_normal((k, k, channels, channels)))
+    plans = []
+
+    def fn(x):
+        y, made = conv.conv2d_with_plan(x, w, "SAME")
+        plans.append(made)
+        return y
+
+    traced = tf.function(fn, input_signature=[tf.TensorSpec([None, None, None, channels],
+                                                            tf.float64)])
+    for size in (9, 21):
+        x = rng.standard_normal((2, size, size + 2, channels))
+        assert rel_error(traced(x).numpy(), tf.nn.conv2d(x, w, 1, "SAME").numpy()) <= 1e-12
+    assert plans[0].algorithm == algorithm and plans[0].config is None
+    assert "sizes unknown while tracing" in str(plans[0])
+
+
+def test_explain_a_shape():
+    text = fc.explain((128, 32, 32, 96), (7, 7, 96, 256), padding="VALID", device="GPU")
+    assert text.startswith("fft_conv2d: x [128, 32, 32, 96] NHWC, kernel 7x7, 96 -> 256")
+    assert "chosen: FFT, one 32x32 frame per image; X and W spectra kept" in text
+    assert "decided by: the cost model" in text
+    assert "estimated forward + both gradients: 1.387 ms (spatial 2.552 ms)" in text
+    assert "workspace: 410.0 MB of spectra at most, 160.4 MB kept between the passes" in text
+    text = fc.explain((None, 224, 224, 64), (7, 7, 64, 64), padding="SAME", algorithm="fft",
+                      device="CPU")
+    assert "tiles of" in text and "batch unknown while tracing: estimates assume 64" in text
+    with pytest.raises(tf.errors.InvalidArgumentError, match="explain needs a layer"):
+        fc.explain((1, 8, 8, 1))
+
+
+def test_explain_a_layer(rng):
+    layer = fc.FFTConv2D(4, 5, padding="same", algorithm="fft", tile=6)
+    with pytest.raises(ValueError, match="is not built: call it, build it, or pass input_shape"):
+        fc.explain(layer)
+    assert "x [?, 12, 12, 3]" in fc.explain(layer, input_shape=(None, 12, 12, 3))
+    model = keras.Sequential([keras.Input((20, 20, 3)), layer])
+    assert "x [?, 20, 20, 3]" in fc.explain(layer)          # the shape it was built for
+    model.compile("sgd", "mse")
+    model.fit(rng.standard_normal((6, 20, 20, 3)), rng.standard_normal((6, 20, 20, 4)),
+              batch_size=3, epochs=1, verbose=0)
+    text = fc.explain(layer)                                # the plans its traces followed
+    assert "x [3, 20, 20, 3]" in text and "x [?, 20, 20, 3]" not in text
+    assert "4x4 tiles of 6x6 outputs per image, each in a 16x16 frame" in text
+    assert "decided by: the cost model among FFT configurations" in text
+
+
+def test_budget_below_the_keep_workspace_switches_mode_with_the_same_result(rng, monkeypatch):
+    x = tf.constant(rng.standard_normal((6, 24, 24, 3)))
+    w = tf.constant(rng.standard_normal((5, 5, 3, 4)))
+    dy = tf.constant(rng.standard_normal((6, 24, 24, 4)))
+
+    def run(**options):
+        with tf.GradientTape() as tape:
+            tape.watch([x, w])
+            y, made = conv.conv2d_with_plan(x, w, "SAME", fft_size=32, algorithm="fft", **options)
+        return [t.numpy() for t in [y] + tape.gradient(y, [x, w], output_gradients=dy)], made
+
+    kept, keep_plan = run()
+    assert keep_plan.config.memory == "keep"
+    workspace = keep_plan.candidate(keep_plan.label).estimate.workspace_bytes
+    lower, lower_plan = run(memory_budget=workspace - 1)
+    assert lower_plan.config.memory == "recompute"
+    assert lower_plan.candidate(lower_plan.label).estimate.workspace_bytes < workspace
+    assert "memory budget: %.1f MB" % ((workspace - 1) / 1e6) in str(lower_plan)
+    halves = lower_plan.candidate("fft S=32 single recompute/2").estimate.workspace_bytes
+    assert halves < lower_plan.candidate(lower_plan.label).estimate.workspace_bytes
+    monkeypatch.setenv(planning.BUDGET_ENV, str(halves))
+    pieces, pieces_plan = run()
+    assert pieces_plan.config.chunks > 1
+    assert pieces_plan.candidate(pieces_plan.label).estimate.workspace_bytes <= halves
+    for a, b, c in zip(kept, lower, pieces):
+        assert rel_error(b, a) <= 1e-13 and rel_error(c, a) <= 1e-13
+    expected = tf.nn.conv2d(x, w, 1, "SAME").numpy()
+    assert rel_error(kept[0], expected) <= 1e-12
+
+
+def test_auto_stays_within_the_budget():
+    problem = planning.make_problem((128, 32, 32, 96), (7, 7, 96, 256), "VALID", device="GPU")
+    assert planning.plan(problem).algorithm == "fft"
+    for budget in (400e6, 100e6, 1e3):
+        chosen = planning.plan(problem, memory_budget=budget)
+        assert chosen.algorithm == "spatial" or (
+            chosen.candidate(chosen.label).estimate.workspace_bytes <= budget)
+    assert planning.plan(problem, memory_budget=1e3).algorithm == "spatial"
+
+
+@pytest.mark.parametrize("text,value", [("512M", 512 * 2 ** 20), ("1.5GiB", 3 * 2 ** 29),
+                                        ("2e9", 2 * 10 ** 9), ("4096", 4096), (" 8 kB ", 8192)])
+def test_budget_strings(text, value):
+    assert planning.parse_budget(text) == value
+
+
+def test_bad_environment_values_are_invalid_arguments(monkeypatch):
+    x, w = tf.zeros([1, 8, 8, 1]), tf.zeros([3, 3, 1, 1])
+    monkeypatch.setenv(planning.BUDGET_ENV, "plenty")
+    with pytest.raises(tf.errors.InvalidArgumentError, match="TF_FFTCONV_MEMORY_BUDGET must be"):
+        fc.fft_conv2d(x, w)
+    monkeypatch.delenv(planning.BUDGET_ENV)
+    monkeypatch.setenv(planning.AUTOTUNE_ENV, "sometimes")
+    with pytest.raises(tf.errors.InvalidArgumentError, match="TF_FFTCONV_AUTOTUNE must be 0 or 1"):
+        fc.fft_conv2d(x, w)
+
+
+def test_autotune_times_once_and_the_cache_survives_the_process(tmp_path, monkeypatch):
+    path = tmp_path / "timings.json"
+    monkeypatch.setenv(planning.CACHE_ENV, str(path))
+    text = fc.autotune((4, 20, 20, 4), (5, 5, 4, 4), padding="SAME", repeats=2)
+    assert "decided by: timing on this device (3 candidates timed)" in text
+    problem = planning.make_problem((4, 20, 20, 4), (5, 5, 4, 4), "SAME")
+    timings = planning.cached_timings(problem)
+    assert "spatial" in timings and len(timings) == 3
+    assert all(ms > 0 for ms in timings.values())
+    chosen = planning.plan(problem)
+    assert chosen.label == min(timings, key=timings.get)
+    document = json.loads(path.read_text())
+    assert document["schema"] == planning.CACHE_SCHEMA
+    assert document["entries"][problem.key()]["timings_ms"] == timings
+    planning.clear()                                   # a new process, as far as plans go
+    assert planning.plan(problem).source.startswith("timing on this device")
+    monkeypatch.delenv(planning.CACHE_ENV)
+    planning.clear()
+    assert planning.plan(problem).source == "the cost model"
+
+
+def test_no_timing_while_tracing(monkeypatch, rng):
+    monkeypatch.setenv(planning.AUTOTUNE_ENV, "1")
+    w = tf.constant(rng.standard_normal((5, 5, 2, 3)).astype(np.float32))
+    x = tf.constant(rng.standard_normal((2, 16, 16, 2)).astype(np.float32))
+    traced = tf.function(lambda a: fc.fft_conv2d(a, w, "SAME"))
+    traced(x)
+    problem = planning.make_problem(x.shape, w.shape, "SAME")
+    assert planning.cached_timings(problem) == {}
+    with pytest.raises(tf.errors.InvalidArgumentError, match="autotune times eagerly"):
+        tf.function(lambda: tuning.tune_problem(problem))()
+    fc.fft_conv2d(x, w, "SAME")                          # eager: times the problem once
+    assert "spatial" in planning.cached_timings(problem)
+
+
+def test_autotune_a_model(rng):
+    model = keras.Sequential([keras.Input((12, 12, 2)), fc.FFTConv2D(3, 5, padding="same"),
+                              fc.FFTConv2D(3, 3, algorithm="spatial")])
+    text = fc.autotune(model, batch_size=2, repeats=1)
+    assert text.count("fft_conv2d: x [?, 12, 12, 2]") == 1   # the spatial layer is not timed
+    assert "decided by: timing on this device" in text
+    assert "decided by: timing on this device" in fc.explain(model.layers[0])
+
+
+def test_allocator_refusal_in_eager_mode_falls_back(rng, monkeypatch):
+    real = conv.run_plan
+    refused = []
+
+    def refuse_fft(chosen, x, w):
+        if chosen.algorithm == "fft" and (chosen.requested == "auto"
+                                          or chosen.config.memory == "keep"):
+            refused.append(chosen.label)
+            raise tf.errors.ResourceExhaustedError(None, None, "out of memory")
+        return real(chosen, x, w)
+
+    monkeypatch.setattr(conv, "run_plan", refuse_fft)
+    x = tf.constant(rng.standard_normal((2, 16, 16, 3)))
+    w = tf.constant(rng.standard_normal((5, 5, 3, 2)))
+    expected = tf.nn.conv2d(x, w, 1, "SAME").numpy()
+    y, made = conv.conv2d_with_plan(x, w, "SAME", algorithm="fft")
+    assert made.config.memory == "recompute" and refused
+    assert "the allocator refused" in made.source
+    assert rel_error(y.numpy(), expected) <= 1e-12
+    assert planning.plan(made.problem, "fft") is made          # kept for the problem
+    y, made = conv.conv2d_with_plan(x, w, "SAME", fft_size=16)  # "auto" with FFT: spatial last
+    assert made.algorithm == "spatial" and rel_error(y.numpy(), expected) <= 1e-12
+
+
+def test_keras_model_of_auto_layers_under_xla(rng):
+    """Default FFTConv2D layers (algorithm="auto") in a model compiled with XLA: they train, and
+    give their Conv2D twins' outputs; explain names what each chose."""
+    def model(conv):
+        built = keras.Sequential([keras.Input((24, 24, 8)), conv(8, 9, padding="same"),
+                                  conv(4, 3), keras.layers.GlobalAveragePooling2D(),
+                                  keras.layers.Dense(2)])
+        built.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                      jit_compile=True)
+        return built
+
+    auto, twin = model(fc.FFTConv2D), model(keras.layers.Conv2D)
+    twin.set_weights(auto.get_weights())
+    x = rng.standard_normal((8, 24, 24, 8)).astype(np.float32)
+    history = auto.fit(x, rng.integers(0, 2, 8), batch_size=4, epochs=2, verbose=0)
+    assert np.all(np.isfinite(history.history["loss"]))
+    twin.set_weights(auto.get_weights())
+    assert rel_error(auto.predict(x, verbose=0), twin.predict(x, verbose=0)) <= 1e-4
+    for layer in auto.layers[:2]:
+        assert "chosen: " in fc.explain(layer) and "decided by: the cost model" in fc.explain(layer)

@@ -1,0 +1,149 @@
+"""One-time timing of a convolution's best candidates on the device (``tf_fftconv.autotune``).
+
+The cost model (``planning``) ranks the candidates; this times spatial convolution and the best
+FFT configurations by the model, forward + both gradients, each as its own ``tf.function`` called
+from eager Python (never inside a function being traced), and stores the medians per problem in
+the process (and in ``$TF_FFTCONV_AUTOTUNE_CACHE`` when set). Later plans for that problem take
+the fastest timed candidate within the memory budget.
+
+Timing is opt-in: ``tf_fftconv.autotune(...)`` before training, or ``TF_FFTCONV_AUTOTUNE=1`` to
+time every problem an eager ``fft_conv2d(algorithm="auto")`` call meets for the first time. It is
+not on by default because a timing runs each candidate several times at full size, costing
+seconds and device memory at a moment the caller did not choose.
+"""
+
+import contextlib
+import dataclasses
+import statistics
+import time
+
+import tensorflow as tf
+
+from tf_fftconv import conv
+from tf_fftconv import geometry
+from tf_fftconv import planning
+from tf_fftconv.ops import invalid_argument as _invalid
+
+
+def _sync():
+    tf.test.experimental.sync_devices()
+
+
+def _train_step(timed_plan):
+    @tf.function
+    def step(x, w, dy):
+        with tf.GradientTape() as tape:
+            tape.watch([x, w])
+            y = conv.run_plan(timed_plan, x, w)
+        return tape.gradient(y, [x, w], output_gradients=dy)
+    return step
+
+
+def _time_candidate(timed_plan, batch, repeats, seed):
+    """Median seconds of forward + both gradients of ``timed_plan`` on fresh random inputs."""
+    problem = timed_plan.problem
+    out = geometry.output_geometry(problem.in_h, problem.in_w, problem.k_h, problem.k_w,
+                                   problem.padding)
+    if problem.data_format == "NHWC":
+        x_shape = (batch, problem.in_h, problem.in_w, problem.in_channels)
+        y_shape = (batch, out.out_h, out.out_w, problem.out_channels)
+    else:
+        x_shape = (batch, problem.in_channels, problem.in_h, problem.in_w)
+        y_shape = (batch, problem.out_channels, out.out_h, out.out_w)
+    generator = tf.random.Generator.from_seed(seed)
+    x = generator.normal(x_shape, dtype=problem.dtype)
+    w = generator.normal((problem.k_h, problem.k_w, problem.in_channels, problem.out_channels),
+                         dtype=problem.dtype)
+    dy = generator.normal(y_shape, dtype=problem.dtype)
+    step = _train_step(timed_plan)
+    for _ in range(2):          # tracing, allocation, autotuning of the libraries underneath
+        step(x, w, dy)
+    _sync()
+    samples = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        step(x, w, dy)
+        _sync()
+        samples.append(time.perf_counter() - start)
+    return statistics.median(samples)
+
+
+def tune_problem(problem, fft_size=None, tile=None, memory_budget=None, algorithm="auto",
+                 batch_size=None, candidates=3, repeats=5, seed=0):
+    """Times spatial convolution and the best ``candidates - 1`` FFT configurations of
+    ``problem`` (within the memory budget), records the medians and returns the new plan."""
+    if tf.inside_function():
+        raise _invalid("autotune times eagerly: call it outside tf.function (plans made while "
+                       "tracing use the timings it recorded)")
+    if not problem.sizes_known:
+        raise _invalid("autotune needs the height and width, got %s" % problem.describe())
+    planning.check_algorithm(algorithm)
+    budget = planning.resolve_budget(memory_budget)
+    batch = problem.batch or batch_size or planning.ASSUMED_BATCH
+    concrete = dataclasses.replace(problem, batch=batch)
+    found = planning.candidates(concrete, algorithm, fft_size, tile)
+    within = [c for c in found if budget is None or c.estimate.workspace_bytes <= budget]
+    ffts = [c for c in within if c.config is not None][:max(candidates - 1, 1)]
+    chosen = [c for c in within if c.config is None] + ffts
+    timings = {}
+    for candidate in chosen:
+        timed_plan = planning.Plan(problem=concrete, algorithm="fft" if candidate.config else
+                                   "spatial", config=candidate.config, source="autotune",
+                                   requested=algorithm, budget=budget)
+        try:
+            seconds = _time_candidate(timed_plan, batch, repeats, seed)
+        except tf.errors.ResourceExhaustedError:
+            continue             # does not fit on this device now: not a candidate
+        timings[candidate.label] = seconds * 1e3
+    # The timings hold for the batch they were measured at, and for an unknown batch (a traced
+    # layer usually does not know it).
+    for key_problem in {problem, concrete}:
+        planning.record_timings(key_problem, timings)
+    return planning.plan(problem, algorithm, fft_size, tile, memory_budget)
+
+
+def _layers(model_or_layer):
+    if hasattr(model_or_layer, "tuning_arguments"):
+        return [model_or_layer]
+    found = []
+    for layer in getattr(model_or_layer, "layers", []):
+        found.extend(_layers(layer))
+    return found
+
+
+def autotune(layer_or_shape, w_shape=None, *, batch_size=None, input_shape=None,
+             padding="VALID", data_format="NHWC", dtype="float32", device=None, algorithm="auto",
+             fft_size=None, tile=None, memory_budget=None, candidates=3, repeats=5):
+    """Times the best candidates of one or more convolutions on the device; returns what
+    ``tf_fftconv.explain`` says about them afterwards.
+
+    ``autotune(model_or_layer, batch_size=...)``: every ``FFTConv2D`` in a Keras model (or one
+    layer), at the input shape it was built for (``input_shape`` overrides a single layer's);
+    ``batch_size`` stands for an unknown batch (default ``planning.ASSUMED_BATCH``).
+    ``autotune(x_shape, w_shape, padding=..., ...)``: one problem, arguments as ``explain``.
+    ``device``: "CPU" or "GPU" (default: where an op would run here).
+    """
+    if w_shape is None:
+        layers = _layers(layer_or_shape)
+        if not layers:
+            raise _invalid("autotune needs an FFTConv2D layer, a model holding some, or an input "
+                           "and a weight shape")
+        problems = [layer.tuning_arguments(input_shape, device) for layer in layers]
+    else:
+        problems = [dict(problem=planning.make_problem(layer_or_shape, w_shape, padding,
+                                                        data_format, dtype, device),
+                         algorithm=algorithm, fft_size=fft_size, tile=tile,
+                         memory_budget=memory_budget)]
+    texts = []
+    for arguments in problems:
+        if arguments["algorithm"] == "spatial":
+            continue
+        scope = tf.device(device if ":" in device else "/%s:0" % device) if device else (
+            contextlib.nullcontext())
+        with scope:
+            made = tune_problem(arguments["problem"], arguments["fft_size"], arguments["tile"],
+                                arguments["memory_budget"], arguments["algorithm"], batch_size,
+                                candidates, repeats)
+        texts.append(str(made))
+    return "\n".join(texts)
+
