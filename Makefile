@@ -73,7 +73,7 @@ ifeq ($(WITH_CUDA),auto)
   endif
 endif
 
-CC_OPS    := $(wildcard cc/*_op.cc) $(wildcard cc/*_xla.cc)
+CC_OPS    := $(wildcard cc/*_op.cc) $(wildcard cc/*_xla.cc) cc/cpu_kernels.cc
 CC_GPU    := $(wildcard cc/*_gpu.cc)
 CU_SRCS   := $(wildcard cuda/*.cu)
 CC_OBJS   := $(CC_OPS:%.cc=$(BUILD)/%.o)
