@@ -78,6 +78,9 @@ def parse_args(argv=None):
                         help="also time Keras train steps of a model whose convolutions dominate "
                              "the step, Conv2D against FFTConv2D, both under XLA unless --model-jit "
                              "off: " + ", ".join(sorted(measure.MODEL_CASES)))
+    parser.add_argument("--ops", action="store_true",
+                        help="also time each op of tf_fftconv's train step alone, per case "
+                             "(where the step's time goes)")
     parser.add_argument("--model-jit", default="on", choices=("on", "off"),
                         help="jit_compile of the --model steps (default on)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -149,6 +152,7 @@ def run(args):
             "dtype": "float32",
             "xla": args.xla,
             "model": args.model,
+            "ops": args.ops,
             "repeats": args.repeats,
             "warmup": args.warmup,
             "calls_per_sample": args.iters if args.iters is not None else "auto",
@@ -156,13 +160,16 @@ def run(args):
             "seed": args.seed,
             "sync": "tf.test.experimental.sync_devices",
             "statistic": "median of per-call times over repeats",
+            "peak_memory": (measure.MEMORY_STATISTIC if measure.measures_memory(args.device)
+                            else measure.CPU_MEMORY_NOTE),
         },
         "results": [],
     }
     with tf.device(args.device):
         generator = tf.random.Generator.from_seed(args.seed)
     unavailable = {"fft": fft_reason} if fft_reason and "fft" in args.impls else {}
-    progress = Progress(len(args.cases) * len(args.modes) + (args.model is not None),
+    with_ops = args.ops and "fft" in args.impls and "fft" not in unavailable
+    progress = Progress(len(args.cases) * (len(args.modes) + with_ops) + (args.model is not None),
                         enabled=not args.no_progress)
     try:
         for case in args.cases:
@@ -172,6 +179,12 @@ def run(args):
                     data_format=args.data_format, input_sets=args.input_sets,
                     warmup=args.warmup, repeats=args.repeats, calls=args.iters,
                     jit_compile=args.xla, unavailable=unavailable, status=progress.status))
+                progress.advance()
+            if with_ops:
+                report.setdefault("fft_ops", []).append(measure.run_fft_ops(
+                    case, device=args.device, generator=generator, data_format=args.data_format,
+                    input_sets=args.input_sets, warmup=args.warmup, repeats=args.repeats,
+                    calls=args.iters, status=progress.status))
                 progress.advance()
         if args.model is not None:
             model_impls = [impl for impl in ("conv2d", "fft")

@@ -19,18 +19,26 @@ def _cell_ratio(value):
     return "-" if value is None else f"{value:.2f}x"
 
 
+def _cell_mb(value):
+    return "-" if value is None else f"{value:.0f}"
+
+
 def format_table(report):
     impls = report["settings"]["impls"]
+    with_memory = any(record.get("peak_memory_mb") for record in report["results"])
     header = (["case", "mode"] + [f"{impl} ms" for impl in impls]
-              + ["fft/conv2d", "fft/signal", "fastest"])
+              + ["fft/conv2d", "fft/signal", "fastest"]
+              + ([f"{impl} MiB" for impl in impls] if with_memory else []))
     rows = []
     for record in report["results"]:
         timings = record["timings"]
+        memory = record.get("peak_memory_mb", {})
         rows.append([record["case"]["name"], record["mode"]]
                     + [_cell_ms(timings.get(impl)) for impl in impls]
                     + [_cell_ratio(record["ratios"]["fft/conv2d"]),
                        _cell_ratio(record["ratios"]["fft/signal"]),
-                       record["fastest"] or "-"])
+                       record["fastest"] or "-"]
+                    + ([_cell_mb(memory.get(impl)) for impl in impls] if with_memory else []))
     widths = [max(len(str(row[i])) for row in [header] + rows) for i in range(len(header))]
     lines = ["  ".join(str(cell).ljust(width) for cell, width in zip(row, widths)).rstrip()
              for row in [header, ["-" * width for width in widths]] + rows]
@@ -52,6 +60,16 @@ def format_report(report):
         "",
         format_table(report),
     ]
+    if settings.get("peak_memory"):
+        lines += ["", ("MiB: " if any(r.get("peak_memory_mb") for r in report["results"]) else "")
+                  + settings["peak_memory"]]
+    for record in report.get("fft_ops", []):
+        lines += ["", f"tf_fftconv train step of {record['case']['name']}, each op alone "
+                      f"(sum {record['sum_ms']:.3f} ms; each includes a tf.function call, "
+                      f"{record['call_overhead']['median_ms']:.3f} ms without work):"]
+        for name, timing in record["timings"].items():
+            share = 100 * timing["median_ms"] / record["sum_ms"] if record["sum_ms"] else 0
+            lines.append(f"  {name:24s} {_cell_ms(timing):>14s}  {share:4.0f}%")
     for step in report.get("model_steps", []):
         model, timings = step["model"], step["timings"]
         lines += ["", f"Keras train step of {model['name']} (batch {model['batch']}, "
