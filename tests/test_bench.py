@@ -232,3 +232,29 @@ def test_ops_breakdown(tmp_path, capsys):
     assert positive(record["call_overhead"]["median_ms"])
     assert record["sum_ms"] == pytest.approx(sum(t["median_ms"] for t in record["timings"].values()))
     assert "each op alone" in capsys.readouterr().out
+
+
+def test_peak_memory_where_the_device_keeps_statistics(monkeypatch):
+    """The GPU path of the peak-memory column, with TensorFlow's allocator statistics simulated (a
+    CPU has none): one call's peak above the memory in use before it, per implementation."""
+    stats = {"current": 3 * 2**20, "peak": 3 * 2**20}
+    calls = []
+
+    def reset_memory_stats(device):
+        calls.append(("reset", device))
+        stats["peak"] = stats["current"]
+
+    def get_memory_info(device):
+        calls.append(("info", device))
+        if len(calls) % 3 == 0:  # reset, before, after: the call allocated 5 MiB at its peak
+            stats["peak"] = stats["current"] + 5 * 2**20
+        return dict(stats)
+
+    monkeypatch.setattr(measure, "measures_memory", lambda device: True)
+    monkeypatch.setattr(tf.config.experimental, "reset_memory_stats", reset_memory_stats)
+    monkeypatch.setattr(tf.config.experimental, "get_memory_info", get_memory_info)
+    record = measure.run_case(measure.Case(1, 2, 3, 8, 3, "VALID"), "train", ["conv2d", "fft"],
+                              device="/CPU:0", generator=tf.random.Generator.from_seed(1),
+                              data_format="NHWC", input_sets=1, warmup=3, repeats=1, calls=1)
+    assert record["peak_memory_mb"] == {"conv2d": 5.0, "fft": 5.0}
+    assert calls == [("reset", "/CPU:0"), ("info", "/CPU:0"), ("info", "/CPU:0")] * 2
