@@ -170,7 +170,9 @@ inline void LoadRow(const LaneImages& images, const Real* input, int h, int widt
   const int64_t row = h * images.h_stride;
   int w = 0;
   if (full && images.contiguous) {
-    for (; w < width; ++w) line[w * stride] = S::Load(input + images.base[0] + row + w * images.w_stride);
+    for (; w < width; ++w) {
+      line[w * stride] = S::Load(input + images.base[0] + row + w * images.w_stride);
+    }
   } else if (full && images.w_stride == 1) {
     for (; w + S::kLanes <= width; w += S::kLanes) {
       typename S::Vec block[S::kLanes];

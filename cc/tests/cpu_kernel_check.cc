@@ -1,11 +1,13 @@
 // Standalone check and timer of the tf_fftconv CPU kernels (cc/cpu_kernels.cc; no TensorFlow).
 //
 // The check runs the three kernels on shapes that reach every path of their lane layout (many lane
-// groups and a partial last one, NCHW and NHWC with 1, 6 and 11 channels, odd heights, offsets, every
-// transpose and adjoint flag, long k) on fresh random inputs and compares with a float64 direct DFT or
-// product by ||out - ref|| / ||ref||. Prints the worst error per kernel and dtype as a multiple of its
-// tolerance; exit status 1 if one exceeds it. The timer runs each op of the fft train step of the four CPU cases (the
-// bench's `cpu` preset) alone, best of --repeats, on --threads threads of a plain thread pool.
+// groups and a partial last one, NCHW and NHWC with 1, 6 and 11 channels, odd heights, offsets,
+// every transpose and adjoint flag, long k) on fresh random inputs and compares with a float64
+// direct DFT or product by ||out - ref|| / ||ref||. Prints the worst error per kernel and dtype as a
+// multiple of its tolerance; exit status 1 if one exceeds it. The timer runs each op of the fft
+// train step of the four CPU cases (the bench's `cpu` preset) alone, best of --repeats, on --threads
+// threads started for each call (so small ops gain less from a second thread than in TensorFlow's
+// pool).
 //
 //   build : make cpu-kernel-check
 //   run   : build/cpu_kernel_check --check             correctness
@@ -44,7 +46,9 @@ ParallelRunner ThreadRunner(int threads) {
     }
     std::atomic<int64_t> next{0};
     auto run = [&] {
-      for (int64_t b; (b = next.fetch_add(1)) < blocks;) work(b * units / blocks, (b + 1) * units / blocks);
+      for (int64_t b; (b = next.fetch_add(1)) < blocks;) {
+        work(b * units / blocks, (b + 1) * units / blocks);
+      }
     };
     std::vector<std::thread> pool;
     for (int t = 1; t < threads; ++t) pool.emplace_back(run);
@@ -101,7 +105,8 @@ double CheckRfft2d(const ParallelRunner& parallel, const Rfft2dParams& p) {
           for (int w = 0; w < p.width; ++w) {
             const double value = x[ImageElementOffset(p.nhwc, p.channels, p.height, p.width,
                                                       image / p.channels, image % p.channels, h, w)];
-            expected += value * Twiddle(int64_t{ky} * (h + p.offset_h) + int64_t{kx} * (w + p.offset_w), n, -1);
+            expected += value * Twiddle(int64_t{ky} * (h + p.offset_h) +
+                                            int64_t{kx} * (w + p.offset_w), n, -1);
           }
         }
         error.Add(cd(spectrum[BinIndex(n, ky, kx) * images + image]), expected);
@@ -132,9 +137,10 @@ double CheckIrfft2d(const ParallelRunner& parallel, const Irfft2dParams& p) {
       for (int j = 0; j < p.out_w; ++j) {  // complex to real over kx, as numpy.fft.irfft
         double expected = 0;
         for (int kx = 0; kx < half; ++kx) {
-          const cd term = columns[kx] * Twiddle(int64_t{kx} * (j + p.offset_w), n, 1);
-          expected += (kx == 0 || kx == n / 2) ? columns[kx].real() * Twiddle(int64_t{kx} * (j + p.offset_w), n, 1).real()
-                                               : 2 * term.real();
+          const cd twiddle = Twiddle(int64_t{kx} * (j + p.offset_w), n, 1);
+          // The kx = 0 and S/2 columns count once, their imaginary parts ignored; the others twice.
+          expected += (kx == 0 || kx == n / 2) ? columns[kx].real() * twiddle.real()
+                                               : 2 * (columns[kx] * twiddle).real();
         }
         expected /= double(n) * n;
         error.Add(y[ImageElementOffset(p.nhwc, p.channels, p.out_h, p.out_w, image / p.channels,
@@ -188,12 +194,15 @@ bool Check(const ParallelRunner& parallel) {
       }
     }
   }
-  for (auto [bins, m, k, n] : {std::array{35, 19, 7, 13}, {13, 3, 700, 5}, {40, 64, 1, 6}, {9, 3, 0, 2}}) {
+  for (auto [bins, m, k, n] :
+       {std::array{35, 19, 7, 13}, {13, 3, 700, 5}, {40, 64, 1, 6}, {9, 3, 0, 2}}) {
     for (int flags = 0; flags < 9; ++flags) {
       const int mode_a = flags / 3, mode_b = flags % 3;  // 0: none, 1: transpose, 2: adjoint
-      const SpectralMatmulParams params{bins, m, n, k, mode_a == 1, mode_a == 2, mode_b == 1, mode_b == 2, false};
+      const SpectralMatmulParams params{bins, m, n, k, mode_a == 1, mode_a == 2,
+                                        mode_b == 1, mode_b == 2, false};
       const double float_tolerance = 1e-6 * std::sqrt(std::max(1.0, k / 64.0));
-      worst[2][0] = std::max(worst[2][0], CheckSpectralMatmul<float>(parallel, params) / float_tolerance);
+      worst[2][0] =
+          std::max(worst[2][0], CheckSpectralMatmul<float>(parallel, params) / float_tolerance);
       worst[2][1] = std::max(worst[2][1], CheckSpectralMatmul<double>(parallel, params) / 1e-13);
     }
   }
@@ -217,7 +226,8 @@ double BestMs(int repeats, F&& run) {
   for (int r = 0; r < repeats; ++r) {
     const auto start = std::chrono::steady_clock::now();
     run();
-    best = std::min(best, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+    const std::chrono::duration<double, std::milli> took = std::chrono::steady_clock::now() - start;
+    best = std::min(best, took.count());
   }
   return best;
 }
@@ -226,29 +236,48 @@ double BestMs(int repeats, F&& run) {
 // float32, VALID, each alone.
 void Time(const ParallelRunner& parallel, int repeats) {
   struct Case { int batch, cin, cout, size, k; };
-  for (const Case c : {Case{16, 32, 64, 32, 7}, {16, 32, 64, 32, 13}, {64, 1, 6, 32, 5}, {64, 6, 16, 14, 5}}) {
+  for (const Case c :
+       {Case{16, 32, 64, 32, 7}, {16, 32, 64, 32, 13}, {64, 1, 6, 32, 5}, {64, 6, 16, 14, 5}}) {
     int n = kMinFftSize;  // the frame of a VALID convolution: the smallest power of two >= size
     while (n < c.size) n *= 2;
     const int bins = static_cast<int>(NumBins(n)), out = c.size - c.k + 1;
     const auto x = RandomReal<float>(size_t(c.batch) * c.size * c.size * c.cin);
     const auto w = RandomReal<float>(size_t(c.cout) * c.cin * c.k * c.k);  // [Cout, Cin, k, k]
     const auto dy = RandomReal<float>(size_t(c.batch) * out * out * c.cout);
-    std::vector<std::complex<float>> xs(size_t(bins) * c.batch * c.cin), ws(size_t(bins) * c.cout * c.cin),
-        ys(size_t(bins) * c.batch * c.cout), dys(ys.size()), dxs(xs.size()), dws(ws.size());
+    // Spectra [bins, images], complex; x, dy, y, dx NHWC; w, dw [Cout, Cin, k, k] (as conv.py's).
+    std::vector<std::complex<float>> xs(size_t(bins) * c.batch * c.cin),
+        ws(size_t(bins) * c.cout * c.cin), ys(size_t(bins) * c.batch * c.cout), dys(ys.size()),
+        dxs(xs.size()), dws(ws.size());
     std::vector<float> y(dy.size()), dx(x.size()), dw(w.size());
-    struct Op { const char* name; std::function<void()> run; };
-    const Op ops[] = {
-        {"rfft x", [&] { Rfft2dOnCpu<float>(parallel, {c.batch, c.cin, c.size, c.size, n, 0, 0, true}, x.data(), xs.data()); }},
-        {"rfft w", [&] { Rfft2dOnCpu<float>(parallel, {c.cout, c.cin, c.k, c.k, n, 0, 0, false}, w.data(), ws.data()); }},
-        {"matmul y = x w^H", [&] { SpectralMatmulOnCpu<float>(parallel, {bins, c.batch, c.cout, c.cin, false, false, false, true, false}, xs.data(), ws.data(), ys.data()); }},
-        {"irfft y", [&] { Irfft2dOnCpu<float>(parallel, {c.batch, c.cout, n, out, out, 0, 0, true}, ys.data(), y.data()); }},
-        {"rfft dy", [&] { Rfft2dOnCpu<float>(parallel, {c.batch, c.cout, out, out, n, 0, 0, true}, dy.data(), dys.data()); }},
-        {"matmul dx = dy w", [&] { SpectralMatmulOnCpu<float>(parallel, {bins, c.batch, c.cin, c.cout, false, false, false, false, false}, dys.data(), ws.data(), dxs.data()); }},
-        {"irfft dx", [&] { Irfft2dOnCpu<float>(parallel, {c.batch, c.cin, n, c.size, c.size, 0, 0, true}, dxs.data(), dx.data()); }},
-        {"matmul dw = dy^H x", [&] { SpectralMatmulOnCpu<float>(parallel, {bins, c.cout, c.cin, c.batch, false, true, false, false, false}, dys.data(), xs.data(), dws.data()); }},
-        {"irfft dw", [&] { Irfft2dOnCpu<float>(parallel, {c.cout, c.cin, n, c.k, c.k, 0, 0, false}, dws.data(), dw.data()); }},
+    using Images = std::vector<float>;
+    using Spectrum = std::vector<std::complex<float>>;
+    auto rfft = [&](Rfft2dParams p, const Images& in, Spectrum& s) {
+      return [&, p] { Rfft2dOnCpu<float>(parallel, p, in.data(), s.data()); };
     };
-    std::printf("%dx%d->%d %dx%d k%d (S = %d), ms, best of %d:\n", c.batch, c.cin, c.cout, c.size, c.size, c.k, n, repeats);
+    auto irfft = [&](Irfft2dParams p, const Spectrum& s, Images& o) {
+      return [&, p] { Irfft2dOnCpu<float>(parallel, p, s.data(), o.data()); };
+    };
+    auto matmul = [&](SpectralMatmulParams p, const Spectrum& a, const Spectrum& b, Spectrum& o) {
+      return [&, p] { SpectralMatmulOnCpu<float>(parallel, p, a.data(), b.data(), o.data()); };
+    };
+    struct Op { const char* name; std::function<void()> run; };
+    const bool no = false, yes = true;  // transpose_a, adjoint_a, transpose_b, adjoint_b
+    const Op ops[] = {
+        {"rfft x", rfft({c.batch, c.cin, c.size, c.size, n, 0, 0, true}, x, xs)},
+        {"rfft w", rfft({c.cout, c.cin, c.k, c.k, n, 0, 0, false}, w, ws)},
+        {"matmul y = x w^H",
+         matmul({bins, c.batch, c.cout, c.cin, no, no, no, yes, false}, xs, ws, ys)},
+        {"irfft y", irfft({c.batch, c.cout, n, out, out, 0, 0, true}, ys, y)},
+        {"rfft dy", rfft({c.batch, c.cout, out, out, n, 0, 0, true}, dy, dys)},
+        {"matmul dx = dy w",
+         matmul({bins, c.batch, c.cin, c.cout, no, no, no, no, false}, dys, ws, dxs)},
+        {"irfft dx", irfft({c.batch, c.cin, n, c.size, c.size, 0, 0, true}, dxs, dx)},
+        {"matmul dw = dy^H x",
+         matmul({bins, c.cout, c.cin, c.batch, no, yes, no, no, false}, dys, xs, dws)},
+        {"irfft dw", irfft({c.cout, c.cin, n, c.k, c.k, 0, 0, false}, dws, dw)},
+    };
+    std::printf("%dx%d->%d %dx%d k%d (S = %d), ms, best of %d:\n", c.batch, c.cin, c.cout, c.size,
+                c.size, c.k, n, repeats);
     double total = 0;
     for (const Op& op : ops) {
       const double ms = BestMs(repeats, op.run);
@@ -273,7 +302,8 @@ int main(int argc, char** argv) {
     else if (arg == "--repeats" && i + 1 < argc) repeats = std::atoi(argv[++i]);
     else if (arg == "--seed" && i + 1 < argc) seed = std::strtoull(argv[++i], nullptr, 10);
     else {
-      std::fprintf(stderr, "usage: %s [--check] [--time] [--threads N] [--repeats R] [--seed S]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--check] [--time] [--threads N] [--repeats R] [--seed S]\n",
+                   argv[0]);
       return 2;
     }
   }
