@@ -10,6 +10,8 @@
 #                       (what CI does to keep them building on a host without a GPU)
 #   make kernel-check   the standalone CUDA kernel check, build/kernel_check, for DEV_ARCH
 #                       (run it on a GPU host: tools/gpu_check.sh)
+#   make cpu-kernel-check  the standalone CPU kernel check and timer, build/cpu_kernel_check
+#                       (cc/tests/cpu_kernel_check.cc with cc/cpu_kernels.cc; no TensorFlow library)
 #   make kernel-variants  tuning builds of the kernel check with other FFT block shapes,
 #                       build/variants/kc_<name> (VARIANTS below; timed by tools/tune.sh)
 #   make setup          the Python requirements (TensorFlow only when no supported one is importable)
@@ -73,7 +75,7 @@ ifeq ($(WITH_CUDA),auto)
   endif
 endif
 
-CC_OPS    := $(wildcard cc/*_op.cc) $(wildcard cc/*_xla.cc)
+CC_OPS    := $(wildcard cc/*_op.cc) $(wildcard cc/*_xla.cc) cc/cpu_kernels.cc
 CC_GPU    := $(wildcard cc/*_gpu.cc)
 CU_SRCS   := $(wildcard cuda/*.cu)
 CC_OBJS   := $(CC_OPS:%.cc=$(BUILD)/%.o)
@@ -106,7 +108,7 @@ else
   CONFIG    := cpu
 endif
 
-.PHONY: setup build cpu dev cuda-check kernel-check kernel-variants test clean info
+.PHONY: setup build cpu dev cuda-check kernel-check kernel-variants cpu-kernel-check test clean info
 .DEFAULT_GOAL := build
 
 build: info $(LIB) $(INFO)
@@ -147,6 +149,13 @@ $(patsubst %.cc,$(BUILD)/%.o,$(wildcard cc/*_xla.cc)): $(BUILD)/config.stamp
 $(BUILD)/cc/%.o: cc/%.cc $(wildcard cc/*.h cuda/*.h)
 	@mkdir -p $(dir $@)
 	$(CXX) $(CXXFLAGS) -c $< -o $@
+
+# The CPU kernels alone: built from their sources with the library's flags, linked without TensorFlow.
+cpu-kernel-check: $(BUILD)/cpu_kernel_check
+
+$(BUILD)/cpu_kernel_check: cc/tests/cpu_kernel_check.cc cc/cpu_kernels.cc $(wildcard cc/*.h)
+	@mkdir -p $(dir $@)
+	$(CXX) $(CXXFLAGS) -o $@ cc/tests/cpu_kernel_check.cc cc/cpu_kernels.cc -lpthread
 
 ifneq ($(NVCC),)
 # Library objects: position-independent, every wanted architecture plus PTX of the newest.

@@ -1,13 +1,13 @@
-// Radix-2 complex FFT for the CPU kernels, sizes 1 .. kMaxFftSize (powers of two).
+// Tables of the CPU FFTs, sizes kMinFftSize .. kMaxFftSize (powers of two): the roots of unity and
+// the bit-reversal permutation. The butterflies themselves are in cc/cpu_kernels_impl.h, compiled
+// once per instruction set; these tables are plain data, shared by all of them.
 //
-// O(n log n) in place: bit-reversal permutation, then log2(n) butterfly stages. Twiddles are
-// computed once per size in double precision and rounded to Real, which keeps the float32 error of
-// a 2-D transform near 1e-7 relative.
+// Twiddles are computed in double precision and rounded once to Real, which keeps the float32 error
+// of a 2-D transform near 1e-7 relative.
 #ifndef TF_FFTCONV_CC_CPU_FFT_H_
 #define TF_FFTCONV_CC_CPU_FFT_H_
 
 #include <cmath>
-#include <complex>
 #include <vector>
 
 #include "cc/fftconv_params.h"
@@ -15,66 +15,35 @@
 namespace fftconv {
 
 template <typename Real>
-class FftPlan {
- public:
-  using Complex = std::complex<Real>;
-
-  explicit FftPlan(int n) : n_(n), bit_reversed_(n), twiddles_(n / 2 > 0 ? n / 2 : 1) {
+struct FftTables {
+  explicit FftTables(int n) : size(n), cos(n), sin(n), bit_reversed(n) {
     const int log2n = Log2(n);
-    for (int i = 0; i < n; ++i) {
+    for (int t = 0; t < n; ++t) {
+      // exp(-2 pi i t / n) = cos[t] + i sin[t], for every t < n (radix-4 steps use up to 3n/4).
+      const double angle = -2.0 * M_PI * t / n;
+      cos[t] = static_cast<Real>(std::cos(angle));
+      sin[t] = static_cast<Real>(std::sin(angle));
       int r = 0;
-      for (int bit = 0; bit < log2n; ++bit) r |= ((i >> bit) & 1) << (log2n - 1 - bit);
-      bit_reversed_[i] = r;
-    }
-    // twiddles_[j] = exp(-2 pi i j / n), j < n/2.
-    for (int j = 0; j < n / 2; ++j) {
-      const double angle = -2.0 * M_PI * j / n;
-      twiddles_[j] = Complex(static_cast<Real>(std::cos(angle)), static_cast<Real>(std::sin(angle)));
+      for (int bit = 0; bit < log2n; ++bit) r |= ((t >> bit) & 1) << (log2n - 1 - bit);
+      bit_reversed[t] = r;
     }
   }
 
-  int size() const { return n_; }
-
-  // data[k] <- sum_j data[j] exp(-2 pi i jk / n)
-  void Forward(Complex* data) const { Transform(data, /*inverse=*/false); }
-  // data[k] <- sum_j data[j] exp(+2 pi i jk / n)   (unscaled)
-  void Inverse(Complex* data) const { Transform(data, /*inverse=*/true); }
-
- private:
-  void Transform(Complex* data, bool inverse) const {
-    for (int i = 0; i < n_; ++i) {
-      const int r = bit_reversed_[i];
-      if (r > i) std::swap(data[i], data[r]);
-    }
-    for (int len = 2; len <= n_; len <<= 1) {
-      const int half = len / 2;
-      const int stride = n_ / len;
-      for (int start = 0; start < n_; start += len) {
-        for (int j = 0; j < half; ++j) {
-          const Complex w = inverse ? std::conj(twiddles_[j * stride]) : twiddles_[j * stride];
-          const Complex u = data[start + j];
-          const Complex v = data[start + j + half] * w;
-          data[start + j] = u + v;
-          data[start + j + half] = u - v;
-        }
-      }
-    }
-  }
-
-  int n_;
-  std::vector<int> bit_reversed_;
-  std::vector<Complex> twiddles_;
+  int size;
+  std::vector<Real> cos, sin;
+  // A decimation-in-frequency FFT leaves output k at position bit_reversed[k] (an involution).
+  std::vector<int> bit_reversed;
 };
 
-// The plan for size n (a power of two <= kMaxFftSize), built once per process.
+// The tables for size n (a power of two in [kMinFftSize, kMaxFftSize]), built once per process.
 template <typename Real>
-const FftPlan<Real>& GetFftPlan(int n) {
-  static const std::vector<FftPlan<Real>>* plans = [] {
-    auto* all = new std::vector<FftPlan<Real>>();
+const FftTables<Real>& GetFftTables(int n) {
+  static const std::vector<FftTables<Real>>* tables = [] {
+    auto* all = new std::vector<FftTables<Real>>();
     for (int size = 1; size <= kMaxFftSize; size <<= 1) all->emplace_back(size);
     return all;
   }();
-  return (*plans)[Log2(n)];
+  return (*tables)[Log2(n)];
 }
 
 }  // namespace fftconv

@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 import tensorflow as tf
 
@@ -100,6 +101,7 @@ def test_main_in_process(tmp_path, capsys):
     assert report["environment"]["device"] == "/CPU:0"
     out = capsys.readouterr().out
     assert "fft/conv2d" in out and "fastest" in out and str(json_path) in out
+    assert measure.CPU_MEMORY_NOTE in out
     try:
         import matplotlib  # noqa: F401
     except ImportError:
@@ -154,6 +156,8 @@ def test_parse_cases():
     assert measure.parse_cases("mathieu") == [
         measure.Case(128, 96, 256, 32, k, "VALID") for k in (3, 5, 7, 9, 11, 13)]
     assert len(measure.parse_cases("all")) == 9
+    assert [case.spec for case in measure.parse_cases("cpu")] == [
+        "16:32:64:32:7:valid", "16:32:64:32:13:valid", "64:1:6:32:5:valid", "64:6:16:14:5:valid"]
     assert measure.parse_cases("lenet,8:3:16:32:5:SAME,lenet") == measure.PRESETS["lenet"] + [
         measure.Case(8, 3, 16, 32, 5, "SAME")]
     case = measure.parse_cases("64:64:64:64:3:same")[0]
@@ -212,3 +216,36 @@ def test_time_per_call_rotates_inputs_and_calibrates():
     assert calls % 3 == 0
     assert seen[:6] == [0, 1, 2, 0, 1, 2]  # warm-up, then calibration, over every set
     assert seen[6:] == [i % 3 for i in range(4 * calls)]
+
+
+@pytest.mark.parametrize("data_format", ["NHWC", "NCHW"])
+@pytest.mark.parametrize("padding", ["VALID", "SAME"])
+def test_op_steps_compose_the_train_step(data_format, padding):
+    """The --ops breakdown times the ops fft_conv2d's train step runs, with the same arguments."""
+    case = measure.Case(3, 2, 5, 9, 4, padding)
+    x, w, dy = measure.make_inputs(case, data_format, 1, tf.random.Generator.from_seed(7))[0]
+    steps, arguments = measure.fft_op_steps(case, data_format)
+    args = arguments(x, w, dy)
+    assert list(args) == list(steps)
+    y = steps["irfft y"](*args["irfft y"])
+    dx = steps["irfft dx"](*args["irfft dx"])
+    dw = steps["irfft dw, transpose dw"](*args["irfft dw, transpose dw"])
+    train = measure.make_step(measure.conv_function("fft", padding, data_format), "train")
+    for ours, expected in zip((y, dx, dw), train(x, w, dy)):
+        np.testing.assert_allclose(ours.numpy(), expected.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_ops_breakdown(tmp_path, capsys):
+    json_path = tmp_path / "bench.json"
+    assert cli.main(["--cases", "1:2:3:8:3", "--modes", "train", "--ops", "--repeats", "2",
+                     "--warmup", "3", "--iters", "1", "--device", "cpu", "--no-progress",
+                     "--json", str(json_path)]) == 0
+    report = json.loads(json_path.read_text())
+    (record,) = report["fft_ops"]
+    assert len(record["timings"]) == 9
+    assert all(positive(t["median_ms"]) for t in record["timings"].values())
+    assert positive(record["call_overhead"]["median_ms"])
+    assert record["sum_ms"] == pytest.approx(sum(t["median_ms"] for t in record["timings"].values()))
+    assert "each op alone" in capsys.readouterr().out
+
+

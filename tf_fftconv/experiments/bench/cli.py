@@ -81,6 +81,9 @@ def parse_args(argv=None):
                              "the step, Conv2D against FFTConv2D (algorithm fft and auto), all "
                              "under XLA unless --model-jit off: "
                              + ", ".join(sorted(measure.MODEL_CASES)))
+    parser.add_argument("--ops", action="store_true",
+                        help="also time each op of tf_fftconv's train step alone, per case "
+                             "(where the step's time goes)")
     parser.add_argument("--model-jit", default="on", choices=("on", "off"),
                         help="jit_compile of the --model steps (default on)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -155,6 +158,7 @@ def run(args):
             "dtype": "float32",
             "xla": args.xla,
             "model": args.model,
+            "ops": args.ops,
             "repeats": args.repeats,
             "warmup": args.warmup,
             "calls_per_sample": args.iters if args.iters is not None else "auto",
@@ -168,7 +172,8 @@ def run(args):
     with tf.device(args.device):
         generator = tf.random.Generator.from_seed(args.seed)
     unavailable = {impl: fft_reason for impl in library_impls} if fft_reason else {}
-    progress = Progress(len(args.cases) * len(args.modes) + (args.model is not None),
+    with_ops = args.ops and "fft" in args.impls and "fft" not in unavailable
+    progress = Progress(len(args.cases) * (len(args.modes) + with_ops) + (args.model is not None),
                         enabled=not args.no_progress)
     try:
         for case in args.cases:
@@ -178,6 +183,12 @@ def run(args):
                     data_format=args.data_format, input_sets=args.input_sets,
                     warmup=args.warmup, repeats=args.repeats, calls=args.iters,
                     jit_compile=args.xla, unavailable=unavailable, status=progress.status))
+                progress.advance()
+            if with_ops:
+                report.setdefault("fft_ops", []).append(measure.run_fft_ops(
+                    case, device=args.device, generator=generator, data_format=args.data_format,
+                    input_sets=args.input_sets, warmup=args.warmup, repeats=args.repeats,
+                    calls=args.iters, status=progress.status))
                 progress.advance()
         if args.model is not None:
             model_impls = [impl for impl in ("conv2d", "fft", "auto")

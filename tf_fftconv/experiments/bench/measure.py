@@ -14,8 +14,8 @@ import time
 
 import tensorflow as tf
 
-from tf_fftconv import planning
-from tf_fftconv.conv import fft_conv2d
+from tf_fftconv import ops, planning
+from tf_fftconv.conv import conv_geometry, fft_conv2d
 from tf_fftconv.reference import signal_fft_conv2d
 
 IMPLS = ("conv2d", "signal", "fft", "auto")
@@ -71,6 +71,10 @@ PRESETS = {
     "lenet": [Case(128, 1, 6, 32, 5, "VALID"), Case(128, 6, 16, 14, 5, "VALID")],
     # A SAME layer of a wider network.
     "same": [Case(64, 64, 64, 64, 3, "SAME")],
+    # Layers a 2-core CPU measures in a few minutes: 32->64 channels at k = 7 and 13, where FFT
+    # convolution should win, and LeNet-5's two convolutions at batch 64.
+    "cpu": [Case(16, 32, 64, 32, 7, "VALID"), Case(16, 32, 64, 32, 13, "VALID"),
+            Case(64, 1, 6, 32, 5, "VALID"), Case(64, 6, 16, 14, 5, "VALID")],
     # Small shapes for a CPU smoke run; two kernel sizes of one layer so that the plot has a line.
     "quick": [Case(2, 3, 4, 12, 3, "VALID"), Case(2, 3, 4, 12, 5, "VALID"),
               Case(2, 2, 3, 10, 3, "SAME")],
@@ -331,6 +335,68 @@ def run_case(case, mode, impls, *, device, generator, data_format, input_sets, w
     record["ratios"]["auto/best"] = (medians["auto"] / min(best)
                                      if "auto" in medians and best else None)
     record["fastest"] = min(medians, key=medians.get) if medians else None
+    return record
+
+
+# ---------------------------------------------------------------------------------------------
+# The fft train step op by op: where its time goes.
+
+def fft_op_steps(case, data_format):
+    """The ops of fft_conv2d's train step (tf_fftconv/conv.py), each alone.
+
+    Returns (steps, arguments): `steps` maps each op's name to a tf.function of the tensors it reads;
+    `arguments(x, w, dy)` computes every op's arguments from one input set with the same ops.
+    tests/test_bench.py checks that composing them gives fft_conv2d's y, dx and dw.
+    """
+    geometry = conv_geometry(case.size, case.size, case.kernel, case.kernel, case.padding)
+    size, top, left, k = geometry.fft_size, geometry.pad_top, geometry.pad_left, case.kernel
+    steps = {
+        "rfft x": lambda x: ops.rfft2d(x, size, top, left, data_format),
+        "transpose w, rfft w": lambda w: ops.rfft2d(tf.transpose(w, [3, 2, 0, 1]), size),
+        "matmul y = x w^H": lambda xs, ws: ops.spectral_matmul(xs, ws, adjoint_b=True),
+        "irfft y": lambda ys: ops.irfft2d(ys, size, geometry.out_h, geometry.out_w, 0, 0,
+                                          data_format),
+        "rfft dy": lambda dy: ops.rfft2d(dy, size, 0, 0, data_format),
+        "matmul dx = dy w": lambda dys, ws: ops.spectral_matmul(dys, ws),
+        "irfft dx": lambda dxs: ops.irfft2d(dxs, size, case.size, case.size, top, left,
+                                            data_format),
+        "matmul dw = dy^H x": lambda dys, xs: ops.spectral_matmul(dys, xs, adjoint_a=True),
+        "irfft dw, transpose dw": lambda dws: tf.transpose(ops.irfft2d(dws, size, k, k),
+                                                           [2, 3, 1, 0]),
+    }
+    steps = {name: tf.function(fn) for name, fn in steps.items()}
+
+    def arguments(x, w, dy):
+        xs, ws, dys = steps["rfft x"](x), steps["transpose w, rfft w"](w), steps["rfft dy"](dy)
+        return {"rfft x": (x,), "transpose w, rfft w": (w,), "matmul y = x w^H": (xs, ws),
+                "irfft y": (steps["matmul y = x w^H"](xs, ws),), "rfft dy": (dy,),
+                "matmul dx = dy w": (dys, ws), "irfft dx": (steps["matmul dx = dy w"](dys, ws),),
+                "matmul dw = dy^H x": (dys, xs),
+                "irfft dw, transpose dw": (steps["matmul dw = dy^H x"](dys, xs),)}
+    return steps, arguments
+
+
+def run_fft_ops(case, *, device, generator, data_format, input_sets, warmup, repeats, calls,
+                status=lambda text: None):
+    """Times each op of the fft train step alone on `case`; returns the JSON record."""
+    record = {"case": {**dataclasses.asdict(case), "name": case.name, "spec": case.spec,
+                       "out_size": case.out_size}, "timings": {}}
+    with tf.device(device):
+        steps, arguments = fft_op_steps(case, data_format)
+        per_set = [arguments(*inputs)
+                   for inputs in make_inputs(case, data_format, input_sets, generator)]
+        for name, step in steps.items():
+            status(f"{case.name}: {name}")
+            samples, used_calls = time_per_call(step, [args[name] for args in per_set],
+                                                warmup=warmup, repeats=repeats, calls=calls)
+            record["timings"][name] = summarize(samples, used_calls)
+        # What a call of a tf.function costs without work, included once in every op's time.
+        samples, used_calls = time_per_call(tf.function(tf.identity),
+                                            [args["rfft x"] for args in per_set], warmup=warmup,
+                                            repeats=repeats, calls=calls)
+        record["call_overhead"] = summarize(samples, used_calls)
+        del per_set
+    record["sum_ms"] = sum(t["median_ms"] for t in record["timings"].values())
     return record
 
 

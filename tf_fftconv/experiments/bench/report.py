@@ -67,6 +67,13 @@ def format_report(report):
         "",
         format_table(report),
     ]
+    for record in report.get("fft_ops", []):
+        lines += ["", f"tf_fftconv train step of {record['case']['name']}, each op alone "
+                      f"(sum {record['sum_ms']:.3f} ms; each includes a tf.function call, "
+                      f"{record['call_overhead']['median_ms']:.3f} ms without work):"]
+        for name, timing in record["timings"].items():
+            share = 100 * timing["median_ms"] / record["sum_ms"] if record["sum_ms"] else 0
+            lines.append(f"  {name:24s} {_cell_ms(timing):>14s}  {share:4.0f}%")
     for step in report.get("model_steps", []):
         model, timings = step["model"], step["timings"]
         lines += ["", f"Keras train step of {model['name']} (batch {model['batch']}, "

@@ -1,0 +1,646 @@
+// The CPU kernels of the three ops for one instruction set. cc/cpu_kernels.cc includes this file
+// once per instruction set, each time inside its own namespace and with FFTCONV_CPU_VECTOR_BYTES set
+// to that set's vector width; so it has no include guard and includes nothing itself.
+//
+// Every kernel computes kLanes independent problems side by side, one per lane of a vector:
+// consecutive images of the [batch, channels] order for the FFTs, consecutive bins for the matmul.
+// Every arithmetic operation is then a whole vector, whatever the transform size or the matrix
+// shapes, and the frequency-major spectrum [bins, images] is read and written kLanes contiguous
+// complex values at a time. Complex data inside a kernel is planar: an array of real-part vectors
+// and one of imaginary-part vectors (the inverse FFT is then the forward one with the two swapped).
+
+template <typename Real>
+struct Simd {
+  // may_alias: single lanes are also read and written through Real pointers.
+  typedef Real Vec __attribute__((vector_size(FFTCONV_CPU_VECTOR_BYTES), __may_alias__));
+  // The same vector at any address that is a multiple of sizeof(Real).
+  typedef Real UnalignedVec
+      __attribute__((vector_size(FFTCONV_CPU_VECTOR_BYTES), __aligned__(sizeof(Real)),
+                     __may_alias__));
+  static constexpr int kLanes = FFTCONV_CPU_VECTOR_BYTES / sizeof(Real);
+
+  static Vec Load(const Real* from) { return *reinterpret_cast<const UnalignedVec*>(from); }
+  static void Store(const Vec& v, Real* to) { *reinterpret_cast<UnalignedVec*>(to) = v; }
+};
+
+// A zeroed heap array of vectors, aligned to their width.
+template <typename Real>
+class VecArray {
+ public:
+  using Vec = typename Simd<Real>::Vec;
+
+  explicit VecArray(size_t size)
+      : size_(size),
+        data_(static_cast<Vec*>(::operator new(std::max<size_t>(size, 1) * sizeof(Vec),
+                                               std::align_val_t(FFTCONV_CPU_VECTOR_BYTES)))) {
+    Zero(0, size);
+  }
+  ~VecArray() { ::operator delete(data_, std::align_val_t(FFTCONV_CPU_VECTOR_BYTES)); }
+  VecArray(const VecArray&) = delete;
+  VecArray& operator=(const VecArray&) = delete;
+
+  Vec* data() { return data_; }
+  Vec& operator[](size_t i) { return data_[i]; }
+  size_t size() const { return size_; }
+  // Zeroes elements [begin, end).
+  void Zero(size_t begin, size_t end) {
+    std::memset(static_cast<void*>(data_ + begin), 0, (end - begin) * sizeof(Vec));
+  }
+
+ private:
+  size_t size_;
+  Vec* data_;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Lanes in and out of memory.
+
+// Interleaved complex values (re, im, re, im, ...) to and from planar vectors, whole vectors at
+// once: `lo` holds the complex values of lanes [0, kLanes / 2), `hi` those of the other half.
+template <typename Real, size_t... T>
+inline void Interleave(const typename Simd<Real>::Vec& re, const typename Simd<Real>::Vec& im,
+                       typename Simd<Real>::Vec* lo, typename Simd<Real>::Vec* hi,
+                       std::index_sequence<T...>) {
+  constexpr int kLanes = sizeof...(T);
+  *lo = __builtin_shufflevector(re, im, (T / 2 + (T % 2) * kLanes)...);
+  *hi = __builtin_shufflevector(re, im, (kLanes / 2 + T / 2 + (T % 2) * kLanes)...);
+}
+
+template <typename Real, size_t... T>
+inline void Deinterleave(const typename Simd<Real>::Vec& lo, const typename Simd<Real>::Vec& hi,
+                         typename Simd<Real>::Vec* re, typename Simd<Real>::Vec* im,
+                         std::index_sequence<T...>) {
+  *re = __builtin_shufflevector(lo, hi, (2 * T)...);
+  *im = __builtin_shufflevector(lo, hi, (2 * T + 1)...);
+}
+
+// Transposes the kLanes x kLanes block rows[r][l] in place: log2(kLanes) rounds of interleaving
+// row i with row i + kLanes / 2.
+template <typename Real>
+inline void TransposeLanes(typename Simd<Real>::Vec* rows) {
+  using Vec = typename Simd<Real>::Vec;
+  constexpr int kLanes = Simd<Real>::kLanes;
+  for (int round = 1; round < kLanes; round *= 2) {
+    Vec next[kLanes];
+    for (int i = 0; i < kLanes / 2; ++i) {
+      Interleave<Real>(rows[i], rows[i + kLanes / 2], &next[2 * i], &next[2 * i + 1],
+                       std::make_index_sequence<kLanes>());
+    }
+    for (int i = 0; i < kLanes; ++i) rows[i] = next[i];
+  }
+}
+
+// `lanes` consecutive complex values from planar vectors.
+template <typename Real>
+inline void StoreComplexLanes(const typename Simd<Real>::Vec& re,
+                              const typename Simd<Real>::Vec& im, int lanes,
+                              std::complex<Real>* out) {
+  using S = Simd<Real>;
+  Real* pairs = reinterpret_cast<Real*>(out);
+  if (lanes == S::kLanes) {
+    typename S::Vec lo, hi;
+    Interleave<Real>(re, im, &lo, &hi, std::make_index_sequence<S::kLanes>());
+    S::Store(lo, pairs);
+    S::Store(hi, pairs + S::kLanes);
+  } else {
+    const Real* re_lanes = reinterpret_cast<const Real*>(&re);
+    const Real* im_lanes = reinterpret_cast<const Real*>(&im);
+    for (int l = 0; l < lanes; ++l) {
+      pairs[2 * l] = re_lanes[l];
+      pairs[2 * l + 1] = im_lanes[l];
+    }
+  }
+}
+
+// `lanes` consecutive complex values to planar vectors; lanes past `lanes` are set to zero.
+template <typename Real>
+inline void LoadComplexLanes(const std::complex<Real>* in, int lanes,
+                             typename Simd<Real>::Vec* re, typename Simd<Real>::Vec* im) {
+  using S = Simd<Real>;
+  const Real* pairs = reinterpret_cast<const Real*>(in);
+  if (lanes == S::kLanes) {
+    Deinterleave<Real>(S::Load(pairs), S::Load(pairs + S::kLanes), re, im,
+                       std::make_index_sequence<S::kLanes>());
+  } else {
+    *re = typename S::Vec{};
+    *im = typename S::Vec{};
+    Real* re_lanes = reinterpret_cast<Real*>(re);
+    Real* im_lanes = reinterpret_cast<Real*>(im);
+    for (int l = 0; l < lanes; ++l) {
+      re_lanes[l] = pairs[2 * l];
+      im_lanes[l] = pairs[2 * l + 1];
+    }
+  }
+}
+
+// Where each lane's image starts in an NCHW or NHWC tensor and how a pixel steps from there, for
+// the images first .. first + lanes - 1 of the [batch, channels] order.
+struct LaneImages {
+  static constexpr int kMaxLanes = 64;
+
+  LaneImages(bool nhwc, int channels, int height, int width, int64_t first, int lanes)
+      : lanes(lanes) {
+    h_stride = ImageElementOffset(nhwc, channels, height, width, 0, 0, 1, 0);
+    w_stride = ImageElementOffset(nhwc, channels, height, width, 0, 0, 0, 1);
+    for (int l = 0; l < lanes; ++l) {
+      const int64_t image = first + l;
+      base[l] = ImageElementOffset(nhwc, channels, height, width, image / channels,
+                                   image % channels, 0, 0);
+    }
+    // NHWC with the group inside one batch item: the lanes are adjacent channels.
+    contiguous = true;
+    for (int l = 1; l < lanes; ++l) contiguous = contiguous && base[l] == base[0] + l;
+  }
+
+  int lanes;
+  bool contiguous;
+  int64_t base[kMaxLanes];
+  int64_t h_stride, w_stride;
+};
+
+// Row h of every lane's image, pixels [0, width), to and from vectors line[w * stride]. Three ways:
+// lanes adjacent in memory (NHWC, adjacent channels of one batch item): one vector per pixel;
+// every lane's row contiguous (NCHW, or NHWC with one channel): kLanes x kLanes transposes;
+// otherwise (and for the pixels those leave over) one element at a time.
+template <typename Real>
+inline void LoadRow(const LaneImages& images, const Real* input, int h, int width,
+                    typename Simd<Real>::Vec* line, int64_t stride) {
+  using S = Simd<Real>;
+  const bool full = images.lanes == S::kLanes;
+  const int64_t row = h * images.h_stride;
+  int w = 0;
+  if (full && images.contiguous) {
+    for (; w < width; ++w) {
+      line[w * stride] = S::Load(input + images.base[0] + row + w * images.w_stride);
+    }
+  } else if (full && images.w_stride == 1) {
+    for (; w + S::kLanes <= width; w += S::kLanes) {
+      typename S::Vec block[S::kLanes];
+      for (int l = 0; l < S::kLanes; ++l) block[l] = S::Load(input + images.base[l] + row + w);
+      TransposeLanes<Real>(block);
+      for (int t = 0; t < S::kLanes; ++t) line[(w + t) * stride] = block[t];
+    }
+  }
+  for (int l = 0; l < images.lanes; ++l) {
+    const Real* in = input + images.base[l] + row;
+    Real* out = reinterpret_cast<Real*>(line) + l;
+    for (int x = w; x < width; ++x) out[x * stride * S::kLanes] = in[x * images.w_stride];
+  }
+}
+
+// line: [width] vectors, pixel w of row h of every lane's image.
+template <typename Real>
+inline void StoreRow(const LaneImages& images, const typename Simd<Real>::Vec* line, int h,
+                     int width, Real* output) {
+  using S = Simd<Real>;
+  const bool full = images.lanes == S::kLanes;
+  const int64_t row = h * images.h_stride;
+  int w = 0;
+  if (full && images.contiguous) {
+    for (; w < width; ++w) S::Store(line[w], output + images.base[0] + row + w * images.w_stride);
+  } else if (full && images.w_stride == 1) {
+    for (; w + S::kLanes <= width; w += S::kLanes) {
+      typename S::Vec block[S::kLanes];
+      for (int t = 0; t < S::kLanes; ++t) block[t] = line[w + t];
+      TransposeLanes<Real>(block);
+      for (int l = 0; l < S::kLanes; ++l) S::Store(block[l], output + images.base[l] + row + w);
+    }
+  }
+  for (int l = 0; l < images.lanes; ++l) {
+    Real* out = output + images.base[l] + row;
+    const Real* in = reinterpret_cast<const Real*>(line) + l;
+    for (int x = w; x < width; ++x) out[x * images.w_stride] = in[x * S::kLanes];
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// FFT.
+
+// In-place complex FFT of `batch` transforms of size n = tables.size, each point a vector of lanes:
+// point p of transform t is (re, im)[p * stride + t]. Decimation in frequency: natural order in,
+// output k at position tables.bit_reversed[k]. Radix-2^2 passes (two radix-2 stages per pass over
+// the data, three twiddle products per four points), then one radix-2 pass, which needs no twiddle,
+// when log2(n) is odd. The loop over transforms is innermost, so each twiddle is loaded once per
+// butterfly column. The inverse (unscaled) transform is the same call with re and im swapped.
+template <typename Real>
+void FftDif(typename Simd<Real>::Vec* re, typename Simd<Real>::Vec* im, int64_t stride, int batch,
+            const FftTables<Real>& tables) {
+  using Vec = typename Simd<Real>::Vec;
+  const int n = tables.size;
+  const Real* cos = tables.cos.data();
+  const Real* sin = tables.sin.data();
+  int len = n;
+  for (; len >= 4; len /= 4) {
+    const int quarter = len / 4, step = n / len;
+    for (int start = 0; start < n; start += len) {
+      for (int j = 0; j < quarter; ++j) {
+        // W^j, W^2j, W^3j with W = exp(-2 pi i / len).
+        const Real c1 = cos[j * step], s1 = sin[j * step];
+        const Real c2 = cos[2 * j * step], s2 = sin[2 * j * step];
+        const Real c3 = cos[3 * j * step], s3 = sin[3 * j * step];
+        Vec* r0 = re + (start + j) * stride;
+        Vec* i0 = im + (start + j) * stride;
+        Vec* r1 = r0 + quarter * stride;
+        Vec* i1 = i0 + quarter * stride;
+        Vec* r2 = r1 + quarter * stride;
+        Vec* i2 = i1 + quarter * stride;
+        Vec* r3 = r2 + quarter * stride;
+        Vec* i3 = i2 + quarter * stride;
+        for (int t = 0; t < batch; ++t) {
+          const Vec t0r = r0[t] + r2[t], t0i = i0[t] + i2[t];
+          const Vec t1r = r1[t] + r3[t], t1i = i1[t] + i3[t];
+          const Vec t2r = r0[t] - r2[t], t2i = i0[t] - i2[t];
+          const Vec t3r = i1[t] - i3[t], t3i = r3[t] - r1[t];  // -i (x1 - x3)
+          r0[t] = t0r + t1r;
+          i0[t] = t0i + t1i;
+          Vec ur = t0r - t1r, ui = t0i - t1i;
+          r1[t] = ur * c2 - ui * s2;
+          i1[t] = ur * s2 + ui * c2;
+          ur = t2r + t3r;
+          ui = t2i + t3i;
+          r2[t] = ur * c1 - ui * s1;
+          i2[t] = ur * s1 + ui * c1;
+          ur = t2r - t3r;
+          ui = t2i - t3i;
+          r3[t] = ur * c3 - ui * s3;
+          i3[t] = ur * s3 + ui * c3;
+        }
+      }
+    }
+  }
+  if (len == 2) {
+    for (int start = 0; start < n; start += 2) {
+      Vec* r0 = re + start * stride;
+      Vec* i0 = im + start * stride;
+      Vec* r1 = r0 + stride;
+      Vec* i1 = i0 + stride;
+      for (int t = 0; t < batch; ++t) {
+        const Vec ar = r0[t], ai = i0[t];
+        r0[t] = ar + r1[t];
+        i0[t] = ai + i1[t];
+        r1[t] = ar - r1[t];
+        i1[t] = ai - i1[t];
+      }
+    }
+  }
+}
+
+// Cost of one group's transform for the thread pool, in about instructions.
+inline int64_t FftGroupCost(int n) { return int64_t{6} * n * n * Log2(n); }
+
+// ---------------------------------------------------------------------------------------------
+// FftconvRfft2d.
+
+// One task per group of kLanes consecutive images. Row pass: only the frame rows that hold image
+// rows, two real rows packed into one complex line (row 2q the real part, 2q + 1 the imaginary
+// part), all pairs transformed together, then unpacked into the rows' half spectra. Column pass:
+// the S/2 + 1 columns over the whole frame, all together.
+template <typename Real>
+void Rfft2d(const ParallelRunner& parallel, const Rfft2dParams& p, const Real* input,
+            std::complex<Real>* spectrum) {
+  using Vec = typename Simd<Real>::Vec;
+  constexpr int kLanes = Simd<Real>::kLanes;
+  const int n = p.fft_size;
+  const int half = static_cast<int>(HalfWidth(n));
+  const int pairs = (p.height + 1) / 2;
+  const int64_t images = static_cast<int64_t>(p.batch) * p.channels;
+  const FftTables<Real>& tables = GetFftTables<Real>(n);
+  const int* reversed = tables.bit_reversed.data();
+  // Frame rows [image_begin, image_end) hold the image; points [window_begin, window_end) of a line.
+  const size_t image_begin = static_cast<size_t>(p.offset_h) * half;
+  const size_t image_end = static_cast<size_t>(p.offset_h + p.height) * half;
+  const size_t window_begin = static_cast<size_t>(p.offset_w) * pairs;
+  const size_t window_end = static_cast<size_t>(p.offset_w + p.width) * pairs;
+  auto work = [&](int64_t begin, int64_t end) {
+    // lines_re, lines_im: [n points w][pairs], the packed row pairs of the frame; after the row
+    // transform, point kx at position reversed[kx].
+    VecArray<Real> lines_re(static_cast<size_t>(n) * pairs), lines_im(lines_re.size());
+    // frame_re, frame_im: [n rows ky][half columns kx]: each frame row's half spectrum after the
+    // row pass, the spectrum after the column pass (row ky at position reversed[ky]).
+    VecArray<Real> frame_re(static_cast<size_t>(n) * half), frame_im(frame_re.size());
+    for (int64_t group = begin; group < end; ++group) {
+      const int64_t first = group * kLanes;
+      const LaneImages lanes(p.nhwc, p.channels, p.height, p.width, first,
+                             static_cast<int>(std::min<int64_t>(kLanes, images - first)));
+      // The transforms of the previous group overwrote the zeros around the window, and the
+      // imaginary part of the last pair when the image has an odd number of rows.
+      for (VecArray<Real>* lines : {&lines_re, &lines_im}) {
+        lines->Zero(0, window_begin);
+        lines->Zero(window_end, lines->size());
+      }
+      if (p.height % 2 == 1) {
+        for (size_t at = window_begin + pairs - 1; at < window_end; at += pairs) lines_im[at] = Vec{};
+      }
+      for (int h = 0; h < p.height; ++h) {
+        Vec* line = (h % 2 == 0 ? lines_re.data() : lines_im.data()) + h / 2;
+        LoadRow(lanes, input, h, p.width, line + window_begin, pairs);
+      }
+      FftDif<Real>(lines_re.data(), lines_im.data(), pairs, pairs, tables);
+
+      // Unpack z = r1 + i r2: R1[k] = (Z[k] + conj Z[-k]) / 2, R2[k] = (Z[k] - conj Z[-k]) / 2i.
+      for (VecArray<Real>* frame : {&frame_re, &frame_im}) {
+        frame->Zero(0, image_begin);
+        frame->Zero(image_end, frame->size());
+      }
+      for (int kx = 0; kx < half; ++kx) {
+        const int64_t at = static_cast<int64_t>(reversed[kx]) * pairs;
+        const int64_t mirror = static_cast<int64_t>(reversed[(n - kx) & (n - 1)]) * pairs;
+        for (int q = 0; q < pairs; ++q) {
+          const Vec zr = lines_re[at + q], zi = lines_im[at + q];
+          const Vec mr = lines_re[mirror + q], mi = lines_im[mirror + q];
+          const size_t row = image_begin + static_cast<size_t>(2 * q) * half + kx;
+          frame_re[row] = (zr + mr) * Real(0.5);
+          frame_im[row] = (zi - mi) * Real(0.5);
+          if (2 * q + 1 < p.height) {
+            frame_re[row + half] = (zi + mi) * Real(0.5);
+            frame_im[row + half] = (mr - zr) * Real(0.5);
+          }
+        }
+      }
+      FftDif<Real>(frame_re.data(), frame_im.data(), half, half, tables);
+
+      for (int ky = 0; ky < n; ++ky) {
+        const int64_t row = static_cast<int64_t>(reversed[ky]) * half;
+        for (int kx = 0; kx < half; ++kx) {
+          StoreComplexLanes<Real>(frame_re[row + kx], frame_im[row + kx], lanes.lanes,
+                                  spectrum + BinIndex(n, ky, kx) * images + first);
+        }
+      }
+    }
+  };
+  parallel((images + kLanes - 1) / kLanes, FftGroupCost(n), work);
+}
+
+// ---------------------------------------------------------------------------------------------
+// FftconvIrfft2d.
+
+// One task per group of kLanes consecutive images. Column pass: inverse transforms over ky of all
+// S/2 + 1 columns together. Row pass: only the window rows, two packed into one complex line as
+// e1 + i e2 of their Hermitian extensions, so that one inverse gives y1 + i y2; only the window
+// columns are stored, scaled by 1 / S^2.
+template <typename Real>
+void Irfft2d(const ParallelRunner& parallel, const Irfft2dParams& p,
+             const std::complex<Real>* spectrum, Real* output) {
+  using Vec = typename Simd<Real>::Vec;
+  constexpr int kLanes = Simd<Real>::kLanes;
+  const int n = p.fft_size;
+  const int half = static_cast<int>(HalfWidth(n));
+  const int pairs = (p.out_h + 1) / 2;
+  const int64_t images = static_cast<int64_t>(p.batch) * p.channels;
+  const Real scale = Real(1) / (Real(n) * Real(n));
+  const FftTables<Real>& tables = GetFftTables<Real>(n);
+  const int* reversed = tables.bit_reversed.data();
+  auto work = [&](int64_t begin, int64_t end) {
+    // frame_re, frame_im: [n rows ky][half columns kx], the group's spectrum in bin order; after the
+    // column pass, frame row h of the inverse at position reversed[h].
+    VecArray<Real> frame_re(static_cast<size_t>(n) * half), frame_im(frame_re.size());
+    // lines_re, lines_im: [n points kx][pairs], the window rows packed in pairs; after the row pass,
+    // window column j at point reversed[offset_w + j] (real part: row 2q, imaginary: row 2q + 1).
+    VecArray<Real> lines_re(static_cast<size_t>(n) * pairs), lines_im(lines_re.size());
+    // window_row: [out_w], one output row of the group, scaled, in natural order.
+    VecArray<Real> window_row(p.out_w);
+    for (int64_t group = begin; group < end; ++group) {
+      const int64_t first = group * kLanes;
+      const LaneImages lanes(p.nhwc, p.channels, p.out_h, p.out_w, first,
+                             static_cast<int>(std::min<int64_t>(kLanes, images - first)));
+      for (int64_t bin = 0; bin < static_cast<int64_t>(n) * half; ++bin) {
+        LoadComplexLanes(spectrum + bin * images + first, lanes.lanes, &frame_re[bin],
+                         &frame_im[bin]);
+      }
+      FftDif<Real>(frame_im.data(), frame_re.data(), half, half, tables);
+
+      // Hermitian extension of rows e1 = a + ib, e2 = c + id as e1 + i e2: (a - d, b + c) at kx and
+      // (a + d, c - b) at n - kx; the kx = 0 and n/2 columns keep their real parts only.
+      for (int q = 0; q < pairs; ++q) {
+        const int64_t first_row = static_cast<int64_t>(reversed[p.offset_h + 2 * q]) * half;
+        const bool pair = 2 * q + 1 < p.out_h;
+        const int64_t second_row =
+            pair ? static_cast<int64_t>(reversed[p.offset_h + 2 * q + 1]) * half : 0;
+        for (int kx = 0; kx <= n / 2; ++kx) {
+          const Vec a = frame_re[first_row + kx], b = frame_im[first_row + kx];
+          const Vec c = pair ? frame_re[second_row + kx] : Vec{};
+          const Vec d = pair ? frame_im[second_row + kx] : Vec{};
+          const int64_t at = static_cast<int64_t>(kx) * pairs + q;
+          if (kx == 0 || kx == n / 2) {
+            lines_re[at] = a;
+            lines_im[at] = c;
+          } else {
+            const int64_t mirror = static_cast<int64_t>(n - kx) * pairs + q;
+            lines_re[at] = a - d;
+            lines_im[at] = b + c;
+            lines_re[mirror] = a + d;
+            lines_im[mirror] = c - b;
+          }
+        }
+      }
+      FftDif<Real>(lines_im.data(), lines_re.data(), pairs, pairs, tables);
+
+      for (int i = 0; i < p.out_h; ++i) {
+        const Vec* line = (i % 2 == 0 ? lines_re.data() : lines_im.data()) + i / 2;
+        for (int j = 0; j < p.out_w; ++j) {
+          window_row[j] = line[static_cast<int64_t>(reversed[p.offset_w + j]) * pairs] * scale;
+        }
+        StoreRow(lanes, window_row.data(), i, p.out_w, output);
+      }
+    }
+  };
+  parallel((images + kLanes - 1) / kLanes, FftGroupCost(n), work);
+}
+
+// ---------------------------------------------------------------------------------------------
+// FftconvSpectralMatmul.
+
+// The register tile of the matmul: kTileM x kTileN complex outputs, each a vector of kLanes bins,
+// accumulated over k with four multiply-adds per complex product (planar real and imaginary parts):
+// 2 x kTileM x kTileN accumulators plus 2 x (kTileM + kTileN) operands fit the 16 vector registers
+// (2 x 2 was the fastest of 1x4 ... 4x2 on the CPU cases of benchmarks/NOTES.md).
+constexpr int kTileM = 2;
+constexpr int kTileN = 2;
+
+// acc += a_panel * b_panel over k_count: a_panel [k][kTileM][re, im], b_panel [k][kTileN][re, im].
+template <typename Real>
+inline void MultiplyPanels(int k_count, const typename Simd<Real>::Vec* a_panel,
+                           const typename Simd<Real>::Vec* b_panel,
+                           typename Simd<Real>::Vec (&acc_re)[kTileM][kTileN],
+                           typename Simd<Real>::Vec (&acc_im)[kTileM][kTileN]) {
+  for (int k = 0; k < k_count; ++k) {
+    const typename Simd<Real>::Vec* a = a_panel + 2 * kTileM * k;
+    const typename Simd<Real>::Vec* b = b_panel + 2 * kTileN * k;
+#pragma GCC unroll 4
+    for (int i = 0; i < kTileM; ++i) {
+#pragma GCC unroll 4
+      for (int j = 0; j < kTileN; ++j) {
+        // One multiply-add each (written apart so that each contracts to an FMA).
+        acc_re[i][j] += a[2 * i] * b[2 * j];
+        acc_re[i][j] -= a[2 * i + 1] * b[2 * j + 1];
+        acc_im[i][j] += a[2 * i] * b[2 * j + 1];
+        acc_im[i][j] += a[2 * i + 1] * b[2 * j];
+      }
+    }
+  }
+}
+
+// One operand of the matmul as seen through its flags: element (row, col) of op(x) for one bin is
+// x[row * row_stride + col * col_stride] of that bin's matrix, conjugated when `conjugate`. One of
+// the two strides is 1.
+struct OperandView {
+  int64_t row_stride, col_stride, bin_stride;
+  bool conjugate;
+};
+
+// Packs rows [row0, row0 + panels * tile) x cols [0, cols) of op(x) for the group's bins into
+// panels [panel][col][tile rows][re, im] (rows past `rows` and lanes past `lanes` are zero). A full
+// group reads kLanes / 2 complex values along the stride-1 dimension from each bin as one vector
+// and transposes the kLanes vectors into the planar re, im lanes of those values.
+template <typename Real>
+void PackPanels(const std::complex<Real>* x, const OperandView& view, int64_t first_bin, int lanes,
+                int row0, int rows, int cols, int panels, int tile,
+                typename Simd<Real>::Vec* packed) {
+  using S = Simd<Real>;
+  constexpr int kRun = S::kLanes / 2;
+  std::fill(packed, packed + static_cast<int64_t>(panels) * cols * tile * 2, typename S::Vec{});
+  const int row_end = std::min(rows, row0 + panels * tile);
+  const Real sign = view.conjugate ? Real(-1) : Real(1);
+  auto at = [&](int row, int col) {  // the (re, im) vectors of element (row, col)
+    return packed + ((static_cast<int64_t>((row - row0) / tile) * cols + col) * tile +
+                     (row - row0) % tile) * 2;
+  };
+  const bool along_cols = view.col_stride == 1;
+  const int outer_begin = along_cols ? row0 : 0, outer_end = along_cols ? row_end : cols;
+  const int inner_begin = along_cols ? 0 : row0, inner_end = along_cols ? cols : row_end;
+  const int64_t outer_stride = along_cols ? view.row_stride : view.col_stride;
+  const Real* group = reinterpret_cast<const Real*>(x + first_bin * view.bin_stride);
+  for (int outer = outer_begin; outer < outer_end; ++outer) {
+    const int64_t outer_at = 2 * (outer * outer_stride);
+    int inner = inner_begin;
+    if (lanes == S::kLanes) {
+      for (; inner + kRun <= inner_end; inner += kRun) {
+        typename S::Vec block[S::kLanes];
+        for (int l = 0; l < S::kLanes; ++l) {
+          block[l] = S::Load(group + 2 * (l * view.bin_stride) + outer_at + 2 * inner);
+        }
+        TransposeLanes<Real>(block);  // block[2t], block[2t + 1]: re, im of value inner + t
+        for (int t = 0; t < kRun; ++t) {
+          typename S::Vec* out = along_cols ? at(outer, inner + t) : at(inner + t, outer);
+          out[0] = block[2 * t];
+          out[1] = block[2 * t + 1] * sign;
+        }
+      }
+    }
+    for (; inner < inner_end; ++inner) {
+      Real* out = reinterpret_cast<Real*>(along_cols ? at(outer, inner) : at(inner, outer));
+      for (int l = 0; l < lanes; ++l) {
+        const Real* value = group + 2 * (l * view.bin_stride) + outer_at + 2 * inner;
+        out[l] = value[0];
+        out[S::kLanes + l] = sign * value[1];
+      }
+    }
+  }
+}
+
+// Columns [0, cols) of one row of c for each of the group's bins: lane l of (re, im)[col] goes to
+// out[l * bin_stride + col]. A full group transposes kLanes columns at a time, so that every bin's
+// row is written with whole vectors.
+template <typename Real>
+inline void StoreMatrixRow(const typename Simd<Real>::Vec* re, const typename Simd<Real>::Vec* im,
+                           int cols, int lanes, std::complex<Real>* out, int64_t bin_stride) {
+  using S = Simd<Real>;
+  int col = 0;
+  if (lanes == S::kLanes) {
+    for (; col + S::kLanes <= cols; col += S::kLanes) {
+      typename S::Vec block_re[S::kLanes], block_im[S::kLanes];
+      for (int t = 0; t < S::kLanes; ++t) {
+        block_re[t] = re[col + t];
+        block_im[t] = im[col + t];
+      }
+      TransposeLanes<Real>(block_re);
+      TransposeLanes<Real>(block_im);
+      for (int l = 0; l < S::kLanes; ++l) {
+        typename S::Vec lo, hi;
+        Interleave<Real>(block_re[l], block_im[l], &lo, &hi, std::make_index_sequence<S::kLanes>());
+        Real* pairs = reinterpret_cast<Real*>(out + l * bin_stride + col);
+        S::Store(lo, pairs);
+        S::Store(hi, pairs + S::kLanes);
+      }
+    }
+  }
+  for (int l = 0; l < lanes; ++l) {
+    const Real* re_lanes = reinterpret_cast<const Real*>(re) + l;
+    const Real* im_lanes = reinterpret_cast<const Real*>(im) + l;
+    std::complex<Real>* bin = out + l * bin_stride;
+    for (int x = col; x < cols; ++x) {
+      bin[x] = std::complex<Real>(re_lanes[x * S::kLanes], im_lanes[x * S::kLanes]);
+    }
+  }
+}
+
+// One task per group of kLanes consecutive bins. op(a) and op(b) are packed into lane-major panels
+// (the flags are applied while packing, so one kernel serves every transpose and adjoint), in
+// blocks of rows of op(a) and columns of op(b) of about 128 KiB each; every kTileM x kTileN tile of
+// c is accumulated in registers over the whole k, staged per panel of rows, and written once.
+template <typename Real>
+void SpectralMatmul(const ParallelRunner& parallel, const SpectralMatmulParams& p,
+                    const std::complex<Real>* a, const std::complex<Real>* b,
+                    std::complex<Real>* c) {
+  using Vec = typename Simd<Real>::Vec;
+  constexpr int kLanes = Simd<Real>::kLanes;
+  if (static_cast<int64_t>(p.bins) * p.m * p.n == 0) return;
+  const bool swap_a = p.transpose_a || p.adjoint_a, swap_b = p.transpose_b || p.adjoint_b;
+  const int64_t a_cols = swap_a ? p.m : p.k, b_cols = swap_b ? p.k : p.n;
+  // op(a) is m x k; op(b) is packed as its transpose, n x k, so that both are packed by rows.
+  const OperandView a_view{swap_a ? 1 : a_cols, swap_a ? a_cols : 1, int64_t{p.m} * p.k,
+                           p.adjoint_a};
+  const OperandView b_view{swap_b ? b_cols : 1, swap_b ? 1 : b_cols, int64_t{p.k} * p.n,
+                           p.adjoint_b};
+  const int64_t c_size = int64_t{p.m} * p.n;
+  const int64_t panel_bytes = std::max<int64_t>(1, int64_t{p.k} * 2 * sizeof(Vec));
+  const int m_panels = (p.m + kTileM - 1) / kTileM, n_panels = (p.n + kTileN - 1) / kTileN;
+  const int block_m = static_cast<int>(
+      std::clamp<int64_t>((int64_t{128} << 10) / (panel_bytes * kTileM), 1, m_panels));
+  const int block_n = static_cast<int>(
+      std::clamp<int64_t>((int64_t{128} << 10) / (panel_bytes * kTileN), 1, n_panels));
+  const int block_cols = block_n * kTileN;
+  auto work = [&](int64_t begin, int64_t end) {
+    // a_packed: [block_m panels][k][kTileM][re, im]; b_packed: [block_n panels][k][kTileN][re, im].
+    VecArray<Real> a_packed(static_cast<size_t>(block_m) * p.k * kTileM * 2);
+    VecArray<Real> b_packed(static_cast<size_t>(block_n) * p.k * kTileN * 2);
+    // rows_re, rows_im: [kTileM][block_cols], one panel of rows of c for the block's columns.
+    VecArray<Real> rows_re(static_cast<size_t>(kTileM) * block_cols), rows_im(rows_re.size());
+    for (int64_t group = begin; group < end; ++group) {
+      const int64_t first = group * kLanes;
+      const int lanes = static_cast<int>(std::min<int64_t>(kLanes, p.bins - first));
+      for (int m_block = 0; m_block < m_panels; m_block += block_m) {
+        const int m_count = std::min(block_m, m_panels - m_block);
+        PackPanels(a, a_view, first, lanes, m_block * kTileM, p.m, p.k, m_count, kTileM,
+                   a_packed.data());
+        for (int n_block = 0; n_block < n_panels; n_block += block_n) {
+          const int n_count = std::min(block_n, n_panels - n_block);
+          PackPanels(b, b_view, first, lanes, n_block * kTileN, p.n, p.k, n_count, kTileN,
+                     b_packed.data());
+          const int n0 = n_block * kTileN, n_end = std::min(p.n, (n_block + n_count) * kTileN);
+          for (int mi = 0; mi < m_count; ++mi) {
+            for (int ni = 0; ni < n_count; ++ni) {
+              Vec acc_re[kTileM][kTileN] = {}, acc_im[kTileM][kTileN] = {};
+              MultiplyPanels<Real>(p.k, a_packed.data() + static_cast<size_t>(mi) * p.k * kTileM * 2,
+                                   b_packed.data() + static_cast<size_t>(ni) * p.k * kTileN * 2,
+                                   acc_re, acc_im);
+              for (int i = 0; i < kTileM; ++i) {
+                for (int j = 0; j < kTileN; ++j) {
+                  rows_re[i * block_cols + ni * kTileN + j] = acc_re[i][j];
+                  rows_im[i * block_cols + ni * kTileN + j] = acc_im[i][j];
+                }
+              }
+            }
+            const int m0 = (m_block + mi) * kTileM;
+            for (int i = 0; i < kTileM && m0 + i < p.m; ++i) {
+              StoreMatrixRow(rows_re.data() + i * block_cols, rows_im.data() + i * block_cols,
+                             n_end - n0, lanes, c + first * c_size + int64_t{m0 + i} * p.n + n0,
+                             c_size);
+            }
+          }
+        }
+      }
+    }
+  };
+  parallel((p.bins + kLanes - 1) / kLanes, int64_t{4} * kLanes * p.m * p.n * (p.k + 2), work);
+}

@@ -1,0 +1,132 @@
+"""The CPU kernels (cc/cpu_kernels_impl.h) on shapes that reach every path of their lane layout,
+against float64 NumPy, for both compiled copies: the one chosen for this CPU and the baseline one
+(TF_FFTCONV_CPU_KERNELS=generic). Each copy runs in its own process, since the choice is made once.
+
+The kernels compute kLanes images (FFTs) or bins (matmul) side by side, so the cases have many lane
+groups and a partial last one, images whose lanes are adjacent in memory, have rows of their own
+(transposed in blocks) or neither, odd heights (a row pair with one row), and matrices large enough
+to be packed in several blocks.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+TESTS = Path(__file__).resolve().parent
+
+CHECK = textwrap.dedent("""
+    import json, sys
+    import numpy as np
+    import tensorflow as tf
+    import np_reference as ref
+    import tf_fftconv as fc
+
+    rng = np.random.default_rng(int(sys.argv[1]))
+    errors, outputs = {}, {}
+
+    def record(name, out, expected, tolerance):
+        errors[name] = [ref.rel_error(out, expected), tolerance]
+        outputs[name] = out
+
+    for dtype in (np.float32, np.float64):
+        cdtype = np.complex64 if dtype == np.float32 else np.complex128
+        fft_tolerance = 2e-6 if dtype == np.float32 else 1e-12  # tests/test_ops.py's
+        for data_format in ("NCHW", "NHWC"):
+            # (batch, channels): many groups across batch items; one channel; 6 channels.
+            for batch, channels in ((5, 11), (37, 1), (9, 6)):
+                for size, (height, width), (offset_h, offset_w) in (
+                        (8, (7, 5), (1, 2)), (16, (13, 11), (2, 3)), (32, (32, 32), (0, 0)),
+                        (32, (9, 26), (20, 1))):
+                    shape = ((batch, channels, height, width) if data_format == "NCHW"
+                             else (batch, height, width, channels))
+                    x = rng.standard_normal(shape).astype(dtype)
+                    name = f"rfft2d {dtype.__name__} {data_format} {shape} S={size}"
+                    record(name, fc.ops.rfft2d(x, size, offset_h, offset_w, data_format).numpy(),
+                           ref.rfft2d(x, size, offset_h, offset_w, data_format), fft_tolerance)
+                    spectrum = ref.random_complex(
+                        rng, (size * (size // 2 + 1), batch, channels)).astype(cdtype)
+                    name = f"irfft2d {dtype.__name__} {data_format} {shape} S={size}"
+                    record(name, fc.ops.irfft2d(spectrum, size, height, width, offset_h, offset_w,
+                                                data_format).numpy(),
+                           ref.irfft2d(spectrum, size, height, width, offset_h, offset_w,
+                                       data_format), fft_tolerance)
+        # (bins, m, k, n): tiles with edges; a long k packed in several blocks of rows and columns.
+        for bins, m, k, n in ((35, 19, 7, 13), (13, 3, 700, 5), (40, 64, 1, 6)):
+            for mode_a in "NTH":
+                for mode_b in "NTH":
+                    flags = dict(transpose_a=mode_a == "T", adjoint_a=mode_a == "H",
+                                 transpose_b=mode_b == "T", adjoint_b=mode_b == "H")
+                    a = ref.random_complex(rng, (bins, k, m) if mode_a != "N" else (bins, m, k))
+                    b = ref.random_complex(rng, (bins, n, k) if mode_b != "N" else (bins, k, n))
+                    a, b = a.astype(cdtype), b.astype(cdtype)
+                    name = f"matmul {dtype.__name__} {(bins, m, k, n)} {mode_a}{mode_b}"
+                    # tests/test_ops.py's for k <= 64; a float32 sum's error grows as sqrt(k).
+                    tolerance = (1e-6 * max(1, (k / 64) ** 0.5) if dtype == np.float32
+                                 else 1e-13)
+                    record(name, fc.ops.spectral_matmul(a, b, **flags).numpy(),
+                           ref.spectral_matmul(a, b, **flags), tolerance)
+    np.savez(sys.argv[2], **{name: value for name, value in outputs.items()})
+    print(json.dumps(errors))
+""")
+
+
+def run_check(kernels, seed, outputs_path):
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [str(TESTS), str(TESTS.parent), os.environ.get("PYTHONPATH", "")]),
+        TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="")
+    env.pop("TF_FFTCONV_CPU_KERNELS", None)
+    if kernels != "auto":
+        env["TF_FFTCONV_CPU_KERNELS"] = kernels
+    done = subprocess.run([sys.executable, "-c", CHECK, str(seed), str(outputs_path)], env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def cpu_has_avx2_fma():
+    try:
+        flags = next(line for line in open("/proc/cpuinfo") if line.startswith("flags")).split()
+    except (OSError, StopIteration):
+        return False
+    return "avx2" in flags and "fma" in flags
+
+
+@pytest.mark.slow
+def test_both_kernel_copies_match_numpy(tmp_path):
+    seed = int(os.environ.get("FFTCONV_TEST_SEED", "0")) or int.from_bytes(os.urandom(4), "little")
+    print("FFTCONV_TEST_SEED=%d" % seed)
+    outputs = {}
+    for kernels in ("auto", "generic"):
+        errors = run_check(kernels, seed, tmp_path / f"{kernels}.npz")
+        bad = {name: error for name, (error, tolerance) in errors.items()
+               if not error <= tolerance}
+        assert not bad, (kernels, bad)
+        outputs[kernels] = np.load(tmp_path / f"{kernels}.npz")
+    if cpu_has_avx2_fma():
+        # The AVX2 copy rounds its fused multiply-adds once, the baseline copy twice: identical
+        # outputs everywhere would mean the variable chose nothing.
+        assert any(not np.array_equal(outputs["auto"][name], outputs["generic"][name])
+                   for name in outputs["auto"].files)
+
+
+@pytest.mark.slow
+def test_standalone_check_builds_and_passes(tmp_path):
+    """make cpu-kernel-check: the same kernels without TensorFlow, both copies, against float64."""
+    root = TESTS.parent
+    build = subprocess.run(["make", "-s", f"BUILD={tmp_path}", "cpu-kernel-check"], cwd=root,
+                           capture_output=True, text=True, timeout=900)
+    assert build.returncode == 0, build.stderr[-3000:]
+    for kernels in ("auto", "generic"):
+        env = dict(os.environ)
+        env.pop("TF_FFTCONV_CPU_KERNELS", None)
+        if kernels != "auto":
+            env["TF_FFTCONV_CPU_KERNELS"] = kernels
+        done = subprocess.run([str(tmp_path / "cpu_kernel_check"), "--check"], env=env,
+                              capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0 and done.stdout.count("PASS") == 6, done.stdout[-3000:]
