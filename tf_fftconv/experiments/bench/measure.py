@@ -342,7 +342,8 @@ def run_case(case, mode, impls, *, device, generator, data_format, input_sets, w
 # The fft train step op by op: where its time goes.
 
 def fft_op_steps(case, data_format):
-    """The ops of fft_conv2d's train step (tf_fftconv/conv.py), each alone.
+    """The ops of fft_conv2d's train step (tf_fftconv/conv.py) in one frame, the smallest that
+    holds the padded image (the path `fft_size=` of that size forces), each alone.
 
     Returns (steps, arguments): `steps` maps each op's name to a tf.function of the tensors it reads;
     `arguments(x, w, dy)` computes every op's arguments from one input set with the same ops.
