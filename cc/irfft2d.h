@@ -8,6 +8,7 @@
 #define TF_FFTCONV_CC_IRFFT2D_H_
 
 #include <complex>
+#include <utility>
 
 #include "cc/fftconv_kernel_util.h"
 
@@ -25,6 +26,21 @@ struct Irfft2dFunctor {
 absl::Status Irfft2dParamsFromCall(const ffi::AnyBuffer& spectrum, int64_t fft_size,
                                    int64_t out_h, int64_t out_w, int64_t offset_h,
                                    int64_t offset_w, int64_t nhwc, Irfft2dParams* params);
+
+// The buffers and attributes of a tf_fftconv_irfft2d custom call, bound after the platform's context
+// (XLA's thread pool on the host, its stream on CUDA), so that both handlers decode the same call.
+template <typename Binding>
+auto BindIrfft2dCall(Binding binding) {
+  return std::move(binding)
+      .template Arg<ffi::AnyBuffer>()
+      .template Ret<ffi::AnyBuffer>()
+      .template Attr<int64_t>("fft_size")
+      .template Attr<int64_t>("out_h")
+      .template Attr<int64_t>("out_w")
+      .template Attr<int64_t>("offset_h")
+      .template Attr<int64_t>("offset_w")
+      .template Attr<int64_t>("nhwc");
+}
 
 template <typename Device, typename Real>
 class Irfft2dOp : public tensorflow::OpKernel {

@@ -61,16 +61,7 @@ static ffi::Error Irfft2dCuda(cudaStream_t stream, ffi::AnyBuffer spectrum,
 }
 
 XLA_FFI_DEFINE_HANDLER(kIrfft2dCuda, Irfft2dCuda,
-                       ffi::Ffi::Bind()
-                           .Ctx<ffi::PlatformStream<cudaStream_t>>()
-                           .Arg<ffi::AnyBuffer>()
-                           .Ret<ffi::AnyBuffer>()
-                           .Attr<int64_t>("fft_size")
-                           .Attr<int64_t>("out_h")
-                           .Attr<int64_t>("out_w")
-                           .Attr<int64_t>("offset_h")
-                           .Attr<int64_t>("offset_w")
-                           .Attr<int64_t>("nhwc"));
+                       BindIrfft2dCall(ffi::Ffi::Bind().Ctx<ffi::PlatformStream<cudaStream_t>>()));
 FFTCONV_REGISTER_FFI_HANDLER(kIrfft2dTarget, "CUDA", kIrfft2dCuda);
 
 }  // namespace fftconv

@@ -84,16 +84,7 @@ static ffi::Error Irfft2dHost(ffi::ThreadPool pool, ffi::AnyBuffer spectrum,
 }
 
 XLA_FFI_DEFINE_HANDLER(kIrfft2dHost, Irfft2dHost,
-                       ffi::Ffi::Bind()
-                           .Ctx<ffi::ThreadPool>()
-                           .Arg<ffi::AnyBuffer>()
-                           .Ret<ffi::AnyBuffer>()
-                           .Attr<int64_t>("fft_size")
-                           .Attr<int64_t>("out_h")
-                           .Attr<int64_t>("out_w")
-                           .Attr<int64_t>("offset_h")
-                           .Attr<int64_t>("offset_w")
-                           .Attr<int64_t>("nhwc"));
+                       BindIrfft2dCall(ffi::Ffi::Bind().Ctx<ffi::ThreadPool>()));
 FFTCONV_REGISTER_FFI_HANDLER(kIrfft2dTarget, "Host", kIrfft2dHost);
 
 }  // namespace fftconv

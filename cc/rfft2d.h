@@ -6,6 +6,7 @@
 #define TF_FFTCONV_CC_RFFT2D_H_
 
 #include <complex>
+#include <utility>
 
 #include "cc/fftconv_kernel_util.h"
 
@@ -22,6 +23,19 @@ struct Rfft2dFunctor {
 // handlers.
 absl::Status Rfft2dParamsFromCall(const ffi::AnyBuffer& x, int64_t fft_size, int64_t offset_h,
                                   int64_t offset_w, int64_t nhwc, Rfft2dParams* params);
+
+// The buffers and attributes of a tf_fftconv_rfft2d custom call, bound after the platform's context
+// (XLA's thread pool on the host, its stream on CUDA), so that both handlers decode the same call.
+template <typename Binding>
+auto BindRfft2dCall(Binding binding) {
+  return std::move(binding)
+      .template Arg<ffi::AnyBuffer>()
+      .template Ret<ffi::AnyBuffer>()
+      .template Attr<int64_t>("fft_size")
+      .template Attr<int64_t>("offset_h")
+      .template Attr<int64_t>("offset_w")
+      .template Attr<int64_t>("nhwc");
+}
 
 template <typename Device, typename Real>
 class Rfft2dOp : public tensorflow::OpKernel {

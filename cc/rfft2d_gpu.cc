@@ -56,14 +56,7 @@ static ffi::Error Rfft2dCuda(cudaStream_t stream, ffi::AnyBuffer x,
 }
 
 XLA_FFI_DEFINE_HANDLER(kRfft2dCuda, Rfft2dCuda,
-                       ffi::Ffi::Bind()
-                           .Ctx<ffi::PlatformStream<cudaStream_t>>()
-                           .Arg<ffi::AnyBuffer>()
-                           .Ret<ffi::AnyBuffer>()
-                           .Attr<int64_t>("fft_size")
-                           .Attr<int64_t>("offset_h")
-                           .Attr<int64_t>("offset_w")
-                           .Attr<int64_t>("nhwc"));
+                       BindRfft2dCall(ffi::Ffi::Bind().Ctx<ffi::PlatformStream<cudaStream_t>>()));
 FFTCONV_REGISTER_FFI_HANDLER(kRfft2dTarget, "CUDA", kRfft2dCuda);
 
 }  // namespace fftconv

@@ -73,14 +73,7 @@ static ffi::Error Rfft2dHost(ffi::ThreadPool pool, ffi::AnyBuffer x,
 }
 
 XLA_FFI_DEFINE_HANDLER(kRfft2dHost, Rfft2dHost,
-                       ffi::Ffi::Bind()
-                           .Ctx<ffi::ThreadPool>()
-                           .Arg<ffi::AnyBuffer>()
-                           .Ret<ffi::AnyBuffer>()
-                           .Attr<int64_t>("fft_size")
-                           .Attr<int64_t>("offset_h")
-                           .Attr<int64_t>("offset_w")
-                           .Attr<int64_t>("nhwc"));
+                       BindRfft2dCall(ffi::Ffi::Bind().Ctx<ffi::ThreadPool>()));
 FFTCONV_REGISTER_FFI_HANDLER(kRfft2dTarget, "Host", kRfft2dHost);
 
 }  // namespace fftconv

@@ -5,6 +5,7 @@
 #define TF_FFTCONV_CC_SPECTRAL_MATMUL_H_
 
 #include <complex>
+#include <utility>
 
 #include "cc/fftconv_kernel_util.h"
 
@@ -27,6 +28,21 @@ absl::Status SpectralMatmulParamsFromCall(const ffi::AnyBuffer& a, const ffi::An
                                           int64_t transpose_a, int64_t adjoint_a,
                                           int64_t transpose_b, int64_t adjoint_b,
                                           int64_t allow_tf32, SpectralMatmulParams* params);
+
+// The buffers and attributes of a tf_fftconv_spectral_matmul custom call, bound after the platform's context
+// (XLA's thread pool on the host, its stream on CUDA), so that both handlers decode the same call.
+template <typename Binding>
+auto BindSpectralMatmulCall(Binding binding) {
+  return std::move(binding)
+      .template Arg<ffi::AnyBuffer>()
+      .template Arg<ffi::AnyBuffer>()
+      .template Ret<ffi::AnyBuffer>()
+      .template Attr<int64_t>("transpose_a")
+      .template Attr<int64_t>("adjoint_a")
+      .template Attr<int64_t>("transpose_b")
+      .template Attr<int64_t>("adjoint_b")
+      .template Attr<int64_t>("allow_tf32");
+}
 
 template <typename Device, typename Real>
 class SpectralMatmulOp : public tensorflow::OpKernel {

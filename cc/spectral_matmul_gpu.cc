@@ -59,17 +59,9 @@ static ffi::Error SpectralMatmulCuda(cudaStream_t stream, ffi::AnyBuffer a, ffi:
   }
 }
 
-XLA_FFI_DEFINE_HANDLER(kSpectralMatmulCuda, SpectralMatmulCuda,
-                       ffi::Ffi::Bind()
-                           .Ctx<ffi::PlatformStream<cudaStream_t>>()
-                           .Arg<ffi::AnyBuffer>()
-                           .Arg<ffi::AnyBuffer>()
-                           .Ret<ffi::AnyBuffer>()
-                           .Attr<int64_t>("transpose_a")
-                           .Attr<int64_t>("adjoint_a")
-                           .Attr<int64_t>("transpose_b")
-                           .Attr<int64_t>("adjoint_b")
-                           .Attr<int64_t>("allow_tf32"));
+XLA_FFI_DEFINE_HANDLER(
+    kSpectralMatmulCuda, SpectralMatmulCuda,
+    BindSpectralMatmulCall(ffi::Ffi::Bind().Ctx<ffi::PlatformStream<cudaStream_t>>()));
 FFTCONV_REGISTER_FFI_HANDLER(kSpectralMatmulTarget, "CUDA", kSpectralMatmulCuda);
 
 }  // namespace fftconv

@@ -91,16 +91,7 @@ static ffi::Error SpectralMatmulHost(ffi::ThreadPool pool, ffi::AnyBuffer a, ffi
 }
 
 XLA_FFI_DEFINE_HANDLER(kSpectralMatmulHost, SpectralMatmulHost,
-                       ffi::Ffi::Bind()
-                           .Ctx<ffi::ThreadPool>()
-                           .Arg<ffi::AnyBuffer>()
-                           .Arg<ffi::AnyBuffer>()
-                           .Ret<ffi::AnyBuffer>()
-                           .Attr<int64_t>("transpose_a")
-                           .Attr<int64_t>("adjoint_a")
-                           .Attr<int64_t>("transpose_b")
-                           .Attr<int64_t>("adjoint_b")
-                           .Attr<int64_t>("allow_tf32"));
+                       BindSpectralMatmulCall(ffi::Ffi::Bind().Ctx<ffi::ThreadPool>()));
 FFTCONV_REGISTER_FFI_HANDLER(kSpectralMatmulTarget, "Host", kSpectralMatmulHost);
 
 }  // namespace fftconv
