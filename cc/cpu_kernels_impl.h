@@ -8,6 +8,13 @@
 // shapes, and the frequency-major spectrum [bins, images] is read and written kLanes contiguous
 // complex values at a time. Complex data inside a kernel is planar: an array of real-part vectors
 // and one of imaginary-part vectors (the inverse FFT is then the forward one with the two swapped).
+//
+// Storage and arithmetic types: each kernel is a template on Real, the type it computes in, and Io,
+// the scalar type of the tensors it reads and writes. Io is Real for float32 and float64; for
+// Eigen::half and Eigen::bfloat16, Real is float and values are converted one element at a time as
+// they enter and leave the vectors (no converted copy of any tensor is made). Spectra are always
+// interleaved (re, im) pairs of Io: std::complex<Real> for float32 / float64, the trailing
+// dimension of 2 of a half-precision spectrum [bins, batch, channels, 2] otherwise.
 
 template <typename Real>
 struct Simd {
@@ -22,6 +29,20 @@ struct Simd {
   static Vec Load(const Real* from) { return *reinterpret_cast<const UnalignedVec*>(from); }
   static void Store(const Vec& v, Real* to) { *reinterpret_cast<UnalignedVec*>(to) = v; }
 };
+
+// True when the kernel reads and writes its compute type itself: the whole-vector loads and stores
+// apply. Otherwise (half precision stored, float computed) every element is converted on its way.
+template <typename Real, typename Io>
+constexpr bool kSameType = std::is_same<Real, Io>::value;
+
+template <typename Real, typename Io>
+inline Real ToCompute(Io value) {
+  return static_cast<Real>(value);
+}
+template <typename Io, typename Real>
+inline Io ToStorage(Real value) {
+  return static_cast<Io>(value);
+}
 
 // A zeroed heap array of vectors, aligned to their width.
 template <typename Real>
@@ -90,14 +111,19 @@ inline void TransposeLanes(typename Simd<Real>::Vec* rows) {
   }
 }
 
-// `lanes` consecutive complex values from planar vectors.
-template <typename Real>
+// `lanes` consecutive complex values from planar vectors; pairs: [lanes][re, im] of Io.
+template <typename Real, typename Io>
 inline void StoreComplexLanes(const typename Simd<Real>::Vec& re,
-                              const typename Simd<Real>::Vec& im, int lanes,
-                              std::complex<Real>* out) {
+                              const typename Simd<Real>::Vec& im, int lanes, Io* pairs) {
   using S = Simd<Real>;
-  Real* pairs = reinterpret_cast<Real*>(out);
-  if (lanes == S::kLanes) {
+  if constexpr (!kSameType<Real, Io>) {
+    const Real* re_lanes = reinterpret_cast<const Real*>(&re);
+    const Real* im_lanes = reinterpret_cast<const Real*>(&im);
+    for (int l = 0; l < lanes; ++l) {
+      pairs[2 * l] = ToStorage<Io>(re_lanes[l]);
+      pairs[2 * l + 1] = ToStorage<Io>(im_lanes[l]);
+    }
+  } else if (lanes == S::kLanes) {
     typename S::Vec lo, hi;
     Interleave<Real>(re, im, &lo, &hi, std::make_index_sequence<S::kLanes>());
     S::Store(lo, pairs);
@@ -113,22 +139,26 @@ inline void StoreComplexLanes(const typename Simd<Real>::Vec& re,
 }
 
 // `lanes` consecutive complex values to planar vectors; lanes past `lanes` are set to zero.
-template <typename Real>
-inline void LoadComplexLanes(const std::complex<Real>* in, int lanes,
-                             typename Simd<Real>::Vec* re, typename Simd<Real>::Vec* im) {
+// pairs: [lanes][re, im] of Io.
+template <typename Real, typename Io>
+inline void LoadComplexLanes(const Io* pairs, int lanes, typename Simd<Real>::Vec* re,
+                             typename Simd<Real>::Vec* im) {
   using S = Simd<Real>;
-  const Real* pairs = reinterpret_cast<const Real*>(in);
-  if (lanes == S::kLanes) {
-    Deinterleave<Real>(S::Load(pairs), S::Load(pairs + S::kLanes), re, im,
-                       std::make_index_sequence<S::kLanes>());
-  } else {
+  if constexpr (kSameType<Real, Io>) {
+    if (lanes == S::kLanes) {
+      Deinterleave<Real>(S::Load(pairs), S::Load(pairs + S::kLanes), re, im,
+                         std::make_index_sequence<S::kLanes>());
+      return;
+    }
+  }
+  {
     *re = typename S::Vec{};
     *im = typename S::Vec{};
     Real* re_lanes = reinterpret_cast<Real*>(re);
     Real* im_lanes = reinterpret_cast<Real*>(im);
     for (int l = 0; l < lanes; ++l) {
-      re_lanes[l] = pairs[2 * l];
-      im_lanes[l] = pairs[2 * l + 1];
+      re_lanes[l] = ToCompute<Real>(pairs[2 * l]);
+      im_lanes[l] = ToCompute<Real>(pairs[2 * l + 1]);
     }
   }
 }
@@ -162,14 +192,23 @@ struct LaneImages {
 // lanes adjacent in memory (NHWC, adjacent channels of one batch item): one vector per pixel;
 // every lane's row contiguous (NCHW, or NHWC with one channel): kLanes x kLanes transposes;
 // otherwise (and for the pixels those leave over) one element at a time.
-template <typename Real>
-inline void LoadRow(const LaneImages& images, const Real* input, int h, int width,
+// Io other than Real: the adjacent lanes are converted one by one, else element by element.
+template <typename Real, typename Io>
+inline void LoadRow(const LaneImages& images, const Io* input, int h, int width,
                     typename Simd<Real>::Vec* line, int64_t stride) {
   using S = Simd<Real>;
   const bool full = images.lanes == S::kLanes;
   const int64_t row = h * images.h_stride;
   int w = 0;
-  if (full && images.contiguous) {
+  if constexpr (!kSameType<Real, Io>) {
+    if (full && images.contiguous) {
+      for (; w < width; ++w) {
+        const Io* in = input + images.base[0] + row + w * images.w_stride;
+        Real* out = reinterpret_cast<Real*>(line + w * stride);
+        for (int l = 0; l < S::kLanes; ++l) out[l] = ToCompute<Real>(in[l]);
+      }
+    }
+  } else if (full && images.contiguous) {
     for (; w < width; ++w) {
       line[w * stride] = S::Load(input + images.base[0] + row + w * images.w_stride);
     }
@@ -182,21 +221,31 @@ inline void LoadRow(const LaneImages& images, const Real* input, int h, int widt
     }
   }
   for (int l = 0; l < images.lanes; ++l) {
-    const Real* in = input + images.base[l] + row;
+    const Io* in = input + images.base[l] + row;
     Real* out = reinterpret_cast<Real*>(line) + l;
-    for (int x = w; x < width; ++x) out[x * stride * S::kLanes] = in[x * images.w_stride];
+    for (int x = w; x < width; ++x) {
+      out[x * stride * S::kLanes] = ToCompute<Real>(in[x * images.w_stride]);
+    }
   }
 }
 
 // line: [width] vectors, pixel w of row h of every lane's image.
-template <typename Real>
+template <typename Real, typename Io>
 inline void StoreRow(const LaneImages& images, const typename Simd<Real>::Vec* line, int h,
-                     int width, Real* output) {
+                     int width, Io* output) {
   using S = Simd<Real>;
   const bool full = images.lanes == S::kLanes;
   const int64_t row = h * images.h_stride;
   int w = 0;
-  if (full && images.contiguous) {
+  if constexpr (!kSameType<Real, Io>) {
+    if (full && images.contiguous) {
+      for (; w < width; ++w) {
+        Io* out = output + images.base[0] + row + w * images.w_stride;
+        const Real* in = reinterpret_cast<const Real*>(line + w);
+        for (int l = 0; l < S::kLanes; ++l) out[l] = ToStorage<Io>(in[l]);
+      }
+    }
+  } else if (full && images.contiguous) {
     for (; w < width; ++w) S::Store(line[w], output + images.base[0] + row + w * images.w_stride);
   } else if (full && images.w_stride == 1) {
     for (; w + S::kLanes <= width; w += S::kLanes) {
@@ -207,9 +256,9 @@ inline void StoreRow(const LaneImages& images, const typename Simd<Real>::Vec* l
     }
   }
   for (int l = 0; l < images.lanes; ++l) {
-    Real* out = output + images.base[l] + row;
+    Io* out = output + images.base[l] + row;
     const Real* in = reinterpret_cast<const Real*>(line) + l;
-    for (int x = w; x < width; ++x) out[x * images.w_stride] = in[x * S::kLanes];
+    for (int x = w; x < width; ++x) out[x * images.w_stride] = ToStorage<Io>(in[x * S::kLanes]);
   }
 }
 
@@ -295,9 +344,12 @@ inline int64_t FftGroupCost(int n) { return int64_t{6} * n * n * Log2(n); }
 // rows, two real rows packed into one complex line (row 2q the real part, 2q + 1 the imaginary
 // part), all pairs transformed together, then unpacked into the rows' half spectra. Column pass:
 // the S/2 + 1 columns over the whole frame, all together.
-template <typename Real>
-void Rfft2d(const ParallelRunner& parallel, const Rfft2dParams& p, const Real* input,
-            std::complex<Real>* spectrum) {
+// input: the images in Io; spectrum: [bins, batch, channels][re, im] of Io. A half-precision
+// spectrum is stored divided by S^2 (mean-normalised: no bin exceeds the largest input magnitude,
+// so it overflows only where the input itself would); float32 and float64 ones are not scaled.
+template <typename Real, typename Io>
+void Rfft2d(const ParallelRunner& parallel, const Rfft2dParams& p, const Io* input,
+            Io* spectrum) {
   using Vec = typename Simd<Real>::Vec;
   constexpr int kLanes = Simd<Real>::kLanes;
   const int n = p.fft_size;
@@ -306,6 +358,7 @@ void Rfft2d(const ParallelRunner& parallel, const Rfft2dParams& p, const Real* i
   const int64_t images = static_cast<int64_t>(p.batch) * p.channels;
   const FftTables<Real>& tables = GetFftTables<Real>(n);
   const int* reversed = tables.bit_reversed.data();
+  const Real scale = kSameType<Real, Io> ? Real(1) : Real(1) / (Real(n) * Real(n));
   // Frame rows [image_begin, image_end) hold the image; points [window_begin, window_end) of a line.
   const size_t image_begin = static_cast<size_t>(p.offset_h) * half;
   const size_t image_end = static_cast<size_t>(p.offset_h + p.height) * half;
@@ -333,7 +386,7 @@ void Rfft2d(const ParallelRunner& parallel, const Rfft2dParams& p, const Real* i
       }
       for (int h = 0; h < p.height; ++h) {
         Vec* line = (h % 2 == 0 ? lines_re.data() : lines_im.data()) + h / 2;
-        LoadRow(lanes, input, h, p.width, line + window_begin, pairs);
+        LoadRow<Real, Io>(lanes, input, h, p.width, line + window_begin, pairs);
       }
       FftDif<Real>(lines_re.data(), lines_im.data(), pairs, pairs, tables);
 
@@ -362,8 +415,14 @@ void Rfft2d(const ParallelRunner& parallel, const Rfft2dParams& p, const Real* i
       for (int ky = 0; ky < n; ++ky) {
         const int64_t row = static_cast<int64_t>(reversed[ky]) * half;
         for (int kx = 0; kx < half; ++kx) {
-          StoreComplexLanes<Real>(frame_re[row + kx], frame_im[row + kx], lanes.lanes,
-                                  spectrum + BinIndex(n, ky, kx) * images + first);
+          if constexpr (kSameType<Real, Io>) {
+            StoreComplexLanes<Real, Io>(frame_re[row + kx], frame_im[row + kx], lanes.lanes,
+                                        spectrum + 2 * (BinIndex(n, ky, kx) * images + first));
+          } else {
+            StoreComplexLanes<Real, Io>(frame_re[row + kx] * scale, frame_im[row + kx] * scale,
+                                        lanes.lanes,
+                                        spectrum + 2 * (BinIndex(n, ky, kx) * images + first));
+          }
         }
       }
     }
@@ -378,16 +437,18 @@ void Rfft2d(const ParallelRunner& parallel, const Rfft2dParams& p, const Real* i
 // S/2 + 1 columns together. Row pass: only the window rows, two packed into one complex line as
 // e1 + i e2 of their Hermitian extensions, so that one inverse gives y1 + i y2; only the window
 // columns are stored, scaled by 1 / S^2.
-template <typename Real>
-void Irfft2d(const ParallelRunner& parallel, const Irfft2dParams& p,
-             const std::complex<Real>* spectrum, Real* output) {
+// spectrum: [bins, batch, channels][re, im] of Io; output: the window in Io. A half-precision
+// spectrum is mean-normalised (see Rfft2d): its inverse is the unscaled sum, irfft(S^2 Z).
+template <typename Real, typename Io>
+void Irfft2d(const ParallelRunner& parallel, const Irfft2dParams& p, const Io* spectrum,
+             Io* output) {
   using Vec = typename Simd<Real>::Vec;
   constexpr int kLanes = Simd<Real>::kLanes;
   const int n = p.fft_size;
   const int half = static_cast<int>(HalfWidth(n));
   const int pairs = (p.out_h + 1) / 2;
   const int64_t images = static_cast<int64_t>(p.batch) * p.channels;
-  const Real scale = Real(1) / (Real(n) * Real(n));
+  const Real scale = kSameType<Real, Io> ? Real(1) / (Real(n) * Real(n)) : Real(1);
   const FftTables<Real>& tables = GetFftTables<Real>(n);
   const int* reversed = tables.bit_reversed.data();
   auto work = [&](int64_t begin, int64_t end) {
@@ -404,8 +465,8 @@ void Irfft2d(const ParallelRunner& parallel, const Irfft2dParams& p,
       const LaneImages lanes(p.nhwc, p.channels, p.out_h, p.out_w, first,
                              static_cast<int>(std::min<int64_t>(kLanes, images - first)));
       for (int64_t bin = 0; bin < static_cast<int64_t>(n) * half; ++bin) {
-        LoadComplexLanes(spectrum + bin * images + first, lanes.lanes, &frame_re[bin],
-                         &frame_im[bin]);
+        LoadComplexLanes<Real, Io>(spectrum + 2 * (bin * images + first), lanes.lanes,
+                                   &frame_re[bin], &frame_im[bin]);
       }
       FftDif<Real>(frame_im.data(), frame_re.data(), half, half, tables);
 
@@ -440,7 +501,7 @@ void Irfft2d(const ParallelRunner& parallel, const Irfft2dParams& p,
         for (int j = 0; j < p.out_w; ++j) {
           window_row[j] = line[static_cast<int64_t>(reversed[p.offset_w + j]) * pairs] * scale;
         }
-        StoreRow(lanes, window_row.data(), i, p.out_w, output);
+        StoreRow<Real, Io>(lanes, window_row.data(), i, p.out_w, output);
       }
     }
   };
@@ -492,8 +553,9 @@ struct OperandView {
 // panels [panel][col][tile rows][re, im] (rows past `rows` and lanes past `lanes` are zero). A full
 // group reads kLanes / 2 complex values along the stride-1 dimension from each bin as one vector
 // and transposes the kLanes vectors into the planar re, im lanes of those values.
-template <typename Real>
-void PackPanels(const std::complex<Real>* x, const OperandView& view, int64_t first_bin, int lanes,
+// x: [bins, rows, cols][re, im] of Io; strides of the view in complex values.
+template <typename Real, typename Io>
+void PackPanels(const Io* x, const OperandView& view, int64_t first_bin, int lanes,
                 int row0, int rows, int cols, int panels, int tile,
                 typename Simd<Real>::Vec* packed) {
   using S = Simd<Real>;
@@ -509,15 +571,16 @@ void PackPanels(const std::complex<Real>* x, const OperandView& view, int64_t fi
   const int outer_begin = along_cols ? row0 : 0, outer_end = along_cols ? row_end : cols;
   const int inner_begin = along_cols ? 0 : row0, inner_end = along_cols ? cols : row_end;
   const int64_t outer_stride = along_cols ? view.row_stride : view.col_stride;
-  const Real* group = reinterpret_cast<const Real*>(x + first_bin * view.bin_stride);
+  const Io* group = x + 2 * (first_bin * view.bin_stride);
   for (int outer = outer_begin; outer < outer_end; ++outer) {
     const int64_t outer_at = 2 * (outer * outer_stride);
     int inner = inner_begin;
-    if (lanes == S::kLanes) {
+    if (kSameType<Real, Io> && lanes == S::kLanes) {
       for (; inner + kRun <= inner_end; inner += kRun) {
         typename S::Vec block[S::kLanes];
         for (int l = 0; l < S::kLanes; ++l) {
-          block[l] = S::Load(group + 2 * (l * view.bin_stride) + outer_at + 2 * inner);
+          block[l] = S::Load(reinterpret_cast<const Real*>(group) + 2 * (l * view.bin_stride) +
+                             outer_at + 2 * inner);
         }
         TransposeLanes<Real>(block);  // block[2t], block[2t + 1]: re, im of value inner + t
         for (int t = 0; t < kRun; ++t) {
@@ -530,9 +593,9 @@ void PackPanels(const std::complex<Real>* x, const OperandView& view, int64_t fi
     for (; inner < inner_end; ++inner) {
       Real* out = reinterpret_cast<Real*>(along_cols ? at(outer, inner) : at(inner, outer));
       for (int l = 0; l < lanes; ++l) {
-        const Real* value = group + 2 * (l * view.bin_stride) + outer_at + 2 * inner;
-        out[l] = value[0];
-        out[S::kLanes + l] = sign * value[1];
+        const Io* value = group + 2 * (l * view.bin_stride) + outer_at + 2 * inner;
+        out[l] = ToCompute<Real>(value[0]);
+        out[S::kLanes + l] = sign * ToCompute<Real>(value[1]);
       }
     }
   }
@@ -541,12 +604,13 @@ void PackPanels(const std::complex<Real>* x, const OperandView& view, int64_t fi
 // Columns [0, cols) of one row of c for each of the group's bins: lane l of (re, im)[col] goes to
 // out[l * bin_stride + col]. A full group transposes kLanes columns at a time, so that every bin's
 // row is written with whole vectors.
-template <typename Real>
+// out: [re, im] pairs of Io; bin_stride in complex values.
+template <typename Real, typename Io>
 inline void StoreMatrixRow(const typename Simd<Real>::Vec* re, const typename Simd<Real>::Vec* im,
-                           int cols, int lanes, std::complex<Real>* out, int64_t bin_stride) {
+                           int cols, int lanes, Io* out, int64_t bin_stride) {
   using S = Simd<Real>;
   int col = 0;
-  if (lanes == S::kLanes) {
+  if (kSameType<Real, Io> && lanes == S::kLanes) {
     for (; col + S::kLanes <= cols; col += S::kLanes) {
       typename S::Vec block_re[S::kLanes], block_im[S::kLanes];
       for (int t = 0; t < S::kLanes; ++t) {
@@ -558,7 +622,7 @@ inline void StoreMatrixRow(const typename Simd<Real>::Vec* re, const typename Si
       for (int l = 0; l < S::kLanes; ++l) {
         typename S::Vec lo, hi;
         Interleave<Real>(block_re[l], block_im[l], &lo, &hi, std::make_index_sequence<S::kLanes>());
-        Real* pairs = reinterpret_cast<Real*>(out + l * bin_stride + col);
+        Real* pairs = reinterpret_cast<Real*>(out + 2 * (l * bin_stride + col));
         S::Store(lo, pairs);
         S::Store(hi, pairs + S::kLanes);
       }
@@ -567,9 +631,10 @@ inline void StoreMatrixRow(const typename Simd<Real>::Vec* re, const typename Si
   for (int l = 0; l < lanes; ++l) {
     const Real* re_lanes = reinterpret_cast<const Real*>(re) + l;
     const Real* im_lanes = reinterpret_cast<const Real*>(im) + l;
-    std::complex<Real>* bin = out + l * bin_stride;
+    Io* bin = out + 2 * (l * bin_stride);
     for (int x = col; x < cols; ++x) {
-      bin[x] = std::complex<Real>(re_lanes[x * S::kLanes], im_lanes[x * S::kLanes]);
+      bin[2 * x] = ToStorage<Io>(re_lanes[x * S::kLanes]);
+      bin[2 * x + 1] = ToStorage<Io>(im_lanes[x * S::kLanes]);
     }
   }
 }
@@ -578,10 +643,11 @@ inline void StoreMatrixRow(const typename Simd<Real>::Vec* re, const typename Si
 // (the flags are applied while packing, so one kernel serves every transpose and adjoint), in
 // blocks of rows of op(a) and columns of op(b) of about 128 KiB each; every kTileM x kTileN tile of
 // c is accumulated in registers over the whole k, staged per panel of rows, and written once.
-template <typename Real>
-void SpectralMatmul(const ParallelRunner& parallel, const SpectralMatmulParams& p,
-                    const std::complex<Real>* a, const std::complex<Real>* b,
-                    std::complex<Real>* c) {
+// a, b, c: [bins, rows, cols][re, im] of Io; c = alpha op(a) op(b), alpha applied in Real before
+// c is rounded to Io.
+template <typename Real, typename Io>
+void SpectralMatmul(const ParallelRunner& parallel, const SpectralMatmulParams& p, const Io* a,
+                    const Io* b, Io* c) {
   using Vec = typename Simd<Real>::Vec;
   constexpr int kLanes = Simd<Real>::kLanes;
   if (static_cast<int64_t>(p.bins) * p.m * p.n == 0) return;
@@ -600,6 +666,7 @@ void SpectralMatmul(const ParallelRunner& parallel, const SpectralMatmulParams& 
   const int block_n = static_cast<int>(
       std::clamp<int64_t>((int64_t{128} << 10) / (panel_bytes * kTileN), 1, n_panels));
   const int block_cols = block_n * kTileN;
+  const Real alpha = static_cast<Real>(p.alpha);
   auto work = [&](int64_t begin, int64_t end) {
     // a_packed: [block_m panels][k][kTileM][re, im]; b_packed: [block_n panels][k][kTileN][re, im].
     VecArray<Real> a_packed(static_cast<size_t>(block_m) * p.k * kTileM * 2);
@@ -611,11 +678,11 @@ void SpectralMatmul(const ParallelRunner& parallel, const SpectralMatmulParams& 
       const int lanes = static_cast<int>(std::min<int64_t>(kLanes, p.bins - first));
       for (int m_block = 0; m_block < m_panels; m_block += block_m) {
         const int m_count = std::min(block_m, m_panels - m_block);
-        PackPanels(a, a_view, first, lanes, m_block * kTileM, p.m, p.k, m_count, kTileM,
+        PackPanels<Real, Io>(a, a_view, first, lanes, m_block * kTileM, p.m, p.k, m_count, kTileM,
                    a_packed.data());
         for (int n_block = 0; n_block < n_panels; n_block += block_n) {
           const int n_count = std::min(block_n, n_panels - n_block);
-          PackPanels(b, b_view, first, lanes, n_block * kTileN, p.n, p.k, n_count, kTileN,
+          PackPanels<Real, Io>(b, b_view, first, lanes, n_block * kTileN, p.n, p.k, n_count, kTileN,
                      b_packed.data());
           const int n0 = n_block * kTileN, n_end = std::min(p.n, (n_block + n_count) * kTileN);
           for (int mi = 0; mi < m_count; ++mi) {
@@ -626,16 +693,16 @@ void SpectralMatmul(const ParallelRunner& parallel, const SpectralMatmulParams& 
                                    acc_re, acc_im);
               for (int i = 0; i < kTileM; ++i) {
                 for (int j = 0; j < kTileN; ++j) {
-                  rows_re[i * block_cols + ni * kTileN + j] = acc_re[i][j];
-                  rows_im[i * block_cols + ni * kTileN + j] = acc_im[i][j];
+                  rows_re[i * block_cols + ni * kTileN + j] = acc_re[i][j] * alpha;
+                  rows_im[i * block_cols + ni * kTileN + j] = acc_im[i][j] * alpha;
                 }
               }
             }
             const int m0 = (m_block + mi) * kTileM;
             for (int i = 0; i < kTileM && m0 + i < p.m; ++i) {
-              StoreMatrixRow(rows_re.data() + i * block_cols, rows_im.data() + i * block_cols,
-                             n_end - n0, lanes, c + first * c_size + int64_t{m0 + i} * p.n + n0,
-                             c_size);
+              StoreMatrixRow<Real, Io>(rows_re.data() + i * block_cols, rows_im.data() + i * block_cols,
+                             n_end - n0, lanes,
+                             c + 2 * (first * c_size + int64_t{m0 + i} * p.n + n0), c_size);
             }
           }
         }

@@ -14,19 +14,38 @@
 
 namespace fftconv {
 
-// A real op input or output goes with the complex type of the same precision.
-inline tensorflow::DataType ComplexTypeOf(tensorflow::DataType real) {
-  return real == tensorflow::DT_DOUBLE ? tensorflow::DT_COMPLEX128 : tensorflow::DT_COMPLEX64;
+// The half-precision types: their spectra are real tensors of the same type with a trailing
+// (re, im) dimension of 2, stored mean-normalised (cc/fftconv_params.h); arithmetic is float32.
+inline bool IsHalfType(tensorflow::DataType type) {
+  return type == tensorflow::DT_HALF || type == tensorflow::DT_BFLOAT16;
 }
 
-// The FFT ops carry both type attributes (T real, Tcomplex complex); they must be partners.
-inline absl::Status CheckDtypePair(tensorflow::DataType real, tensorflow::DataType complex) {
-  if (ComplexTypeOf(real) != complex ||
-      (real != tensorflow::DT_FLOAT && real != tensorflow::DT_DOUBLE)) {
+// The spectrum type that goes with a real type: complex64 with float32, complex128 with float64,
+// and the same type for float16 and bfloat16.
+inline tensorflow::DataType SpectrumTypeOf(tensorflow::DataType real) {
+  switch (real) {
+    case tensorflow::DT_DOUBLE:
+      return tensorflow::DT_COMPLEX128;
+    case tensorflow::DT_HALF:
+    case tensorflow::DT_BFLOAT16:
+      return real;
+    default:
+      return tensorflow::DT_COMPLEX64;
+  }
+}
+
+// The FFT ops carry both type attributes (T real, Tcomplex the spectrum's type); they must be
+// partners.
+inline absl::Status CheckDtypePair(tensorflow::DataType real, tensorflow::DataType spectrum) {
+  const bool known_real = real == tensorflow::DT_FLOAT || real == tensorflow::DT_DOUBLE ||
+                          IsHalfType(real);
+  if (!known_real || SpectrumTypeOf(real) != spectrum) {
     return absl::InvalidArgumentError(absl::StrCat(
         "dtype mismatch: T = ", tensorflow::DataTypeString(real),
-        " goes with Tcomplex = ", tensorflow::DataTypeString(ComplexTypeOf(real)), ", got ",
-        tensorflow::DataTypeString(complex), " (float32 <-> complex64, float64 <-> complex128)"));
+        " goes with Tcomplex = ", tensorflow::DataTypeString(SpectrumTypeOf(real)), ", got ",
+        tensorflow::DataTypeString(spectrum),
+        " (float32 <-> complex64, float64 <-> complex128, float16 <-> float16 and bfloat16 <-> "
+        "bfloat16 with a trailing (re, im) dimension of 2)"));
   }
   return absl::OkStatus();
 }
@@ -38,6 +57,8 @@ struct FftAttrs {
   bool nhwc = false;
   tensorflow::DataType real_type = tensorflow::DT_FLOAT;
   tensorflow::DataType complex_type = tensorflow::DT_COMPLEX64;
+  // float16 / bfloat16: the spectrum is [bins, batch, channels, 2] of that type.
+  bool half_spectrum = false;
 };
 
 template <class Ctx>
@@ -49,13 +70,17 @@ absl::Status ReadFftAttrs(Ctx* ctx, FftAttrs* attrs) {
   if (absl::Status s = ctx->GetAttr("T", &attrs->real_type); !s.ok()) return s;
   if (absl::Status s = ctx->GetAttr("Tcomplex", &attrs->complex_type); !s.ok()) return s;
   if (absl::Status s = ParseDataFormat(data_format, &attrs->nhwc); !s.ok()) return s;
+  attrs->half_spectrum = IsHalfType(attrs->real_type);
   return CheckDtypePair(attrs->real_type, attrs->complex_type);
 }
 
 // FftconvSpectralMatmul(a, b): how each operand enters the product (ValidateSpectralMatmul checks
-// that an operand is not both transposed and adjoint).
+// that an operand is not both transposed and adjoint), the scale alpha of the product, and whether
+// the operands are half-precision spectra [bins, rows, cols, 2].
 struct SpectralMatmulAttrs {
   bool transpose_a = false, transpose_b = false, adjoint_a = false, adjoint_b = false;
+  float alpha = 1.0f;
+  bool half_spectrum = false;
 };
 
 template <class Ctx>
@@ -63,7 +88,12 @@ absl::Status ReadSpectralMatmulAttrs(Ctx* ctx, SpectralMatmulAttrs* attrs) {
   if (absl::Status s = ctx->GetAttr("transpose_a", &attrs->transpose_a); !s.ok()) return s;
   if (absl::Status s = ctx->GetAttr("transpose_b", &attrs->transpose_b); !s.ok()) return s;
   if (absl::Status s = ctx->GetAttr("adjoint_a", &attrs->adjoint_a); !s.ok()) return s;
-  return ctx->GetAttr("adjoint_b", &attrs->adjoint_b);
+  if (absl::Status s = ctx->GetAttr("adjoint_b", &attrs->adjoint_b); !s.ok()) return s;
+  if (absl::Status s = ctx->GetAttr("alpha", &attrs->alpha); !s.ok()) return s;
+  tensorflow::DataType type;
+  if (absl::Status s = ctx->GetAttr("T", &type); !s.ok()) return s;
+  attrs->half_spectrum = IsHalfType(type);
+  return ValidateAlpha(attrs->alpha);
 }
 
 }  // namespace fftconv

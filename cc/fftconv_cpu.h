@@ -1,7 +1,8 @@
 // The CPU kernels of the three ops, apart from TensorFlow's OpKernel machinery: the OpKernels run
 // them on TensorFlow's CPU thread pool (cc/<op>_op.cc), the XLA host handlers on XLA's intra-op
 // pool (cc/<op>_xla.cc). Buffer layouts are those of the parameter structs (cc/fftconv_params.h);
-// sizes have been validated (cc/fftconv_shapes.h). Defined, for float and double, in cc/cpu_kernels.cc.
+// sizes have been validated (cc/fftconv_shapes.h). Defined, for float, double, Eigen::half and
+// Eigen::bfloat16, in cc/cpu_kernels.cc.
 #ifndef TF_FFTCONV_CC_FFTCONV_CPU_H_
 #define TF_FFTCONV_CC_FFTCONV_CPU_H_
 
@@ -11,6 +12,12 @@
 
 #include "cc/fftconv_params.h"
 
+// The half-precision element types (Eigen/Core); pointers only here.
+namespace Eigen {
+struct half;
+struct bfloat16;
+}  // namespace Eigen
+
 namespace fftconv {
 
 // Runs work(begin, end) over [0, units), split across a thread pool; cost_per_unit is a rough
@@ -18,21 +25,42 @@ namespace fftconv {
 using ParallelRunner = std::function<void(int64_t units, int64_t cost_per_unit,
                                           const std::function<void(int64_t, int64_t)>& work)>;
 
-// input: NCHW or NHWC real images; spectrum: [bins, batch, channels] complex.
+// The element type of a spectrum whose images are `Real`: std::complex<Real> for float and double;
+// for Eigen::half and Eigen::bfloat16 the same half type, a spectrum then being
+// [bins, batch, channels, 2] (the trailing pair: real, imaginary), stored mean-normalised (divided
+// by S^2) while the transforms and products run in float32.
+template <typename Real>
+struct SpectrumStorage {
+  using type = std::complex<Real>;
+};
+template <>
+struct SpectrumStorage<Eigen::half> {
+  using type = Eigen::half;
+};
+template <>
+struct SpectrumStorage<Eigen::bfloat16> {
+  using type = Eigen::bfloat16;
+};
+template <typename Real>
+using SpectrumElement = typename SpectrumStorage<Real>::type;
+
+// Real: float, double, Eigen::half or Eigen::bfloat16.
+// input: NCHW or NHWC real images; spectrum: [bins, batch, channels] complex (or [.., 2] half).
 template <typename Real>
 void Rfft2dOnCpu(const ParallelRunner& parallel, const Rfft2dParams& params, const Real* input,
-                 std::complex<Real>* spectrum);
+                 SpectrumElement<Real>* spectrum);
 
-// spectrum: [bins, batch, channels] complex; output: the NCHW or NHWC real window.
+// spectrum: [bins, batch, channels] complex (or [.., 2] half); output: the NCHW or NHWC window.
 template <typename Real>
 void Irfft2dOnCpu(const ParallelRunner& parallel, const Irfft2dParams& params,
-                  const std::complex<Real>* spectrum, Real* output);
+                  const SpectrumElement<Real>* spectrum, Real* output);
 
-// a, b, c: [bins, rows, cols] complex, row-major per bin.
+// a, b, c: [bins, rows, cols] complex (or [.., 2] half), row-major per bin;
+// c = params.alpha * op(a) op(b).
 template <typename Real>
 void SpectralMatmulOnCpu(const ParallelRunner& parallel, const SpectralMatmulParams& params,
-                         const std::complex<Real>* a, const std::complex<Real>* b,
-                         std::complex<Real>* c);
+                         const SpectrumElement<Real>* a, const SpectrumElement<Real>* b,
+                         SpectrumElement<Real>* c);
 
 }  // namespace fftconv
 

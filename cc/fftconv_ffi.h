@@ -85,6 +85,11 @@ inline ffi::Error FfiError(const absl::Status& status) {
              : ffi::Error::Internal(message);
 }
 
+// float16 and bfloat16 buffers hold half-precision spectra ([.., 2] pairs) or images.
+inline bool IsHalfFfiType(ffi::DataType type) {
+  return type == ffi::DataType::F16 || type == ffi::DataType::BF16;
+}
+
 // The buffer's dimensions as int64, for the shared validation; false if its rank is not `rank`.
 inline bool BufferDims(const ffi::AnyBuffer& buffer, int rank, int64_t* dims) {
   const auto buffer_dims = buffer.dimensions();

@@ -5,6 +5,7 @@
 
 #include <complex>
 #include <functional>
+#include <type_traits>
 
 #include "cc/fftconv_attrs.h"
 #include "cc/fftconv_cpu.h"
@@ -20,6 +21,45 @@ namespace fftconv {
 // Functors are specialised on these tags (CPU in <op>_op.cc, GPU in <op>_gpu.cc).
 struct CpuDevice {};
 struct GpuDevice {};
+
+// Whether the ops' real type `Real` has a half-precision spectrum ([.., 2] of Real, not complex).
+template <typename Real>
+constexpr bool kHalfSpectrum =
+    std::is_same<Real, Eigen::half>::value || std::is_same<Real, Eigen::bfloat16>::value;
+
+// [bins, rows, cols] of a spectrum tensor: rank 3 complex, or rank 4 with a trailing (re, im)
+// dimension of 2 for a half-precision one.
+inline absl::Status SpectrumDims(const char* what, const tensorflow::TensorShape& shape,
+                                 bool half_spectrum, int64_t dims[3]) {
+  const int rank = SpectrumRank(half_spectrum);
+  if (shape.dims() != rank) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, " must have rank ", rank, ", got shape ", shape.DebugString(),
+        half_spectrum ? " (a half-precision spectrum is [bins, rows, cols, 2])" : ""));
+  }
+  if (half_spectrum) {
+    if (absl::Status s = ValidatePairDim(what, shape.dim_size(3)); !s.ok()) return s;
+  }
+  for (int i = 0; i < 3; ++i) dims[i] = shape.dim_size(i);
+  return absl::OkStatus();
+}
+
+// The same in a shape function: -1 for unknown dimensions.
+inline absl::Status SpectrumDims(tensorflow::shape_inference::InferenceContext* c, int input,
+                                 const char* what, bool half_spectrum, int64_t dims[3]) {
+  const int rank = SpectrumRank(half_spectrum);
+  tensorflow::shape_inference::ShapeHandle shape;
+  if (!c->WithRank(c->input(input), rank, &shape).ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, " must have rank ", rank, ", got shape ", c->DebugString(c->input(input)),
+        half_spectrum ? " (a half-precision spectrum is [bins, rows, cols, 2])" : ""));
+  }
+  for (int i = 0; i < 3; ++i) dims[i] = -1;
+  if (!c->RankKnown(shape)) return absl::OkStatus();
+  for (int i = 0; i < 3; ++i) dims[i] = c->Value(c->Dim(shape, i));
+  if (half_spectrum) return ValidatePairDim(what, c->Value(c->Dim(shape, 3)));
+  return absl::OkStatus();
+}
 
 inline absl::Status CheckRank(const char* what, const tensorflow::TensorShape& shape, int rank) {
   if (shape.dims() != rank) {

@@ -41,6 +41,10 @@ FFTCONV_HOST_DEVICE constexpr int64_t NumBins(int64_t fft_size) {
 //   spectrum : frequency-major [bins, batch, channels] complex, bins = S * (S/2 + 1), bin index
 //              ky * (S/2 + 1) + kx (kx on the half axis).
 // Image pixel (h, w) sits at frame position (offset_h + h, offset_w + w); the rest of the frame is 0.
+// Half precision (float16, bfloat16 images): the spectrum is [bins, batch, channels, 2] of the same
+// half type (the trailing pair: real, imaginary) and holds X / S^2 ("mean-normalised"): every bin is
+// then at most the mean magnitude of the frame, so it overflows only where the input does. The
+// transform itself runs in float32.
 struct Rfft2dParams {
   int batch, channels, height, width;
   int fft_size, offset_h, offset_w;
@@ -52,6 +56,8 @@ struct Rfft2dParams {
 //   spectrum : [bins, batch, channels] complex (Hermitian half spectrum; the imaginary parts of the
 //              kx = 0 and kx = S/2 columns are ignored, as numpy.fft.irfft2 does).
 //   output   : NCHW [batch, channels, out_h, out_w] or NHWC [batch, out_h, out_w, channels], real.
+// Half precision: spectrum [bins, batch, channels, 2], mean-normalised (see Rfft2dParams), so the
+// output is irfft(S^2 * spectrum): the unscaled sum; irfft2d(rfft2d(x)) is x in every dtype.
 struct Irfft2dParams {
   int batch, channels;
   int fft_size, out_h, out_w, offset_h, offset_w;
@@ -63,10 +69,14 @@ struct Irfft2dParams {
 //   op_x is identity, transpose (transpose_x) or conjugate transpose (adjoint_x); never both.
 //   m, n, k are the sizes after op: op_a(a[f]) is m x k and op_b(b[f]) is k x n.
 // allow_tf32: the caller's TensorFlow TF32 switch; only float on sm_80+ may use tensor cores.
+// alpha: c[f] = alpha * op_a(a[f]) * op_b(b[f]), applied in the compute type (float32 for the half
+// types) before c is rounded to its storage type. fft_conv2d passes S^2 for half-precision spectra,
+// whose product is then again mean-normalised (see Rfft2dParams), and 1 otherwise.
 struct SpectralMatmulParams {
   int bins, m, n, k;
   bool transpose_a, adjoint_a, transpose_b, adjoint_b;
   bool allow_tf32;
+  float alpha = 1.0f;
 };
 
 }  // namespace fftconv

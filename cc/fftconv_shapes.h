@@ -128,6 +128,26 @@ inline absl::Status ValidateElementCount(const char* what, std::initializer_list
   return absl::OkStatus();
 }
 
+// Half-precision spectra carry their (re, im) pairs as a trailing dimension: [bins, rows, cols, 2].
+inline int SpectrumRank(bool half_spectrum) { return half_spectrum ? 4 : 3; }
+
+inline absl::Status ValidatePairDim(const char* what, int64_t last_dim) {
+  if (Known(last_dim) && last_dim != 2) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, " is a half-precision spectrum [bins, rows, cols, 2]: its last dimension must be 2 "
+              "(real, imaginary), got ", last_dim));
+  }
+  return absl::OkStatus();
+}
+
+// FftconvSpectralMatmul's alpha: a finite float.
+inline absl::Status ValidateAlpha(float alpha) {
+  if (!(alpha - alpha == 0.0f)) {
+    return absl::InvalidArgumentError(absl::StrCat("alpha must be finite, got ", alpha));
+  }
+  return absl::OkStatus();
+}
+
 // FftconvRfft2d: real images -> spectrum [bins, batch, channels].
 inline absl::Status ValidateRfft2d(const ImageDims& image, int64_t fft_size, int64_t offset_h,
                                    int64_t offset_w) {
@@ -265,7 +285,7 @@ inline absl::Status MakeIrfft2dParams(const int64_t spectrum_dims[3], int64_t ff
 // a, b: [bins, rows, cols] before op_a / op_b.
 inline absl::Status MakeSpectralMatmulParams(const int64_t a_dims[3], const int64_t b_dims[3],
                                              bool transpose_a, bool adjoint_a, bool transpose_b,
-                                             bool adjoint_b, bool allow_tf32,
+                                             bool adjoint_b, bool allow_tf32, float alpha,
                                              SpectralMatmulParams* params,
                                              std::vector<int64_t>* output_dims = nullptr) {
   MatmulDims dims;
@@ -283,7 +303,8 @@ inline absl::Status MakeSpectralMatmulParams(const int64_t a_dims[3], const int6
   params->transpose_b = transpose_b;
   params->adjoint_b = adjoint_b;
   params->allow_tf32 = allow_tf32;
-  return absl::OkStatus();
+  params->alpha = alpha;
+  return ValidateAlpha(alpha);
 }
 
 }  // namespace fftconv

@@ -16,7 +16,9 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/types/span.h"
+#include "cc/fftconv_shapes.h"
 #include "tensorflow/compiler/tf2xla/xla_op_kernel.h"
 #include "tensorflow/compiler/tf2xla/xla_op_registry.h"
 #include "xla/hlo/builder/xla_builder.h"
@@ -24,8 +26,9 @@
 
 namespace fftconv {
 
-// Attributes of a custom call: (name, value) pairs, all integers (flags as 0 / 1).
+// Attributes of a custom call: (name, value) pairs, integers (flags as 0 / 1) and floats.
 using FfiAttributes = std::vector<std::pair<const char*, int64_t>>;
+using FfiFloatAttributes = std::vector<std::pair<const char*, float>>;
 
 // The static dimensions of input `index`, which must have rank `rank`. XLA's bounded dynamic
 // dimensions are refused: the kernels need every size when the call is emitted.
@@ -46,12 +49,28 @@ inline absl::Status StaticInputDims(tensorflow::XlaOpKernelContext* ctx, int ind
   return absl::OkStatus();
 }
 
-// The complex type of the same precision as a real XLA type (F32 -> C64, F64 -> C128).
+// The spectrum type of a real XLA type (F32 -> C64, F64 -> C128; F16 and BF16 keep their type,
+// their spectra having a trailing (re, im) dimension of 2), and back.
+inline bool IsHalfXlaType(xla::PrimitiveType type) { return type == xla::F16 || type == xla::BF16; }
 inline xla::PrimitiveType ComplexXlaType(xla::PrimitiveType real) {
+  if (IsHalfXlaType(real)) return real;
   return real == xla::F64 ? xla::C128 : xla::C64;
 }
 inline xla::PrimitiveType RealXlaType(xla::PrimitiveType complex) {
+  if (IsHalfXlaType(complex)) return complex;
   return complex == xla::C128 ? xla::F64 : xla::F32;
+}
+
+// The static [bins, rows, cols] of a spectrum input (rank 3, or [.., 2] when half_spectrum); dims
+// gets all of its dimensions (3 or 4), as the custom call's operand needs them.
+inline absl::Status StaticSpectrumDims(tensorflow::XlaOpKernelContext* ctx, int index,
+                                       const char* name, bool half_spectrum,
+                                       std::vector<int64_t>* dims) {
+  dims->assign(SpectrumRank(half_spectrum), 0);
+  if (absl::Status s = StaticInputDims(ctx, index, name, SpectrumRank(half_spectrum), dims->data());
+      !s.ok())
+    return s;
+  return half_spectrum ? ValidatePairDim(name, (*dims)[3]) : absl::OkStatus();
 }
 
 // An input of the custom call: the op input's index and its static dimensions.
@@ -68,7 +87,8 @@ inline xla::XlaOp EmitCustomCall(tensorflow::XlaOpKernelContext* ctx, const char
                                  const std::vector<CustomCallOperand>& operands,
                                  xla::PrimitiveType result_type,
                                  const std::vector<int64_t>& result_dims,
-                                 const FfiAttributes& attributes) {
+                                 const FfiAttributes& attributes,
+                                 const FfiFloatAttributes& float_attributes = {}) {
   std::vector<xla::XlaOp> values;
   std::vector<xla::Shape> shapes;
   for (const CustomCallOperand& operand : operands) {
@@ -79,6 +99,11 @@ inline xla::XlaOp EmitCustomCall(tensorflow::XlaOpKernelContext* ctx, const char
   std::string dictionary = "{";
   for (const auto& [name, value] : attributes) {
     absl::StrAppend(&dictionary, dictionary.size() > 1 ? ", " : "", name, " = ", value, " : i64");
+  }
+  for (const auto& [name, value] : float_attributes) {
+    // Nine significant digits in exponent form: a float32 read back exactly.
+    absl::StrAppend(&dictionary, dictionary.size() > 1 ? ", " : "", name, " = ",
+                    absl::StrFormat("%.8e", value), " : f32");
   }
   dictionary += "}";
   return xla::CustomCallWithLayout(

@@ -1,6 +1,7 @@
 // FftconvIrfft2d(spectrum, fft_size, out_h, out_w): inverse real 2-D FFT, scaled by 1/S^2, keeping
 // only a window of the frame.
-//   spectrum : [bins, batch, channels] complex, bins = S * (S/2 + 1)
+//   spectrum : [bins, batch, channels] complex, bins = S * (S/2 + 1); for float16 / bfloat16 y:
+//              [bins, batch, channels, 2] of y's type, mean-normalised (y = irfft(S^2 spectrum))
 //   fft_size, out_h, out_w : int32 scalars (host memory)
 //   y        : NCHW [batch, channels, out_h, out_w] or NHWC [batch, out_h, out_w, channels], real;
 //              y[.., i, j] = frame[offset_h + i, offset_w + j]
@@ -17,12 +18,13 @@ namespace fftconv {
 template <typename Device, typename Real>
 struct Irfft2dFunctor {
   absl::Status operator()(tensorflow::OpKernelContext* ctx, const Irfft2dParams& params,
-                          const std::complex<Real>* spectrum, Real* output);
+                          const SpectrumElement<Real>* spectrum, Real* output);
 };
 
 // The parameters of a tf_fftconv_irfft2d custom call (cc/irfft2d_xla.cc) from its buffer and the
 // attributes its lowering wrote, checked as the OpKernel checks them; for the host and CUDA
 // handlers.
+// A half-precision spectrum is [bins, batch, channels, 2] (and its result of the same type).
 absl::Status Irfft2dParamsFromCall(const ffi::AnyBuffer& spectrum, int64_t fft_size,
                                    int64_t out_h, int64_t out_w, int64_t offset_h,
                                    int64_t offset_w, int64_t nhwc, Irfft2dParams* params);
@@ -51,12 +53,12 @@ class Irfft2dOp : public tensorflow::OpKernel {
 
   void Compute(tensorflow::OpKernelContext* ctx) override {
     const tensorflow::Tensor& spectrum = ctx->input(0);
-    OP_REQUIRES_OK(ctx, CheckRank("spectrum", spectrum.shape(), 3));
+    int64_t dims[3];
+    OP_REQUIRES_OK(ctx, SpectrumDims("spectrum", spectrum.shape(), kHalfSpectrum<Real>, dims));
     int64_t fft_size = 0, out_h = 0, out_w = 0;
     OP_REQUIRES_OK(ctx, ReadScalarInput(ctx, 1, "fft_size", &fft_size));
     OP_REQUIRES_OK(ctx, ReadScalarInput(ctx, 2, "out_h", &out_h));
     OP_REQUIRES_OK(ctx, ReadScalarInput(ctx, 3, "out_w", &out_w));
-    const int64_t dims[3] = {spectrum.dim_size(0), spectrum.dim_size(1), spectrum.dim_size(2)};
     Irfft2dParams params;
     std::vector<int64_t> output_dims;
     OP_REQUIRES_OK(ctx, MakeIrfft2dParams(dims, fft_size, out_h, out_w, attrs_.offset_h,
@@ -66,7 +68,7 @@ class Irfft2dOp : public tensorflow::OpKernel {
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, tensorflow::TensorShape(output_dims), &output));
     if (output->NumElements() == 0) return;
     OP_REQUIRES_OK(ctx, Irfft2dFunctor<Device, Real>()(
-                            ctx, params, spectrum.flat<std::complex<Real>>().data(),
+                            ctx, params, spectrum.flat<SpectrumElement<Real>>().data(),
                             output->flat<Real>().data()));
   }
 

@@ -17,7 +17,7 @@ absl::Status Irfft2dOnGpu(cudaStream_t stream, const Irfft2dParams& params, cons
 template <typename Real>
 struct Irfft2dFunctor<GpuDevice, Real> {
   absl::Status operator()(tensorflow::OpKernelContext* ctx, const Irfft2dParams& params,
-                          const std::complex<Real>* spectrum, Real* output) {
+                          const SpectrumElement<Real>* spectrum, Real* output) {
     cudaStream_t stream;
     if (absl::Status s = GetCudaStream(ctx, &stream); !s.ok()) return s;
     return Irfft2dOnGpu<Real>(stream, params, spectrum, output);

@@ -5,7 +5,6 @@
 namespace fftconv {
 
 using tensorflow::shape_inference::InferenceContext;
-using tensorflow::shape_inference::ShapeHandle;
 
 REGISTER_OP("FftconvIrfft2d")
     .Input("spectrum: Tcomplex")
@@ -13,22 +12,20 @@ REGISTER_OP("FftconvIrfft2d")
     .Input("out_h: int32")
     .Input("out_w: int32")
     .Output("y: T")
-    .Attr("T: {float, double} = DT_FLOAT")
-    .Attr("Tcomplex: {complex64, complex128} = DT_COMPLEX64")
+    .Attr("T: {float, double, half, bfloat16} = DT_FLOAT")
+    .Attr("Tcomplex: {complex64, complex128, half, bfloat16} = DT_COMPLEX64")
     .Attr("offset_h: int = 0")
     .Attr("offset_w: int = 0")
     .Attr("data_format: string = 'NCHW'")
     .SetShapeFn([](InferenceContext* c) -> absl::Status {
-      ShapeHandle spectrum;
-      TF_RETURN_IF_ERROR(c->WithRank(c->input(0), 3, &spectrum));
       FftAttrs attrs;
       TF_RETURN_IF_ERROR(ReadFftAttrs(c, &attrs));
+      int64_t dims[3];
+      TF_RETURN_IF_ERROR(SpectrumDims(c, 0, "spectrum", attrs.half_spectrum, dims));
       int64_t fft_size = 0, out_h = 0, out_w = 0;
       TF_RETURN_IF_ERROR(ReadScalarInput(c, 1, "fft_size", &fft_size));
       TF_RETURN_IF_ERROR(ReadScalarInput(c, 2, "out_h", &out_h));
       TF_RETURN_IF_ERROR(ReadScalarInput(c, 3, "out_w", &out_w));
-      int64_t dims[3] = {-1, -1, -1};
-      KnownDims(c, spectrum, 3, dims);
       TF_RETURN_IF_ERROR(ValidateIrfft2d(dims[0], dims[1], dims[2], fft_size, out_h, out_w,
                                          attrs.offset_h, attrs.offset_w));
       auto batch = DimOrUnknown(c, dims[1]), channels = DimOrUnknown(c, dims[2]);
@@ -41,13 +38,17 @@ REGISTER_OP("FftconvIrfft2d")
 Inverse real 2-D FFT of a frequency-major spectrum [bins, batch, channels], scaled by
 1 / fft_size^2, writing only the window [offset_h, offset_h + out_h) x [offset_w, offset_w + out_w)
 of the frame. fft_size, out_h and out_w are int32 scalar inputs. As numpy.fft.irfft2, the imaginary
-parts of the kx = 0 and kx = S/2 columns are ignored.
+parts of the kx = 0 and kx = S/2 columns are ignored. T is the output's type, Tcomplex the
+spectrum's: complex64 with float32, complex128 with float64; float16 and bfloat16 take a spectrum
+of their own type [bins, batch, channels, 2] (real, imaginary), stored divided by fft_size^2 as
+FftconvRfft2d writes it, so that the output is the unscaled inverse of the stored values
+(irfft2d(rfft2d(x)) = x in every type); computed in float32.
 )doc");
 
 template <typename Real>
 struct Irfft2dFunctor<CpuDevice, Real> {
   absl::Status operator()(tensorflow::OpKernelContext* ctx, const Irfft2dParams& params,
-                          const std::complex<Real>* spectrum, Real* output) {
+                          const SpectrumElement<Real>* spectrum, Real* output) {
     Irfft2dOnCpu<Real>(TfParallelRunner(ctx), params, spectrum, output);
     return absl::OkStatus();
   }
@@ -56,10 +57,12 @@ struct Irfft2dFunctor<CpuDevice, Real> {
 #define REGISTER_CPU(Real)                                                     \
   FFTCONV_REGISTER_KERNEL(Name("FftconvIrfft2d")                               \
                               .Device(tensorflow::DEVICE_CPU)                  \
-                              .TypeConstraint<std::complex<Real>>("Tcomplex"), \
+                              .TypeConstraint<SpectrumElement<Real>>("Tcomplex"), \
                           Irfft2dOp<CpuDevice, Real>);
 REGISTER_CPU(float)
 REGISTER_CPU(double)
+REGISTER_CPU(Eigen::half)
+REGISTER_CPU(Eigen::bfloat16)
 #undef REGISTER_CPU
 
 }  // namespace fftconv

@@ -6,7 +6,7 @@
 
 namespace fftconv {
 
-// spectrum [bins, B, C] complex -> the window [B, C, out_h, out_w] or [B, out_h, out_w, C], real;
+// spectrum [bins, B, C] complex (or [bins, B, C, 2] float16 / bfloat16) -> the window [B, C, out_h, out_w] or [B, out_h, out_w, C], real;
 // fft_size, out_h and out_w must be compile-time constants (they set the output shape).
 class Irfft2dXlaOp : public tensorflow::XlaOpKernel {
  public:
@@ -15,8 +15,9 @@ class Irfft2dXlaOp : public tensorflow::XlaOpKernel {
   }
 
   void Compile(tensorflow::XlaOpKernelContext* ctx) override {
-    std::vector<int64_t> spectrum_dims(3);
-    OP_REQUIRES_OK(ctx, StaticInputDims(ctx, 0, "spectrum", 3, spectrum_dims.data()));
+    std::vector<int64_t> spectrum_dims;
+    OP_REQUIRES_OK(ctx, StaticSpectrumDims(ctx, 0, "spectrum", attrs_.half_spectrum,
+                                           &spectrum_dims));
     int64_t fft_size = 0, out_h = 0, out_w = 0;
     OP_REQUIRES_OK(ctx, ctx->ConstantInputAsIntScalar("fft_size", &fft_size));
     OP_REQUIRES_OK(ctx, ctx->ConstantInputAsIntScalar("out_h", &out_h));
@@ -50,9 +51,15 @@ FFTCONV_REGISTER_KERNEL(Name("FftconvIrfft2d").Device(tensorflow::DEVICE_GPU_XLA
 absl::Status Irfft2dParamsFromCall(const ffi::AnyBuffer& spectrum, int64_t fft_size,
                                    int64_t out_h, int64_t out_w, int64_t offset_h,
                                    int64_t offset_w, int64_t nhwc, Irfft2dParams* params) {
-  int64_t spectrum_dims[3];
-  if (!BufferDims(spectrum, 3, spectrum_dims)) {
-    return absl::InvalidArgumentError("spectrum must have rank 3");
+  const bool half_spectrum = IsHalfFfiType(spectrum.element_type());
+  int64_t spectrum_dims[4];
+  if (!BufferDims(spectrum, SpectrumRank(half_spectrum), spectrum_dims)) {
+    return absl::InvalidArgumentError(half_spectrum
+                                          ? "spectrum must have rank 4 ([bins, batch, channels, 2])"
+                                          : "spectrum must have rank 3");
+  }
+  if (half_spectrum) {
+    if (absl::Status s = ValidatePairDim("spectrum", spectrum_dims[3]); !s.ok()) return s;
   }
   return MakeIrfft2dParams(spectrum_dims, fft_size, out_h, out_w, offset_h, offset_w, nhwc != 0,
                            params);
@@ -77,9 +84,17 @@ static ffi::Error Irfft2dHost(ffi::ThreadPool pool, ffi::AnyBuffer spectrum,
       Irfft2dOnCpu<double>(parallel, params, spectrum.typed_data<std::complex<double>>(),
                            static_cast<double*>(output->untyped_data()));
       return ffi::Error::Success();
+    case ffi::DataType::F16:
+      Irfft2dOnCpu<Eigen::half>(parallel, params, static_cast<const Eigen::half*>(spectrum.untyped_data()),
+                                static_cast<Eigen::half*>(output->untyped_data()));
+      return ffi::Error::Success();
+    case ffi::DataType::BF16:
+      Irfft2dOnCpu<Eigen::bfloat16>(parallel, params, static_cast<const Eigen::bfloat16*>(spectrum.untyped_data()),
+                                    static_cast<Eigen::bfloat16*>(output->untyped_data()));
+      return ffi::Error::Success();
     default:
       return ffi::Error::InvalidArgument(
-          "FftconvIrfft2d: spectrum must be complex64 or complex128");
+          "FftconvIrfft2d: spectrum must be complex64, complex128, float16 or bfloat16");
   }
 }
 

@@ -1,7 +1,8 @@
 // FftconvRfft2d(x, fft_size): forward real 2-D FFT of images placed in an S x S frame of zeros.
 //   x        : NCHW [batch, channels, height, width] or NHWC [batch, height, width, channels], real
 //   fft_size : S, int32 scalar (host memory)
-//   spectrum : [bins, batch, channels] complex, bins = S * (S/2 + 1), bin = ky * (S/2 + 1) + kx
+//   spectrum : [bins, batch, channels] complex, bins = S * (S/2 + 1), bin = ky * (S/2 + 1) + kx;
+//              for float16 / bfloat16 x: [bins, batch, channels, 2] of x's type, holding X / S^2
 #ifndef TF_FFTCONV_CC_RFFT2D_H_
 #define TF_FFTCONV_CC_RFFT2D_H_
 
@@ -15,14 +16,16 @@ namespace fftconv {
 template <typename Device, typename Real>
 struct Rfft2dFunctor {
   absl::Status operator()(tensorflow::OpKernelContext* ctx, const Rfft2dParams& params,
-                          const Real* input, std::complex<Real>* spectrum);
+                          const Real* input, SpectrumElement<Real>* spectrum);
 };
 
 // The parameters of a tf_fftconv_rfft2d custom call (cc/rfft2d_xla.cc) from its buffer and the
 // attributes its lowering wrote, checked as the OpKernel checks them; for the host and CUDA
 // handlers.
-absl::Status Rfft2dParamsFromCall(const ffi::AnyBuffer& x, int64_t fft_size, int64_t offset_h,
-                                  int64_t offset_w, int64_t nhwc, Rfft2dParams* params);
+// A half-precision x must come with a half-precision result ([.., 2] of the same type).
+absl::Status Rfft2dParamsFromCall(const ffi::AnyBuffer& x, const ffi::AnyBuffer& spectrum,
+                                  int64_t fft_size, int64_t offset_h, int64_t offset_w,
+                                  int64_t nhwc, Rfft2dParams* params);
 
 // The buffers and attributes of a tf_fftconv_rfft2d custom call, bound after the platform's context
 // (XLA's thread pool on the host, its stream on CUDA), so that both handlers decode the same call.
@@ -54,13 +57,14 @@ class Rfft2dOp : public tensorflow::OpKernel {
     std::vector<int64_t> spectrum_dims;
     OP_REQUIRES_OK(ctx, MakeRfft2dParams(dims, fft_size, attrs_.offset_h, attrs_.offset_w,
                                          attrs_.nhwc, &params, &spectrum_dims));
+    if (kHalfSpectrum<Real>) spectrum_dims.push_back(2);
 
     tensorflow::Tensor* spectrum = nullptr;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, tensorflow::TensorShape(spectrum_dims), &spectrum));
     if (spectrum->NumElements() == 0) return;
     OP_REQUIRES_OK(ctx, Rfft2dFunctor<Device, Real>()(
                             ctx, params, x.flat<Real>().data(),
-                            spectrum->flat<std::complex<Real>>().data()));
+                            spectrum->flat<SpectrumElement<Real>>().data()));
   }
 
  private:

@@ -16,7 +16,7 @@ absl::Status Rfft2dOnGpu(cudaStream_t stream, const Rfft2dParams& params, const 
 template <typename Real>
 struct Rfft2dFunctor<GpuDevice, Real> {
   absl::Status operator()(tensorflow::OpKernelContext* ctx, const Rfft2dParams& params,
-                          const Real* input, std::complex<Real>* spectrum) {
+                          const Real* input, SpectrumElement<Real>* spectrum) {
     cudaStream_t stream;
     if (absl::Status s = GetCudaStream(ctx, &stream); !s.ok()) return s;
     return Rfft2dOnGpu<Real>(stream, params, input, spectrum);
@@ -39,7 +39,8 @@ static ffi::Error Rfft2dCuda(cudaStream_t stream, ffi::AnyBuffer x,
                              ffi::Result<ffi::AnyBuffer> spectrum, int64_t fft_size,
                              int64_t offset_h, int64_t offset_w, int64_t nhwc) {
   Rfft2dParams params;
-  if (absl::Status s = Rfft2dParamsFromCall(x, fft_size, offset_h, offset_w, nhwc, &params);
+  if (absl::Status s =
+          Rfft2dParamsFromCall(x, *spectrum, fft_size, offset_h, offset_w, nhwc, &params);
       !s.ok())
     return FfiError(s);
   if (spectrum->element_count() == 0) return ffi::Error::Success();

@@ -11,8 +11,8 @@ REGISTER_OP("FftconvRfft2d")
     .Input("x: T")
     .Input("fft_size: int32")
     .Output("spectrum: Tcomplex")
-    .Attr("T: {float, double} = DT_FLOAT")
-    .Attr("Tcomplex: {complex64, complex128} = DT_COMPLEX64")
+    .Attr("T: {float, double, half, bfloat16} = DT_FLOAT")
+    .Attr("Tcomplex: {complex64, complex128, half, bfloat16} = DT_COMPLEX64")
     .Attr("offset_h: int = 0")
     .Attr("offset_w: int = 0")
     .Attr("data_format: string = 'NCHW'")
@@ -28,8 +28,10 @@ REGISTER_OP("FftconvRfft2d")
       const ImageDims image = ImageDimsFrom(dims, attrs.nhwc);
       TF_RETURN_IF_ERROR(ValidateRfft2d(image, fft_size, attrs.offset_h, attrs.offset_w));
       const int64_t bins = KnownValue(fft_size) ? NumBins(fft_size) : -1;
-      c->set_output(0, c->MakeShape({DimOrUnknown(c, bins), DimOrUnknown(c, image.batch),
-                                     DimOrUnknown(c, image.channels)}));
+      std::vector<tensorflow::shape_inference::DimensionHandle> dims_out = {
+          DimOrUnknown(c, bins), DimOrUnknown(c, image.batch), DimOrUnknown(c, image.channels)};
+      if (attrs.half_spectrum) dims_out.push_back(c->MakeDim(2));
+      c->set_output(0, c->MakeShape(dims_out));
       return absl::OkStatus();
     })
     .Doc(R"doc(
@@ -37,12 +39,15 @@ Forward real 2-D FFT of a batch of images placed at (offset_h, offset_w) in an f
 frame of zeros (the padding is implicit). fft_size is an int32 scalar input (as tf.signal's
 fft_length), so it may be computed at run time. Output is frequency-major: [bins, batch, channels]
 with bins = fft_size * (fft_size / 2 + 1), bin index ky * (fft_size / 2 + 1) + kx.
+Tcomplex is the spectrum's type: complex64 for float32 x, complex128 for float64. For float16 and
+bfloat16 x it is x's own type and the spectrum is [bins, batch, channels, 2] (real, imaginary),
+computed in float32 and stored divided by fft_size^2, so that no bin exceeds the largest |x|.
 )doc");
 
 template <typename Real>
 struct Rfft2dFunctor<CpuDevice, Real> {
   absl::Status operator()(tensorflow::OpKernelContext* ctx, const Rfft2dParams& params,
-                          const Real* input, std::complex<Real>* spectrum) {
+                          const Real* input, SpectrumElement<Real>* spectrum) {
     Rfft2dOnCpu<Real>(TfParallelRunner(ctx), params, input, spectrum);
     return absl::OkStatus();
   }
@@ -54,6 +59,8 @@ struct Rfft2dFunctor<CpuDevice, Real> {
       Rfft2dOp<CpuDevice, Real>);
 REGISTER_CPU(float)
 REGISTER_CPU(double)
+REGISTER_CPU(Eigen::half)
+REGISTER_CPU(Eigen::bfloat16)
 #undef REGISTER_CPU
 
 }  // namespace fftconv

@@ -6,7 +6,8 @@
 
 namespace fftconv {
 
-// x [B, C, H, W] or [B, H, W, C] real -> spectrum [bins, B, C] complex; fft_size must be a
+// x [B, C, H, W] or [B, H, W, C] real -> spectrum [bins, B, C] complex ([bins, B, C, 2] of x's type
+// for float16 / bfloat16); fft_size must be a
 // compile-time constant (it sets the output shape), as tf.signal.rfft2d's fft_length is.
 class Rfft2dXlaOp : public tensorflow::XlaOpKernel {
  public:
@@ -23,6 +24,7 @@ class Rfft2dXlaOp : public tensorflow::XlaOpKernel {
     std::vector<int64_t> spectrum_dims;
     OP_REQUIRES_OK(ctx, MakeRfft2dParams(x_dims.data(), fft_size, attrs_.offset_h, attrs_.offset_w,
                                          attrs_.nhwc, &params, &spectrum_dims));
+    if (attrs_.half_spectrum) spectrum_dims.push_back(2);
     ctx->SetOutput(0, EmitCustomCall(ctx, kRfft2dTarget, {{0, x_dims}},
                                      ComplexXlaType(ctx->input_xla_type(0)), spectrum_dims,
                                      {{"fft_size", fft_size},
@@ -42,10 +44,15 @@ FFTCONV_REGISTER_KERNEL(Name("FftconvRfft2d").Device(tensorflow::DEVICE_GPU_XLA_
                         Rfft2dXlaOp);
 #endif
 
-absl::Status Rfft2dParamsFromCall(const ffi::AnyBuffer& x, int64_t fft_size, int64_t offset_h,
-                                  int64_t offset_w, int64_t nhwc, Rfft2dParams* params) {
+absl::Status Rfft2dParamsFromCall(const ffi::AnyBuffer& x, const ffi::AnyBuffer& spectrum,
+                                  int64_t fft_size, int64_t offset_h, int64_t offset_w,
+                                  int64_t nhwc, Rfft2dParams* params) {
   int64_t x_dims[4];
   if (!BufferDims(x, 4, x_dims)) return absl::InvalidArgumentError("x must have rank 4");
+  if (IsHalfFfiType(x.element_type()) != IsHalfFfiType(spectrum.element_type())) {
+    return absl::InvalidArgumentError(
+        "FftconvRfft2d: a float16 / bfloat16 x needs a spectrum of its own type and no other x does");
+  }
   return MakeRfft2dParams(x_dims, fft_size, offset_h, offset_w, nhwc != 0, params);
 }
 
@@ -53,7 +60,8 @@ static ffi::Error Rfft2dHost(ffi::ThreadPool pool, ffi::AnyBuffer x,
                              ffi::Result<ffi::AnyBuffer> spectrum, int64_t fft_size,
                              int64_t offset_h, int64_t offset_w, int64_t nhwc) {
   Rfft2dParams params;
-  if (absl::Status s = Rfft2dParamsFromCall(x, fft_size, offset_h, offset_w, nhwc, &params);
+  if (absl::Status s =
+          Rfft2dParamsFromCall(x, *spectrum, fft_size, offset_h, offset_w, nhwc, &params);
       !s.ok())
     return FfiError(s);
   if (spectrum->element_count() == 0) return ffi::Error::Success();
@@ -67,8 +75,17 @@ static ffi::Error Rfft2dHost(ffi::ThreadPool pool, ffi::AnyBuffer x,
       Rfft2dOnCpu<double>(parallel, params, x.typed_data<double>(),
                           static_cast<std::complex<double>*>(spectrum->untyped_data()));
       return ffi::Error::Success();
+    case ffi::DataType::F16:
+      Rfft2dOnCpu<Eigen::half>(parallel, params, static_cast<const Eigen::half*>(x.untyped_data()),
+                               static_cast<Eigen::half*>(spectrum->untyped_data()));
+      return ffi::Error::Success();
+    case ffi::DataType::BF16:
+      Rfft2dOnCpu<Eigen::bfloat16>(parallel, params, static_cast<const Eigen::bfloat16*>(x.untyped_data()),
+                                   static_cast<Eigen::bfloat16*>(spectrum->untyped_data()));
+      return ffi::Error::Success();
     default:
-      return ffi::Error::InvalidArgument("FftconvRfft2d: x must be float32 or float64");
+      return ffi::Error::InvalidArgument(
+          "FftconvRfft2d: x must be float32, float64, float16 or bfloat16");
   }
 }
 

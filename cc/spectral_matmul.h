@@ -1,6 +1,9 @@
 // FftconvSpectralMatmul: one complex matmul per frequency bin, c[f] = op_a(a[f]) * op_b(b[f]).
 //   a : [bins, a_rows, a_cols], b : [bins, b_rows, b_cols], c : [bins, m, n], complex, row-major
 //   op_x: identity, transpose (transpose_x) or conjugate transpose (adjoint_x).
+//   float16 / bfloat16: a [bins, a_rows, a_cols, 2], b [bins, b_rows, b_cols, 2], c [bins, m, n, 2],
+//   (re, im) pairs, products accumulated in float32.
+//   c = alpha * op_a(a) op_b(b), alpha (an attribute) applied before c is rounded to its type.
 #ifndef TF_FFTCONV_CC_SPECTRAL_MATMUL_H_
 #define TF_FFTCONV_CC_SPECTRAL_MATMUL_H_
 
@@ -14,8 +17,8 @@ namespace fftconv {
 template <typename Device, typename Real>
 struct SpectralMatmulFunctor {
   absl::Status operator()(tensorflow::OpKernelContext* ctx, const SpectralMatmulParams& params,
-                          const std::complex<Real>* a, const std::complex<Real>* b,
-                          std::complex<Real>* c);
+                          const SpectrumElement<Real>* a, const SpectrumElement<Real>* b,
+                          SpectrumElement<Real>* c);
 };
 
 // Precision of float products on the GPU follows TensorFlow's TF32 switch, as tf.nn.conv2d does.
@@ -27,7 +30,8 @@ bool TensorFloat32Enabled();
 absl::Status SpectralMatmulParamsFromCall(const ffi::AnyBuffer& a, const ffi::AnyBuffer& b,
                                           int64_t transpose_a, int64_t adjoint_a,
                                           int64_t transpose_b, int64_t adjoint_b,
-                                          int64_t allow_tf32, SpectralMatmulParams* params);
+                                          int64_t allow_tf32, float alpha,
+                                          SpectralMatmulParams* params);
 
 // The buffers and attributes of a tf_fftconv_spectral_matmul custom call, bound after the platform's context
 // (XLA's thread pool on the host, its stream on CUDA), so that both handlers decode the same call.
@@ -41,7 +45,8 @@ auto BindSpectralMatmulCall(Binding binding) {
       .template Attr<int64_t>("adjoint_a")
       .template Attr<int64_t>("transpose_b")
       .template Attr<int64_t>("adjoint_b")
-      .template Attr<int64_t>("allow_tf32");
+      .template Attr<int64_t>("allow_tf32")
+      .template Attr<float>("alpha");
 }
 
 template <typename Device, typename Real>
@@ -54,26 +59,26 @@ class SpectralMatmulOp : public tensorflow::OpKernel {
   void Compute(tensorflow::OpKernelContext* ctx) override {
     const tensorflow::Tensor& a = ctx->input(0);
     const tensorflow::Tensor& b = ctx->input(1);
-    OP_REQUIRES_OK(ctx, CheckRank("a", a.shape(), 3));
-    OP_REQUIRES_OK(ctx, CheckRank("b", b.shape(), 3));
-    const int64_t a_dims[3] = {a.dim_size(0), a.dim_size(1), a.dim_size(2)};
-    const int64_t b_dims[3] = {b.dim_size(0), b.dim_size(1), b.dim_size(2)};
+    int64_t a_dims[3], b_dims[3];
+    OP_REQUIRES_OK(ctx, SpectrumDims("a", a.shape(), kHalfSpectrum<Real>, a_dims));
+    OP_REQUIRES_OK(ctx, SpectrumDims("b", b.shape(), kHalfSpectrum<Real>, b_dims));
     SpectralMatmulParams params;
     std::vector<int64_t> product_dims;
     OP_REQUIRES_OK(ctx, MakeSpectralMatmulParams(a_dims, b_dims, attrs_.transpose_a,
                                                  attrs_.adjoint_a, attrs_.transpose_b,
                                                  attrs_.adjoint_b, TensorFloat32Enabled(),
-                                                 &params, &product_dims));
+                                                 attrs_.alpha, &params, &product_dims));
+    if (kHalfSpectrum<Real>) product_dims.push_back(2);
 
     tensorflow::Tensor* c = nullptr;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, tensorflow::TensorShape(product_dims), &c));
     if (c->NumElements() == 0) return;
 
-    using Complex = std::complex<Real>;
+    using Element = SpectrumElement<Real>;
     OP_REQUIRES_OK(ctx, SpectralMatmulFunctor<Device, Real>()(ctx, params,
-                                                              a.flat<Complex>().data(),
-                                                              b.flat<Complex>().data(),
-                                                              c->flat<Complex>().data()));
+                                                              a.flat<Element>().data(),
+                                                              b.flat<Element>().data(),
+                                                              c->flat<Element>().data()));
   }
 
  private:

@@ -18,8 +18,8 @@ absl::Status SpectralMatmulOnGpu(cudaStream_t stream, const SpectralMatmulParams
 template <typename Real>
 struct SpectralMatmulFunctor<GpuDevice, Real> {
   absl::Status operator()(tensorflow::OpKernelContext* ctx, const SpectralMatmulParams& params,
-                          const std::complex<Real>* a, const std::complex<Real>* b,
-                          std::complex<Real>* c) {
+                          const SpectrumElement<Real>* a, const SpectrumElement<Real>* b,
+                          SpectrumElement<Real>* c) {
     cudaStream_t stream;
     if (absl::Status s = GetCudaStream(ctx, &stream); !s.ok()) return s;
     return SpectralMatmulOnGpu<Real>(stream, params, a, b, c);
@@ -39,10 +39,10 @@ REGISTER_GPU(double)
 static ffi::Error SpectralMatmulCuda(cudaStream_t stream, ffi::AnyBuffer a, ffi::AnyBuffer b,
                                      ffi::Result<ffi::AnyBuffer> product, int64_t transpose_a,
                                      int64_t adjoint_a, int64_t transpose_b, int64_t adjoint_b,
-                                     int64_t allow_tf32) {
+                                     int64_t allow_tf32, float alpha) {
   SpectralMatmulParams params;
   if (absl::Status s = SpectralMatmulParamsFromCall(a, b, transpose_a, adjoint_a, transpose_b,
-                                                    adjoint_b, allow_tf32, &params);
+                                                    adjoint_b, allow_tf32, alpha, &params);
       !s.ok())
     return FfiError(s);
   if (product->element_count() == 0) return ffi::Error::Success();

@@ -6,7 +6,6 @@
 namespace fftconv {
 
 using tensorflow::shape_inference::InferenceContext;
-using tensorflow::shape_inference::ShapeHandle;
 
 bool TensorFloat32Enabled() { return tsl::tensor_float_32_execution_enabled(); }
 
@@ -14,38 +13,42 @@ REGISTER_OP("FftconvSpectralMatmul")
     .Input("a: T")
     .Input("b: T")
     .Output("product: T")
-    .Attr("T: {complex64, complex128}")
+    .Attr("T: {complex64, complex128, half, bfloat16}")
     .Attr("transpose_a: bool = false")
     .Attr("transpose_b: bool = false")
     .Attr("adjoint_a: bool = false")
     .Attr("adjoint_b: bool = false")
+    .Attr("alpha: float = 1.0")
     .SetShapeFn([](InferenceContext* c) -> absl::Status {
-      ShapeHandle a, b;
-      TF_RETURN_IF_ERROR(c->WithRank(c->input(0), 3, &a));
-      TF_RETURN_IF_ERROR(c->WithRank(c->input(1), 3, &b));
       SpectralMatmulAttrs attrs;
       TF_RETURN_IF_ERROR(ReadSpectralMatmulAttrs(c, &attrs));
-      int64_t a_dims[3] = {-1, -1, -1}, b_dims[3] = {-1, -1, -1};
-      KnownDims(c, a, 3, a_dims);
-      KnownDims(c, b, 3, b_dims);
+      int64_t a_dims[3], b_dims[3];
+      TF_RETURN_IF_ERROR(SpectrumDims(c, 0, "a", attrs.half_spectrum, a_dims));
+      TF_RETURN_IF_ERROR(SpectrumDims(c, 1, "b", attrs.half_spectrum, b_dims));
       MatmulDims dims;
       TF_RETURN_IF_ERROR(ValidateSpectralMatmul(a_dims, b_dims, attrs.transpose_a,
                                                 attrs.adjoint_a, attrs.transpose_b,
                                                 attrs.adjoint_b, &dims));
-      c->set_output(0, c->MakeShape({DimOrUnknown(c, dims.bins), DimOrUnknown(c, dims.m),
-                                     DimOrUnknown(c, dims.n)}));
+      std::vector<tensorflow::shape_inference::DimensionHandle> product = {
+          DimOrUnknown(c, dims.bins), DimOrUnknown(c, dims.m), DimOrUnknown(c, dims.n)};
+      if (attrs.half_spectrum) product.push_back(c->MakeDim(2));
+      c->set_output(0, c->MakeShape(product));
       return absl::OkStatus();
     })
     .Doc(R"doc(
-One complex matrix product per frequency bin: product[f] = op(a[f]) * op(b[f]), where op is the
-identity, the transpose or the conjugate transpose (adjoint) as the flags say.
+One complex matrix product per frequency bin: product[f] = alpha * op(a[f]) * op(b[f]), where op
+is the identity, the transpose or the conjugate transpose (adjoint) as the flags say. complex64 and
+complex128 operands are [bins, rows, cols]; float16 and bfloat16 ones are half-precision spectra
+[bins, rows, cols, 2] (real, imaginary), multiplied and accumulated in float32, alpha applied in
+float32 before the product is rounded (fft_conv2d passes fft_size^2, which keeps a product of
+mean-normalised spectra mean-normalised).
 )doc");
 
 template <typename Real>
 struct SpectralMatmulFunctor<CpuDevice, Real> {
   absl::Status operator()(tensorflow::OpKernelContext* ctx, const SpectralMatmulParams& params,
-                          const std::complex<Real>* a, const std::complex<Real>* b,
-                          std::complex<Real>* c) {
+                          const SpectrumElement<Real>* a, const SpectrumElement<Real>* b,
+                          SpectrumElement<Real>* c) {
     SpectralMatmulOnCpu<Real>(TfParallelRunner(ctx), params, a, b, c);
     return absl::OkStatus();
   }
@@ -54,10 +57,12 @@ struct SpectralMatmulFunctor<CpuDevice, Real> {
 #define REGISTER_CPU(Real)                                                     \
   FFTCONV_REGISTER_KERNEL(Name("FftconvSpectralMatmul")                        \
                               .Device(tensorflow::DEVICE_CPU)                  \
-                              .TypeConstraint<std::complex<Real>>("T"),        \
+                              .TypeConstraint<SpectrumElement<Real>>("T"),     \
                           SpectralMatmulOp<CpuDevice, Real>);
 REGISTER_CPU(float)
 REGISTER_CPU(double)
+REGISTER_CPU(Eigen::half)
+REGISTER_CPU(Eigen::bfloat16)
 #undef REGISTER_CPU
 
 }  // namespace fftconv

@@ -7,7 +7,7 @@
 
 namespace fftconv {
 
-// a [bins, ., .], b [bins, ., .] complex -> [bins, m, n]. TensorFlow's TF32 switch is read when the
+// a [bins, ., .], b [bins, ., .] complex -> [bins, m, n] (float16 / bfloat16: [.., 2] each). TensorFlow's TF32 switch is read when the
 // call is compiled, as XLA's own dot does.
 class SpectralMatmulXlaOp : public tensorflow::XlaOpKernel {
  public:
@@ -17,23 +17,25 @@ class SpectralMatmulXlaOp : public tensorflow::XlaOpKernel {
   }
 
   void Compile(tensorflow::XlaOpKernelContext* ctx) override {
-    std::vector<int64_t> a_dims(3), b_dims(3);
-    OP_REQUIRES_OK(ctx, StaticInputDims(ctx, 0, "a", 3, a_dims.data()));
-    OP_REQUIRES_OK(ctx, StaticInputDims(ctx, 1, "b", 3, b_dims.data()));
+    std::vector<int64_t> a_dims, b_dims;
+    OP_REQUIRES_OK(ctx, StaticSpectrumDims(ctx, 0, "a", attrs_.half_spectrum, &a_dims));
+    OP_REQUIRES_OK(ctx, StaticSpectrumDims(ctx, 1, "b", attrs_.half_spectrum, &b_dims));
     SpectralMatmulParams params;
     const bool allow_tf32 = TensorFloat32Enabled();
     std::vector<int64_t> product_dims;
     OP_REQUIRES_OK(ctx, MakeSpectralMatmulParams(a_dims.data(), b_dims.data(), attrs_.transpose_a,
                                                  attrs_.adjoint_a, attrs_.transpose_b,
-                                                 attrs_.adjoint_b, allow_tf32, &params,
-                                                 &product_dims));
+                                                 attrs_.adjoint_b, allow_tf32, attrs_.alpha,
+                                                 &params, &product_dims));
+    if (attrs_.half_spectrum) product_dims.push_back(2);
     ctx->SetOutput(0, EmitCustomCall(ctx, kSpectralMatmulTarget, {{0, a_dims}, {1, b_dims}},
                                      ctx->input_xla_type(0), product_dims,
                                      {{"transpose_a", attrs_.transpose_a},
                                       {"adjoint_a", attrs_.adjoint_a},
                                       {"transpose_b", attrs_.transpose_b},
                                       {"adjoint_b", attrs_.adjoint_b},
-                                      {"allow_tf32", allow_tf32}}));
+                                      {"allow_tf32", allow_tf32}},
+                                     {{"alpha", attrs_.alpha}}));
   }
 
  private:
@@ -50,25 +52,35 @@ FFTCONV_REGISTER_KERNEL(Name("FftconvSpectralMatmul").Device(tensorflow::DEVICE_
 absl::Status SpectralMatmulParamsFromCall(const ffi::AnyBuffer& a, const ffi::AnyBuffer& b,
                                           int64_t transpose_a, int64_t adjoint_a,
                                           int64_t transpose_b, int64_t adjoint_b,
-                                          int64_t allow_tf32, SpectralMatmulParams* params) {
-  int64_t a_dims[3], b_dims[3];
-  if (!BufferDims(a, 3, a_dims) || !BufferDims(b, 3, b_dims)) {
-    return absl::InvalidArgumentError("a and b must have rank 3");
-  }
+                                          int64_t allow_tf32, float alpha,
+                                          SpectralMatmulParams* params) {
   if (a.element_type() != b.element_type()) {
     return absl::InvalidArgumentError("a and b must have the same dtype");
   }
+  const bool half_spectrum = IsHalfFfiType(a.element_type());
+  const int rank = SpectrumRank(half_spectrum);
+  int64_t a_dims[4], b_dims[4];
+  if (!BufferDims(a, rank, a_dims) || !BufferDims(b, rank, b_dims)) {
+    return absl::InvalidArgumentError(half_spectrum
+                                          ? "a and b must have rank 4 ([bins, rows, cols, 2])"
+                                          : "a and b must have rank 3");
+  }
+  if (half_spectrum) {
+    if (absl::Status s = ValidatePairDim("a", a_dims[3]); !s.ok()) return s;
+    if (absl::Status s = ValidatePairDim("b", b_dims[3]); !s.ok()) return s;
+  }
   return MakeSpectralMatmulParams(a_dims, b_dims, transpose_a != 0, adjoint_a != 0,
-                                  transpose_b != 0, adjoint_b != 0, allow_tf32 != 0, params);
+                                  transpose_b != 0, adjoint_b != 0, allow_tf32 != 0, alpha,
+                                  params);
 }
 
 static ffi::Error SpectralMatmulHost(ffi::ThreadPool pool, ffi::AnyBuffer a, ffi::AnyBuffer b,
                                      ffi::Result<ffi::AnyBuffer> product, int64_t transpose_a,
                                      int64_t adjoint_a, int64_t transpose_b, int64_t adjoint_b,
-                                     int64_t allow_tf32) {
+                                     int64_t allow_tf32, float alpha) {
   SpectralMatmulParams params;
   if (absl::Status s = SpectralMatmulParamsFromCall(a, b, transpose_a, adjoint_a, transpose_b,
-                                                    adjoint_b, allow_tf32, &params);
+                                                    adjoint_b, allow_tf32, alpha, &params);
       !s.ok())
     return FfiError(s);
   if (product->element_count() == 0) return ffi::Error::Success();
@@ -84,9 +96,19 @@ static ffi::Error SpectralMatmulHost(ffi::ThreadPool pool, ffi::AnyBuffer a, ffi
                                   b.typed_data<std::complex<double>>(),
                                   static_cast<std::complex<double>*>(product->untyped_data()));
       return ffi::Error::Success();
+    case ffi::DataType::F16:
+      SpectralMatmulOnCpu<Eigen::half>(parallel, params, static_cast<const Eigen::half*>(a.untyped_data()),
+                                       static_cast<const Eigen::half*>(b.untyped_data()),
+                                       static_cast<Eigen::half*>(product->untyped_data()));
+      return ffi::Error::Success();
+    case ffi::DataType::BF16:
+      SpectralMatmulOnCpu<Eigen::bfloat16>(parallel, params, static_cast<const Eigen::bfloat16*>(a.untyped_data()),
+                                           static_cast<const Eigen::bfloat16*>(b.untyped_data()),
+                                           static_cast<Eigen::bfloat16*>(product->untyped_data()));
+      return ffi::Error::Success();
     default:
       return ffi::Error::InvalidArgument(
-          "FftconvSpectralMatmul: a and b must be complex64 or complex128");
+          "FftconvSpectralMatmul: a and b must be complex64, complex128, float16 or bfloat16");
   }
 }
 
