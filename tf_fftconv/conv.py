@@ -14,6 +14,12 @@ one after the other, and the backward pass transforms each piece of ``x`` (and `
 Hermitian weights and ``S^2`` factors of the op-level gradients cancel in this composition, so none
 of them is applied here.
 
+float16 and bfloat16 run natively: their spectra are mean-normalised (``rfft2d`` divides by
+``S^2``, ``irfft2d`` does not scale), so each per-bin product is taken with ``alpha = S^2``
+(``_spectral_product``), which makes it again the mean-normalised spectrum of its output: no
+spectrum exceeds the largest magnitude of the tensor it stands for, and none overflows unless that
+tensor (the output or a gradient) itself does. The same three passes, in the same dtype.
+
 Tiles (``geometry``): the padded input is cut into overlapping tiles that join the batch
 dimension, each tile is a VALID convolution in a small frame, and the output tiles are put side
 by side. Cutting and joining are TensorFlow's pad / reshape / slice / concat / transpose, whose
@@ -28,6 +34,8 @@ from tf_fftconv import planning
 from tf_fftconv.geometry import (  # noqa: F401  (conv_geometry: public here, as before)
     MAX_FFT_SIZE, ConvGeometry, check_padding, conv_geometry)
 from tf_fftconv.ops import invalid_argument as _invalid
+
+_DTYPES = (tf.float32, tf.float64, tf.float16, tf.bfloat16)
 
 
 def _static_dims(tensor, what):
@@ -46,6 +54,24 @@ def _optional_int(value, name, smallest):
     if value < smallest:
         raise _invalid("%s must be >= %d, got %d" % (name, smallest, value))
     return value
+
+
+_FRAME_SIZES = tuple(2 ** i for i in range(1, MAX_FFT_SIZE.bit_length()))   # 2 .. MAX_FFT_SIZE
+
+
+def _spectral_product(a, b, fft_size, **flags):
+    """``spectral_matmul(a, b, **flags)`` with the scale the spectra need: ``alpha = S^2`` for
+    half-precision (mean-normalised) spectra, 1 for complex ones. ``alpha`` is an attribute, so
+    an ``fft_size`` known only at run time selects one matmul per possible frame size."""
+    if not ops.is_half(a.dtype):
+        return ops.spectral_matmul(a, b, **flags)
+    static = tf.get_static_value(fft_size) if tf.is_tensor(fft_size) else fft_size
+    if static is not None:
+        return ops.spectral_matmul(a, b, alpha=float(int(static)) ** 2, **flags)
+    index = tf.reduce_sum(tf.cast(tf.constant(_FRAME_SIZES, tf.int32) < fft_size, tf.int32))
+    return tf.switch_case(index, [
+        (lambda size=size: ops.spectral_matmul(a, b, alpha=float(size * size), **flags))
+        for size in _FRAME_SIZES])
 
 
 def _run_time_geometry(x, data_format, k_h, k_w, padding):
@@ -76,7 +102,9 @@ def fft_conv2d(x, w, padding="VALID", data_format="NHWC", fft_size=None, algorit
     """Stride-1, dilation-1 ``tf.nn.conv2d`` (cross-correlation), by FFT where that pays.
 
     Args:
-      x: float32 or float64 input, ``[B, H, W, Cin]`` (NHWC) or ``[B, Cin, H, W]`` (NCHW).
+      x: float32, float64, float16 or bfloat16 input, ``[B, H, W, Cin]`` (NHWC) or
+        ``[B, Cin, H, W]`` (NCHW). float16 and bfloat16 are transformed and multiplied in
+        float32 and stored (spectra too) in their own type.
         Cin must be known statically; B, H and W may be dynamic (with static H and W the sizes
         are Python numbers, otherwise they are computed in the graph).
       w: filters ``[kh, kw, Cin, Cout]``, the same dtype as ``x``, with a static shape.
@@ -106,9 +134,9 @@ def conv2d_with_plan(x, w, padding="VALID", data_format="NHWC", fft_size=None, a
     with tf.name_scope(name or "fft_conv2d"):
         x = tf.convert_to_tensor(x)
         w = tf.convert_to_tensor(w)
-        if x.dtype not in (tf.float32, tf.float64) or w.dtype != x.dtype:
-            raise _invalid("x and w must both be float32 or both float64, got %s and %s"
-                           % (x.dtype.name, w.dtype.name))
+        if x.dtype not in _DTYPES or w.dtype != x.dtype:
+            raise _invalid("x and w must have the same dtype, float32, float64, float16 or "
+                           "bfloat16, got %s and %s" % (x.dtype.name, w.dtype.name))
         if data_format not in ("NHWC", "NCHW"):
             raise _invalid("data_format must be \"NHWC\" or \"NCHW\", got %r" % (data_format,))
         planning.check_algorithm(algorithm)
@@ -256,15 +284,16 @@ def _frequency_domain_conv(geometry, image_size, kernel_size, data_format):
         # x_spectrum [F, B, Cin]; w_spectrum [F, Cout, Cin]; y_spectrum [F, B, Cout].
         x_spectrum = ops.rfft2d(x, size, pad_top, pad_left, data_format)
         w_spectrum = ops.rfft2d(tf.transpose(w, [3, 2, 0, 1]), size)
-        y_spectrum = ops.spectral_matmul(x_spectrum, w_spectrum, adjoint_b=True)
+        y_spectrum = _spectral_product(x_spectrum, w_spectrum, size, adjoint_b=True)
         y = ops.irfft2d(y_spectrum, size, geometry.out_h, geometry.out_w, 0, 0, data_format)
 
         def grad(dy):
             dy_spectrum = ops.rfft2d(dy, size, 0, 0, data_format)            # [F, B, Cout]
-            dx_spectrum = ops.spectral_matmul(dy_spectrum, w_spectrum)         # [F, B, Cin]
+            dx_spectrum = _spectral_product(dy_spectrum, w_spectrum, size)     # [F, B, Cin]
             dx = ops.irfft2d(dx_spectrum, size, image_size[0], image_size[1], pad_top, pad_left,
                              data_format)
-            dw_spectrum = ops.spectral_matmul(dy_spectrum, x_spectrum, adjoint_a=True)  # [F, Cout, Cin]
+            dw_spectrum = _spectral_product(dy_spectrum, x_spectrum, size,
+                                            adjoint_a=True)                    # [F, Cout, Cin]
             dw = ops.irfft2d(dw_spectrum, size, kernel_size[0], kernel_size[1])  # [Cout, Cin, kh, kw]
             return dx, tf.transpose(dw, [2, 3, 1, 0])
 
@@ -306,7 +335,8 @@ def _recomputing_conv(geometry, image_size, kernel_size, data_format, chunks):
         for piece in _pieces(x, chunks):
             with tf.control_dependencies(outputs[-1:]):
                 x_spectrum = ops.rfft2d(piece, size, pad_top, pad_left, data_format)  # [F, b, Cin]
-            y_spectrum = ops.spectral_matmul(x_spectrum, w_spectrum, adjoint_b=True)  # [F, b, Cout]
+            y_spectrum = _spectral_product(x_spectrum, w_spectrum, size,
+                                           adjoint_b=True)                     # [F, b, Cout]
             outputs.append(ops.irfft2d(y_spectrum, size, geometry.out_h, geometry.out_w, 0, 0,
                                        data_format))
         y = outputs[0] if chunks == 1 else tf.concat(outputs, 0)
@@ -317,13 +347,13 @@ def _recomputing_conv(geometry, image_size, kernel_size, data_format, chunks):
             for piece, dy_piece in zip(_pieces(x, chunks), _pieces(dy, chunks)):
                 with tf.control_dependencies([dw_spectrum] if dw_spectrum is not None else []):
                     dy_spectrum = ops.rfft2d(dy_piece, size, 0, 0, data_format)  # [F, b, Cout]
-                dx_spectrum = ops.spectral_matmul(dy_spectrum, w_spectrum)         # [F, b, Cin]
+                dx_spectrum = _spectral_product(dy_spectrum, w_spectrum, size)     # [F, b, Cin]
                 dxs.append(ops.irfft2d(dx_spectrum, size, image_size[0], image_size[1], pad_top,
                                        pad_left, data_format))
                 with tf.control_dependencies(dxs[-1:]):
                     x_spectrum = ops.rfft2d(piece, size, pad_top, pad_left, data_format)
                 # [F, Cout, Cin], summed over the pieces
-                piece_dw = ops.spectral_matmul(dy_spectrum, x_spectrum, adjoint_a=True)
+                piece_dw = _spectral_product(dy_spectrum, x_spectrum, size, adjoint_a=True)
                 dw_spectrum = piece_dw if dw_spectrum is None else dw_spectrum + piece_dw
             dx = dxs[0] if chunks == 1 else tf.concat(dxs, 0)
             dw = ops.irfft2d(dw_spectrum, size, kernel_size[0], kernel_size[1])  # [Cout, Cin, kh, kw]

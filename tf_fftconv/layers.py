@@ -10,8 +10,8 @@ from tf_fftconv import conv as _conv
 from tf_fftconv import planning as _planning
 
 _DATA_FORMATS = {"channels_last": "NHWC", "channels_first": "NCHW"}
-# Dtypes the ops compute in; anything else (float16, bfloat16) is computed in float32.
-_OP_DTYPES = (tf.float32, tf.float64)
+# Dtypes the ops run in (float16 and bfloat16 store half precision and compute in float32).
+_OP_DTYPES = (tf.float32, tf.float64, tf.float16, tf.bfloat16)
 
 
 @keras.saving.register_keras_serializable(package="tf_fftconv")
@@ -40,9 +40,10 @@ class FFTConv2D(keras.layers.Conv2D):
     `jit_compile="auto"` on a GPU. `model.compile(jit_compile=False)` is the switch that keeps
     a model off XLA. Inputs of any height and width work, also when Keras retraces with
     unknown sizes (the sizes are then computed in the graph).
-    Under a mixed-precision policy (mixed_float16, mixed_bfloat16) inputs and kernel are
-    cast to float32, the convolution is computed in float32, and the output has the
-    policy's compute dtype.
+    Under a mixed-precision policy (mixed_float16, mixed_bfloat16) the convolution runs in the
+    policy's compute dtype (the kernel variable, float32, is cast to it as Conv2D does): the
+    half-precision kernels, with float32 transforms and accumulation and half-precision
+    spectra, and the output has that dtype.
     """
 
     def __init__(self, filters, kernel_size, strides=(1, 1), padding="valid", data_format=None,
@@ -102,10 +103,11 @@ class FFTConv2D(keras.layers.Conv2D):
             fft_size=self.fft_size, algorithm=self.algorithm, tile=self.tile,
             memory_budget=self.memory_budget)
         self._plans.entries[plan.problem] = plan
-        return tf.cast(outputs, compute_dtype)
+        return tf.cast(outputs, compute_dtype)   # a no-op for the dtypes the ops run in
 
     def _op_dtype(self):
-        return "float64" if self.compute_dtype == "float64" else "float32"
+        dtype = tf.as_dtype(self.compute_dtype)
+        return dtype.name if dtype in _OP_DTYPES else "float32"
 
     def tuning_arguments(self, input_shape=None, device=None):
         """The ``planning`` problem and options of this layer for an input shape (default: the

@@ -1,8 +1,12 @@
 """The three tf_fftconv ops, their Python wrappers and their gradients.
 
 Spectra are frequency-major ``[bins, batch, channels]`` complex tensors, ``bins = S * (S/2 + 1)``
-for an ``S x S`` real FFT (bin ``ky * (S/2 + 1) + kx``). Every gradient below is made of the same
-three ops (plus a constant per-bin weight and, for two transpose-flag cases, a conjugate).
+for an ``S x S`` real FFT (bin ``ky * (S/2 + 1) + kx``). float16 and bfloat16 images have
+half-precision spectra instead: ``[bins, batch, channels, 2]`` of the same type (real, imaginary),
+computed in float32 and stored divided by ``S^2`` ("mean-normalised": no bin exceeds the largest
+input magnitude, so a spectrum overflows only where its images would). Every gradient below is
+made of the same three ops (plus a constant per-bin weight and, for two transpose-flag cases, a
+conjugate).
 """
 
 import numpy as np
@@ -10,8 +14,17 @@ import tensorflow as tf
 
 from tf_fftconv._loader import load_library
 
-_COMPLEX_OF = {tf.float32: tf.complex64, tf.float64: tf.complex128}
-_REAL_OF = {tf.complex64: tf.float32, tf.complex128: tf.float64}
+_COMPLEX_OF = {tf.float32: tf.complex64, tf.float64: tf.complex128, tf.float16: tf.float16,
+               tf.bfloat16: tf.bfloat16}
+_REAL_OF = {tf.complex64: tf.float32, tf.complex128: tf.float64, tf.float16: tf.float16,
+            tf.bfloat16: tf.bfloat16}
+HALF_DTYPES = (tf.float16, tf.bfloat16)
+
+
+def is_half(dtype):
+    """Whether ``dtype`` (of images or of a spectrum) is a half-precision type: its spectra are
+    ``[bins, rows, cols, 2]`` pairs of that type, mean-normalised (divided by ``S^2``)."""
+    return tf.as_dtype(dtype) in HALF_DTYPES
 
 
 def invalid_argument(message):
@@ -57,11 +70,13 @@ def rfft2d(x, fft_size, offset_h=0, offset_w=0, data_format="NCHW", name=None):
     """Real 2-D FFT of images placed at ``(offset_h, offset_w)`` in an ``fft_size`` frame of zeros.
 
     Args:
-      x: float32 or float64 images, ``[B, C, H, W]`` (NCHW) or ``[B, H, W, C]`` (NHWC).
+      x: float32, float64, float16 or bfloat16 images, ``[B, C, H, W]`` (NCHW) or
+        ``[B, H, W, C]`` (NHWC).
       fft_size: ``S``, a power of two in [2, 128]; ``offset + H <= S`` and ``offset + W <= S``.
         A Python or NumPy integer or an int32 scalar tensor (then known only at run time).
     Returns:
-      complex64 / complex128 spectrum ``[S * (S/2 + 1), B, C]``.
+      complex64 / complex128 spectrum ``[S * (S/2 + 1), B, C]``; for float16 / bfloat16 x, the
+      spectrum divided by ``S^2`` as ``[S * (S/2 + 1), B, C, 2]`` of x's type (real, imaginary).
     """
     x = tf.convert_to_tensor(x)
     _check_dtype(x, _COMPLEX_OF, "x")
@@ -71,8 +86,10 @@ def rfft2d(x, fft_size, offset_h=0, offset_w=0, data_format="NCHW", name=None):
 
 
 def spectral_matmul(a, b, transpose_a=False, transpose_b=False, adjoint_a=False, adjoint_b=False,
-                    name=None):
-    """One complex matmul per bin: ``op(a)[f] @ op(b)[f]`` for ``a [F, ., .]``, ``b [F, ., .]``."""
+                    alpha=1.0, name=None):
+    """One complex matmul per bin: ``alpha * op(a)[f] @ op(b)[f]`` for ``a [F, ., .]``,
+    ``b [F, ., .]`` (complex64 / complex128), or half-precision spectra ``[F, ., ., 2]`` (float16 /
+    bfloat16, accumulated in float32; ``alpha``, a Python float, is applied before rounding)."""
     a = tf.convert_to_tensor(a)
     b = tf.convert_to_tensor(b)
     _check_dtype(a, _REAL_OF, "a")
@@ -81,15 +98,18 @@ def spectral_matmul(a, b, transpose_a=False, transpose_b=False, adjoint_a=False,
                        % (a.dtype.name, b.dtype.name))
     return load_library().fftconv_spectral_matmul(
         a=a, b=b, transpose_a=transpose_a, transpose_b=transpose_b, adjoint_a=adjoint_a,
-        adjoint_b=adjoint_b, name=name)
+        adjoint_b=adjoint_b, alpha=float(alpha), name=name)
 
 
 def irfft2d(spectrum, fft_size, out_h, out_w, offset_h=0, offset_w=0, data_format="NCHW",
             name=None):
-    """Inverse of :func:`rfft2d` scaled by ``1/S^2``, keeping the window ``[offset, offset + out)``.
+    """Inverse of :func:`rfft2d`, keeping the window ``[offset, offset + out)``.
 
-    ``fft_size``, ``out_h`` and ``out_w`` are Python or NumPy integers or int32 scalar tensors.
-    Returns float32 / float64 images ``[B, C, out_h, out_w]`` (NCHW) or ``[B, out_h, out_w, C]``.
+    A complex spectrum is inverted with the ``1/S^2`` scale; a half-precision one
+    (``[bins, B, C, 2]``, float16 / bfloat16, mean-normalised as :func:`rfft2d` writes it) without
+    it, so ``irfft2d(rfft2d(x))`` is ``x`` in every dtype. ``fft_size``, ``out_h`` and ``out_w`` are
+    Python or NumPy integers or int32 scalar tensors. Returns images of the spectrum's real type
+    ``[B, C, out_h, out_w]`` (NCHW) or ``[B, out_h, out_w, C]``.
     """
     spectrum = tf.convert_to_tensor(spectrum)
     _check_dtype(spectrum, _REAL_OF, "spectrum")
@@ -116,6 +136,19 @@ def half_spectrum_multiplicity(fft_size, dtype):
     return tf.reshape(tf.cast(weights, dtype), [-1, 1, 1])
 
 
+def _scale_spectrum(spectrum, fft_size, complex_scale, half_scale):
+    """``spectrum * weight``, the weight ``[bins, 1, 1]`` being ``complex_scale(S^2) / m`` or, for a
+    half-precision spectrum, ``half_scale(S^2) / m`` with m the multiplicity (as functions of the
+    area and multiplicity, both float tensors); half spectra are scaled in float32 and rounded once.
+    """
+    if not is_half(spectrum.dtype):
+        area = _frame_area(fft_size, spectrum.dtype)
+        return spectrum * complex_scale(area, half_spectrum_multiplicity(fft_size, spectrum.dtype))
+    area = _frame_area(fft_size, tf.float32)
+    weights = half_scale(area, half_spectrum_multiplicity(fft_size, tf.float32))
+    return tf.cast(tf.cast(spectrum, tf.float32) * weights[..., tf.newaxis], spectrum.dtype)
+
+
 def _image_size(x, data_format):
     """Height and width of an image tensor: Python ints where static, else from ``tf.shape``."""
     axes = (1, 2) if data_format == "NHWC" else (2, 3)
@@ -138,38 +171,48 @@ def _frame_area(fft_size, dtype):
 @tf.RegisterGradient("FftconvRfft2d")
 def _rfft2d_grad(op, grad):
     # grad_x[h, w] = Re sum_k grad[k] e^{+i theta}  =  S^2 * irfft2d(grad / multiplicity).
+    # Half precision: rfft2d is the standard transform / S^2 and irfft2d the standard inverse times
+    # S^2, so the same gradient is irfft2d(grad / (S^2 multiplicity)).
     x, fft_size = op.inputs
     data_format = op.get_attr("data_format").decode()
     height, width = _image_size(x, data_format)
-    weights = _frame_area(fft_size, grad.dtype) / half_spectrum_multiplicity(fft_size, grad.dtype)
-    grad_x = irfft2d(grad * weights, fft_size, height, width, op.get_attr("offset_h"),
+    weighted = _scale_spectrum(grad, fft_size, lambda area, m: area / m,
+                               lambda area, m: 1.0 / (area * m))
+    grad_x = irfft2d(weighted, fft_size, height, width, op.get_attr("offset_h"),
                      op.get_attr("offset_w"), data_format)
     return grad_x, None
 
 
 @tf.RegisterGradient("FftconvIrfft2d")
 def _irfft2d_grad(op, grad):
-    # grad_spectrum[k] = multiplicity[k] / S^2 * rfft2d(grad placed at the window).
+    # grad_spectrum[k] = multiplicity[k] / S^2 * rfft2d(grad placed at the window); half precision
+    # (the scales of both ops differ by S^2 each way): multiplicity[k] * S^2 * rfft2d(grad).
     fft_size = op.inputs[1]
     spectrum = rfft2d(grad, fft_size, op.get_attr("offset_h"), op.get_attr("offset_w"),
                       op.get_attr("data_format").decode())
-    weights = half_spectrum_multiplicity(fft_size, spectrum.dtype) / _frame_area(
-        fft_size, spectrum.dtype)
-    return spectrum * weights, None, None, None
+    return _scale_spectrum(spectrum, fft_size, lambda area, m: m / area,
+                           lambda area, m: m * area), None, None, None
 
 
 def _mode(transpose, adjoint):
     return "H" if adjoint else ("T" if transpose else "N")
 
 
-def _product(x, mode_x, y, mode_y):
-    """``mode_x(x) @ mode_y(y)`` per bin; modes N, T (transpose), H (adjoint), C (conjugate)."""
+def conj(spectrum):
+    """The conjugate of a complex or half-precision (``[.., 2]``: imaginary part negated) spectrum."""
+    if is_half(spectrum.dtype):
+        return spectrum * tf.constant([1, -1], spectrum.dtype)
+    return tf.math.conj(spectrum)
+
+
+def _product(x, mode_x, y, mode_y, alpha=1.0):
+    """``alpha mode_x(x) @ mode_y(y)`` per bin; modes N, T (transpose), H (adjoint), C (conjugate)."""
     if mode_x == "C":
-        x, mode_x = tf.math.conj(x), "N"
+        x, mode_x = conj(x), "N"
     if mode_y == "C":
-        y, mode_y = tf.math.conj(y), "N"
+        y, mode_y = conj(y), "N"
     return spectral_matmul(x, y, transpose_a=mode_x == "T", adjoint_a=mode_x == "H",
-                           transpose_b=mode_y == "T", adjoint_b=mode_y == "H")
+                           transpose_b=mode_y == "T", adjoint_b=mode_y == "H", alpha=alpha)
 
 
 # For c = op_a(a) op_b(b): grad op_a(a) = g op_b(b)^H and grad op_b(b) = op_a(a)^H g, then undone
@@ -180,19 +223,21 @@ _CONJ_OF = {"N": "C", "T": "H", "H": "T"}
 
 @tf.RegisterGradient("FftconvSpectralMatmul")
 def _spectral_matmul_grad(op, grad):
+    # alpha is real: both gradients carry it once.
     a, b = op.inputs
+    alpha = op.get_attr("alpha")
     mode_a = _mode(op.get_attr("transpose_a"), op.get_attr("adjoint_a"))
     mode_b = _mode(op.get_attr("transpose_b"), op.get_attr("adjoint_b"))
     if mode_a == "N":
-        grad_a = _product(grad, "N", b, _ADJOINT_OF[mode_b])
+        grad_a = _product(grad, "N", b, _ADJOINT_OF[mode_b], alpha)
     elif mode_a == "T":
-        grad_a = _product(b, _CONJ_OF[mode_b], grad, "T")
+        grad_a = _product(b, _CONJ_OF[mode_b], grad, "T", alpha)
     else:
-        grad_a = _product(b, mode_b, grad, "H")
+        grad_a = _product(b, mode_b, grad, "H", alpha)
     if mode_b == "N":
-        grad_b = _product(a, _ADJOINT_OF[mode_a], grad, "N")
+        grad_b = _product(a, _ADJOINT_OF[mode_a], grad, "N", alpha)
     elif mode_b == "T":
-        grad_b = _product(grad, "T", a, _CONJ_OF[mode_a])
+        grad_b = _product(grad, "T", a, _CONJ_OF[mode_a], alpha)
     else:
-        grad_b = _product(grad, "H", a, mode_a)
+        grad_b = _product(grad, "H", a, mode_a, alpha)
     return grad_a, grad_b

@@ -57,7 +57,8 @@ CACHE_SCHEMA = "tf_fftconv.autotune/1"
 
 @dataclasses.dataclass(frozen=True)
 class DeviceCosts:
-    """Rates of one device kind (float32; float64 halves every rate and doubles every byte).
+    """Rates of one device kind (float32; float64 halves every rate and doubles every byte;
+    float16 and bfloat16 keep the float32 rates and halve the bytes).
 
     Each op costs ``max(op_overhead_s, bytes / bandwidth, flops / rate)``; the FFT path is a
     list of such ops per pass, direct convolution one op per pass.
@@ -131,7 +132,7 @@ class Problem:
     k_w: int
     padding: str
     data_format: str
-    dtype: str          # "float32" or "float64"
+    dtype: str          # "float32", "float64", "float16" or "bfloat16"
     device: str         # "CPU" or "GPU"
     device_name: str    # what the timing cache is keyed on, e.g. "NVIDIA H200"
     tf32: bool
@@ -198,14 +199,20 @@ class Estimate:
 SPATIAL = "spatial"
 
 
+def _element_bytes(dtype):
+    """Bytes of one real value: half precision stores 2 (spectra too: pairs of halves)."""
+    return {"float64": 8, "float16": 2, "bfloat16": 2}.get(dtype, 4)
+
+
 def _op_time(costs, bytes_moved=0.0, bytes_per_s=1.0, flops=0.0, flops_per_s=1.0, fixed_s=0.0):
     return max(costs.op_overhead_s, bytes_moved / bytes_per_s,
                (flops / flops_per_s if flops else 0.0) + fixed_s)
 
 
 def estimate_spatial(problem, costs):
-    """tf.nn.conv2d: three passes of ``2 B Cin Cout Ho Wo kh kw`` flops each."""
-    real = 8 if problem.dtype == "float64" else 4
+    """tf.nn.conv2d: three passes of ``2 B Cin Cout Ho Wo kh kw`` flops each (half precision at
+    the float32 rate: not measured apart; only its bytes are halved)."""
+    real = _element_bytes(problem.dtype)
     slow = 2.0 if problem.dtype == "float64" else 1.0
     out = geometry.output_geometry(problem.in_h, problem.in_w, problem.k_h, problem.k_w,
                                    problem.padding)
@@ -232,9 +239,12 @@ def _transform_flops(fft_size, rows):
 
 
 def estimate_fft(problem, config, costs):
-    """The FFT path as its ops: transforms, per-bin matmuls, inverses, and tiling's copies."""
+    """The FFT path as its ops: transforms, per-bin matmuls, inverses, and tiling's copies.
+
+    Half precision: every tensor and spectrum has half the bytes of float32, the arithmetic
+    (float32 inside) the float32 rates."""
     t = config.tiles
-    real = 8 if problem.dtype == "float64" else 4
+    real = _element_bytes(problem.dtype)
     slow = 2.0 if problem.dtype == "float64" else 1.0
     complex_bytes = 2 * real
     batch = problem.model_batch
