@@ -56,3 +56,46 @@ def rel_error(out, ref):
     if denom == 0:
         return float(np.linalg.norm(out.ravel()))
     return float(np.linalg.norm((out - ref).ravel()) / denom)
+
+
+def conv2d_nhwc(x, w, dy, padding):
+    """Stride-1 cross-correlation as tf.nn.conv2d computes it, in float64, with both gradients.
+
+    x [B, H, W, Cin], w [kh, kw, Cin, Cout], dy the output's cotangent ``[B, Ho, Wo, Cout]`` (or
+    None). Returns (y, dx, dw); dx and dw are None without dy.
+    """
+    x, w = np.asarray(x, np.float64), np.asarray(w, np.float64)
+    k_h, k_w = w.shape[:2]
+    if padding == "SAME":
+        top, left = (k_h - 1) // 2, (k_w - 1) // 2
+        x_pad = np.pad(x, ((0, 0), (top, k_h - 1 - top), (left, k_w - 1 - left), (0, 0)))
+    else:
+        top = left = 0
+        x_pad = x
+    out_h, out_w = x_pad.shape[1] - k_h + 1, x_pad.shape[2] - k_w + 1
+    y = np.zeros((x.shape[0], out_h, out_w, w.shape[3]))
+    for u in range(k_h):
+        for v in range(k_w):
+            y += np.einsum("bijc,co->bijo", x_pad[:, u:u + out_h, v:v + out_w], w[u, v])
+    if dy is None:
+        return y, None, None
+    dy = np.asarray(dy, np.float64)
+    dx_pad = np.zeros_like(x_pad)
+    dw = np.zeros_like(w)
+    for u in range(k_h):
+        for v in range(k_w):
+            dx_pad[:, u:u + out_h, v:v + out_w] += np.einsum("bijo,co->bijc", dy, w[u, v])
+            dw[u, v] = np.einsum("bijc,bijo->co", x_pad[:, u:u + out_h, v:v + out_w], dy)
+    dx = dx_pad[:, top:top + x.shape[1], left:left + x.shape[2]]
+    return y, dx, dw
+
+
+def pairs_to_complex(pairs):
+    """A half-precision spectrum [.., 2] (real, imaginary) as complex128."""
+    pairs = np.asarray(pairs, np.float64)
+    return pairs[..., 0] + 1j * pairs[..., 1]
+
+
+def complex_to_pairs(z):
+    z = np.asarray(z)
+    return np.stack([z.real, z.imag], axis=-1)

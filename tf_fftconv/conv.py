@@ -18,7 +18,9 @@ float16 and bfloat16 run natively: their spectra are mean-normalised (``rfft2d``
 ``S^2``, ``irfft2d`` does not scale), so each per-bin product is taken with ``alpha = S^2``
 (``_spectral_product``), which makes it again the mean-normalised spectrum of its output: no
 spectrum exceeds the largest magnitude of the tensor it stands for, and none overflows unless that
-tensor (the output or a gradient) itself does. The same three passes, in the same dtype.
+tensor (the output or a gradient) itself does. The same three passes, in the same dtype. float16
+weights are multiplied by a power of two before their transform (``_weight_gain``: a small kernel's
+spectrum divided by ``S^2`` would be subnormal), and the products that use them divide alpha by it.
 
 Tiles (``geometry``): the padded input is cut into overlapping tiles that join the batch
 dimension, each tile is a VALID convolution in a small frame, and the output tiles are put side
@@ -57,20 +59,68 @@ def _optional_int(value, name, smallest):
 
 
 _FRAME_SIZES = tuple(2 ** i for i in range(1, MAX_FFT_SIZE.bit_length()))   # 2 .. MAX_FFT_SIZE
+# float16 weights are multiplied by at most this power of two before their transform (below).
+_MAX_WEIGHT_GAIN = 2 ** 8
 
 
-def _spectral_product(a, b, fft_size, **flags):
-    """``spectral_matmul(a, b, **flags)`` with the scale the spectra need: ``alpha = S^2`` for
-    half-precision (mean-normalised) spectra, 1 for complex ones. ``alpha`` is an attribute, so
-    an ``fft_size`` known only at run time selects one matmul per possible frame size."""
+def _weight_gain(dtype, fft_size, kernel_size):
+    """The power of two by which float16 weights are multiplied before their transform (1 for the
+    other dtypes), for a Python int ``fft_size``.
+
+    A mean-normalised spectrum is divided by ``S^2``, but a ``kh x kw`` kernel's bins are bounded
+    by ``kh kw max|w|``: a float16 weight spectrum in a large frame would sit in float16's
+    subnormal range (fewer significant bits) for ordinary weights. ``2^floor(log2(S^2 / (kh kw)))``
+    keeps every bin of the stored weight spectrum within ``max|w|`` (no overflow unless the
+    scaled weights themselves overflow, which the cap of 2^8 leaves to weights above 255); the
+    products that use it take ``alpha = S^2 / gain``. bfloat16 has float32's exponent range.
+    """
+    if tf.as_dtype(dtype) != tf.float16:
+        return 1
+    area = max(1, kernel_size[0] * kernel_size[1])
+    return min(_MAX_WEIGHT_GAIN, 2 ** ((fft_size * fft_size // area).bit_length() - 1))
+
+
+def _frame_index(fft_size):
+    """Index of a run-time power-of-two ``fft_size`` in ``_FRAME_SIZES``."""
+    return tf.reduce_sum(tf.cast(tf.constant(_FRAME_SIZES, tf.int32) < fft_size, tf.int32))
+
+
+def _static_size(fft_size):
+    static = tf.get_static_value(fft_size) if tf.is_tensor(fft_size) else fft_size
+    return None if static is None else int(static)
+
+
+def _weight_spectrum(w, fft_size, kernel_size):
+    """``rfft2d`` of ``w`` ``[kh, kw, Cin, Cout]`` as ``[F, Cout, Cin]``, of ``w * _weight_gain``."""
+    w = tf.transpose(w, [3, 2, 0, 1])
+    if w.dtype != tf.float16:
+        return ops.rfft2d(w, fft_size)
+    size = _static_size(fft_size)
+    if size is not None:
+        gain = tf.constant(_weight_gain(w.dtype, size, kernel_size), w.dtype)
+    else:
+        gains = [_weight_gain(w.dtype, s, kernel_size) for s in _FRAME_SIZES]
+        gain = tf.gather(tf.constant(gains, w.dtype), _frame_index(fft_size))
+    return ops.rfft2d(w * gain, fft_size)
+
+
+def _spectral_product(a, b, fft_size, kernel_size=None, **flags):
+    """``spectral_matmul(a, b, **flags)`` with the scale the spectra need: for half-precision
+    (mean-normalised) spectra ``alpha = S^2``, divided by the weight gain when one operand is the
+    weight spectrum (``kernel_size`` given); 1 for complex ones. ``alpha`` is an attribute, so an
+    ``fft_size`` known only at run time selects one matmul per possible frame size."""
     if not ops.is_half(a.dtype):
         return ops.spectral_matmul(a, b, **flags)
-    static = tf.get_static_value(fft_size) if tf.is_tensor(fft_size) else fft_size
-    if static is not None:
-        return ops.spectral_matmul(a, b, alpha=float(int(static)) ** 2, **flags)
-    index = tf.reduce_sum(tf.cast(tf.constant(_FRAME_SIZES, tf.int32) < fft_size, tf.int32))
-    return tf.switch_case(index, [
-        (lambda size=size: ops.spectral_matmul(a, b, alpha=float(size * size), **flags))
+
+    def alpha(size):
+        gain = 1 if kernel_size is None else _weight_gain(a.dtype, size, kernel_size)
+        return float(size * size) / gain
+
+    size = _static_size(fft_size)
+    if size is not None:
+        return ops.spectral_matmul(a, b, alpha=alpha(size), **flags)
+    return tf.switch_case(_frame_index(fft_size), [
+        (lambda size=size: ops.spectral_matmul(a, b, alpha=alpha(size), **flags))
         for size in _FRAME_SIZES])
 
 
@@ -283,13 +333,13 @@ def _frequency_domain_conv(geometry, image_size, kernel_size, data_format):
     def conv(x, w):
         # x_spectrum [F, B, Cin]; w_spectrum [F, Cout, Cin]; y_spectrum [F, B, Cout].
         x_spectrum = ops.rfft2d(x, size, pad_top, pad_left, data_format)
-        w_spectrum = ops.rfft2d(tf.transpose(w, [3, 2, 0, 1]), size)
-        y_spectrum = _spectral_product(x_spectrum, w_spectrum, size, adjoint_b=True)
+        w_spectrum = _weight_spectrum(w, size, kernel_size)
+        y_spectrum = _spectral_product(x_spectrum, w_spectrum, size, kernel_size, adjoint_b=True)
         y = ops.irfft2d(y_spectrum, size, geometry.out_h, geometry.out_w, 0, 0, data_format)
 
         def grad(dy):
             dy_spectrum = ops.rfft2d(dy, size, 0, 0, data_format)            # [F, B, Cout]
-            dx_spectrum = _spectral_product(dy_spectrum, w_spectrum, size)     # [F, B, Cin]
+            dx_spectrum = _spectral_product(dy_spectrum, w_spectrum, size, kernel_size)  # [F, B, Cin]
             dx = ops.irfft2d(dx_spectrum, size, image_size[0], image_size[1], pad_top, pad_left,
                              data_format)
             dw_spectrum = _spectral_product(dy_spectrum, x_spectrum, size,
@@ -326,7 +376,7 @@ def _recomputing_conv(geometry, image_size, kernel_size, data_format, chunks):
     size, pad_top, pad_left = geometry.fft_size, geometry.pad_top, geometry.pad_left
 
     def weight_spectrum(w):
-        return ops.rfft2d(tf.transpose(w, [3, 2, 0, 1]), size)                 # [F, Cout, Cin]
+        return _weight_spectrum(w, size, kernel_size)                         # [F, Cout, Cin]
 
     @tf.custom_gradient
     def conv(x, w):
@@ -335,7 +385,7 @@ def _recomputing_conv(geometry, image_size, kernel_size, data_format, chunks):
         for piece in _pieces(x, chunks):
             with tf.control_dependencies(outputs[-1:]):
                 x_spectrum = ops.rfft2d(piece, size, pad_top, pad_left, data_format)  # [F, b, Cin]
-            y_spectrum = _spectral_product(x_spectrum, w_spectrum, size,
+            y_spectrum = _spectral_product(x_spectrum, w_spectrum, size, kernel_size,
                                            adjoint_b=True)                     # [F, b, Cout]
             outputs.append(ops.irfft2d(y_spectrum, size, geometry.out_h, geometry.out_w, 0, 0,
                                        data_format))
@@ -347,7 +397,8 @@ def _recomputing_conv(geometry, image_size, kernel_size, data_format, chunks):
             for piece, dy_piece in zip(_pieces(x, chunks), _pieces(dy, chunks)):
                 with tf.control_dependencies([dw_spectrum] if dw_spectrum is not None else []):
                     dy_spectrum = ops.rfft2d(dy_piece, size, 0, 0, data_format)  # [F, b, Cout]
-                dx_spectrum = _spectral_product(dy_spectrum, w_spectrum, size)     # [F, b, Cin]
+                dx_spectrum = _spectral_product(dy_spectrum, w_spectrum, size,
+                                                kernel_size)                   # [F, b, Cin]
                 dxs.append(ops.irfft2d(dx_spectrum, size, image_size[0], image_size[1], pad_top,
                                        pad_left, data_format))
                 with tf.control_dependencies(dxs[-1:]):
