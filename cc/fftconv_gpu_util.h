@@ -21,6 +21,24 @@ inline absl::Status GetCudaStream(tensorflow::OpKernelContext* ctx, cudaStream_t
   return absl::OkStatus();
 }
 
+// The launchers' element type for an op's real type: itself for float and double, the 16-bit
+// storage types of cuda/fftconv_cuda.h for Eigen::half and Eigen::bfloat16 (same bits).
+template <typename Real>
+struct LauncherType {
+  using type = Real;
+};
+template <>
+struct LauncherType<Eigen::half> {
+  using type = cuda::Float16;
+};
+template <>
+struct LauncherType<Eigen::bfloat16> {
+  using type = cuda::BFloat16;
+};
+static_assert(sizeof(Eigen::half) == sizeof(cuda::Float16) &&
+                  sizeof(Eigen::bfloat16) == sizeof(cuda::BFloat16),
+              "the launchers take Eigen's half types by their 16-bit patterns");
+
 inline absl::Status CudaStatus(const char* what, int code) {
   if (code == 0) return absl::OkStatus();
   return absl::InternalError(absl::StrCat("tf_fftconv: ", what, " failed on the GPU: ",

@@ -5,13 +5,15 @@
 
 namespace fftconv {
 
-// spectrum: [bins, batch, channels] complex (interleaved Real pairs); output: the real window.
+// spectrum: [bins, batch, channels] complex (interleaved Real pairs), or for Eigen::half /
+// Eigen::bfloat16 [bins, batch, channels, 2], mean-normalised; output: the real window.
 template <typename Real>
 absl::Status Irfft2dOnGpu(cudaStream_t stream, const Irfft2dParams& params, const void* spectrum,
-                          Real* output) {
+                          void* output) {
+  using L = typename LauncherType<Real>::type;
   return CudaStatus("FftconvIrfft2d",
-                    cuda::LaunchIrfft2d<Real>(params, static_cast<const Real*>(spectrum), output,
-                                              stream));
+                    cuda::LaunchIrfft2d<L>(params, static_cast<const L*>(spectrum),
+                                           static_cast<L*>(output), stream));
 }
 
 template <typename Real>
@@ -28,13 +30,15 @@ struct Irfft2dFunctor<GpuDevice, Real> {
 #define REGISTER_GPU(Real)                                                     \
   FFTCONV_REGISTER_KERNEL(Name("FftconvIrfft2d")                               \
                               .Device(tensorflow::DEVICE_GPU)                  \
-                              .TypeConstraint<std::complex<Real>>("Tcomplex") \
+                              .TypeConstraint<SpectrumElement<Real>>("Tcomplex") \
                               .HostMemory("fft_size")                          \
                               .HostMemory("out_h")                             \
                               .HostMemory("out_w"),                            \
                           Irfft2dOp<GpuDevice, Real>);
 REGISTER_GPU(float)
 REGISTER_GPU(double)
+REGISTER_GPU(Eigen::half)
+REGISTER_GPU(Eigen::bfloat16)
 #undef REGISTER_GPU
 
 // The tf_fftconv_irfft2d custom call (cc/irfft2d_xla.cc) on XLA's stream.
@@ -50,13 +54,19 @@ static ffi::Error Irfft2dCuda(cudaStream_t stream, ffi::AnyBuffer spectrum,
   switch (spectrum.element_type()) {
     case ffi::DataType::C64:
       return FfiError(Irfft2dOnGpu<float>(stream, params, spectrum.untyped_data(),
-                                          static_cast<float*>(output->untyped_data())));
+                                          output->untyped_data()));
     case ffi::DataType::C128:
       return FfiError(Irfft2dOnGpu<double>(stream, params, spectrum.untyped_data(),
-                                           static_cast<double*>(output->untyped_data())));
+                                           output->untyped_data()));
+    case ffi::DataType::F16:
+      return FfiError(Irfft2dOnGpu<Eigen::half>(stream, params, spectrum.untyped_data(),
+                                                output->untyped_data()));
+    case ffi::DataType::BF16:
+      return FfiError(Irfft2dOnGpu<Eigen::bfloat16>(stream, params, spectrum.untyped_data(),
+                                                    output->untyped_data()));
     default:
       return ffi::Error::InvalidArgument(
-          "FftconvIrfft2d: spectrum must be complex64 or complex128");
+          "FftconvIrfft2d: spectrum must be complex64, complex128, float16 or bfloat16");
   }
 }
 

@@ -5,12 +5,15 @@
 
 namespace fftconv {
 
-// input: NCHW or NHWC real; spectrum: [bins, batch, channels] complex (interleaved Real pairs).
+// input: NCHW or NHWC real; spectrum: [bins, batch, channels] complex (interleaved Real pairs), or
+// for Eigen::half / Eigen::bfloat16 [bins, batch, channels, 2], mean-normalised.
 template <typename Real>
-absl::Status Rfft2dOnGpu(cudaStream_t stream, const Rfft2dParams& params, const Real* input,
+absl::Status Rfft2dOnGpu(cudaStream_t stream, const Rfft2dParams& params, const void* input,
                          void* spectrum) {
-  return CudaStatus("FftconvRfft2d", cuda::LaunchRfft2d<Real>(
-                                         params, input, static_cast<Real*>(spectrum), stream));
+  using L = typename LauncherType<Real>::type;
+  return CudaStatus("FftconvRfft2d",
+                    cuda::LaunchRfft2d<L>(params, static_cast<const L*>(input),
+                                          static_cast<L*>(spectrum), stream));
 }
 
 template <typename Real>
@@ -32,6 +35,8 @@ struct Rfft2dFunctor<GpuDevice, Real> {
                           Rfft2dOp<GpuDevice, Real>);
 REGISTER_GPU(float)
 REGISTER_GPU(double)
+REGISTER_GPU(Eigen::half)
+REGISTER_GPU(Eigen::bfloat16)
 #undef REGISTER_GPU
 
 // The tf_fftconv_rfft2d custom call (cc/rfft2d_xla.cc) on XLA's stream.
@@ -46,13 +51,20 @@ static ffi::Error Rfft2dCuda(cudaStream_t stream, ffi::AnyBuffer x,
   if (spectrum->element_count() == 0) return ffi::Error::Success();
   switch (x.element_type()) {
     case ffi::DataType::F32:
-      return FfiError(Rfft2dOnGpu<float>(stream, params, x.typed_data<float>(),
+      return FfiError(Rfft2dOnGpu<float>(stream, params, x.untyped_data(),
                                          spectrum->untyped_data()));
     case ffi::DataType::F64:
-      return FfiError(Rfft2dOnGpu<double>(stream, params, x.typed_data<double>(),
+      return FfiError(Rfft2dOnGpu<double>(stream, params, x.untyped_data(),
                                           spectrum->untyped_data()));
+    case ffi::DataType::F16:
+      return FfiError(Rfft2dOnGpu<Eigen::half>(stream, params, x.untyped_data(),
+                                               spectrum->untyped_data()));
+    case ffi::DataType::BF16:
+      return FfiError(Rfft2dOnGpu<Eigen::bfloat16>(stream, params, x.untyped_data(),
+                                                   spectrum->untyped_data()));
     default:
-      return ffi::Error::InvalidArgument("FftconvRfft2d: x must be float32 or float64");
+      return ffi::Error::InvalidArgument(
+          "FftconvRfft2d: x must be float32, float64, float16 or bfloat16");
   }
 }
 

@@ -5,14 +5,16 @@
 
 namespace fftconv {
 
-// a, b, c: [bins, rows, cols] complex, as interleaved Real pairs.
+// a, b, c: [bins, rows, cols] complex, as interleaved Real pairs (for Eigen::half /
+// Eigen::bfloat16: [bins, rows, cols, 2]).
 template <typename Real>
 absl::Status SpectralMatmulOnGpu(cudaStream_t stream, const SpectralMatmulParams& params,
                                  const void* a, const void* b, void* c) {
+  using L = typename LauncherType<Real>::type;
   return CudaStatus("FftconvSpectralMatmul",
-                    cuda::LaunchSpectralMatmul<Real>(params, static_cast<const Real*>(a),
-                                                     static_cast<const Real*>(b),
-                                                     static_cast<Real*>(c), stream));
+                    cuda::LaunchSpectralMatmul<L>(params, static_cast<const L*>(a),
+                                                  static_cast<const L*>(b), static_cast<L*>(c),
+                                                  stream));
 }
 
 template <typename Real>
@@ -29,10 +31,12 @@ struct SpectralMatmulFunctor<GpuDevice, Real> {
 #define REGISTER_GPU(Real)                                                     \
   FFTCONV_REGISTER_KERNEL(Name("FftconvSpectralMatmul")                        \
                               .Device(tensorflow::DEVICE_GPU)                  \
-                              .TypeConstraint<std::complex<Real>>("T"),        \
+                              .TypeConstraint<SpectrumElement<Real>>("T"),     \
                           SpectralMatmulOp<GpuDevice, Real>);
 REGISTER_GPU(float)
 REGISTER_GPU(double)
+REGISTER_GPU(Eigen::half)
+REGISTER_GPU(Eigen::bfloat16)
 #undef REGISTER_GPU
 
 // The tf_fftconv_spectral_matmul custom call (cc/spectral_matmul_xla.cc) on XLA's stream.
@@ -53,9 +57,15 @@ static ffi::Error SpectralMatmulCuda(cudaStream_t stream, ffi::AnyBuffer a, ffi:
     case ffi::DataType::C128:
       return FfiError(SpectralMatmulOnGpu<double>(stream, params, a.untyped_data(),
                                                   b.untyped_data(), product->untyped_data()));
+    case ffi::DataType::F16:
+      return FfiError(SpectralMatmulOnGpu<Eigen::half>(stream, params, a.untyped_data(),
+                                                       b.untyped_data(), product->untyped_data()));
+    case ffi::DataType::BF16:
+      return FfiError(SpectralMatmulOnGpu<Eigen::bfloat16>(
+          stream, params, a.untyped_data(), b.untyped_data(), product->untyped_data()));
     default:
       return ffi::Error::InvalidArgument(
-          "FftconvSpectralMatmul: a and b must be complex64 or complex128");
+          "FftconvSpectralMatmul: a and b must be complex64, complex128, float16 or bfloat16");
   }
 }
 

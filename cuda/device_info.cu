@@ -15,10 +15,13 @@ constexpr int kMaxDevices = 64;
 std::atomic<int> g_compute_capability[kMaxDevices];
 std::atomic<int> g_max_shared[kMaxDevices];
 std::atomic<int> g_shared_cap{0};
+std::atomic<int> g_compute_capability_cap{0};
 
 void ApplyCap(DeviceLimits* limits) {
   const int cap = g_shared_cap.load(std::memory_order_relaxed);
   if (cap > 0 && cap < limits->max_shared_per_block) limits->max_shared_per_block = cap;
+  const int cc_cap = g_compute_capability_cap.load(std::memory_order_relaxed);
+  if (cc_cap > 0 && cc_cap < limits->compute_capability) limits->compute_capability = cc_cap;
 }
 
 }  // namespace
@@ -59,6 +62,10 @@ int CurrentDeviceLimits(DeviceLimits* limits) {
 }
 
 void SetSharedMemoryCapForTesting(int bytes) { g_shared_cap.store(bytes > 0 ? bytes : 0, std::memory_order_relaxed); }
+
+void SetComputeCapabilityCapForTesting(int compute_capability) {
+  g_compute_capability_cap.store(compute_capability > 0 ? compute_capability : 0, std::memory_order_relaxed);
+}
 
 }  // namespace detail
 }  // namespace cuda

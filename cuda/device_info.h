@@ -18,6 +18,10 @@ int CurrentDeviceLimits(DeviceLimits* limits);
 // the plans meant for devices with less shared memory (48 KiB on sm_60, 64 KiB on sm_75).
 void SetSharedMemoryCapForTesting(int bytes);
 
+// Caps the compute capability the launchers see (e.g. 75; 0 restores the device's), so that tests on
+// a new GPU run the paths chosen for older ones (the half-precision matmul without tensor cores).
+void SetComputeCapabilityCapForTesting(int compute_capability);
+
 }  // namespace detail
 }  // namespace cuda
 }  // namespace fftconv

@@ -6,7 +6,8 @@
 // (launch or configuration); FftconvCudaErrorString turns that code into text.
 //
 // The parameter structs and their buffer layouts are in cc/fftconv_params.h. Complex buffers are
-// interleaved (re, im) pairs of `Real`, i.e. float2 / double2 in memory. Sizes are validated by the
+// interleaved (re, im) pairs of `Real`, i.e. float2 / double2 in memory; Real is float, double,
+// Float16 or BFloat16. Sizes are validated by the
 // caller (cc/fftconv_shapes.h). Empty outputs are legal and launch nothing; an image with no pixels
 // gives a zero spectrum.
 #ifndef TF_FFTCONV_CUDA_FFTCONV_CUDA_H_
@@ -18,6 +19,18 @@ typedef struct CUstream_st* cudaStream_t;
 
 namespace fftconv {
 namespace cuda {
+
+// Half-precision storage as the launchers take it: the 16-bit patterns of IEEE binary16 (__half,
+// Eigen::half) and bfloat16 (__nv_bfloat16, Eigen::bfloat16), so that neither CUDA's nor
+// TensorFlow's half types appear here. A half-precision spectrum is (re, im) pairs of them,
+// [bins, rows, cols, 2], stored mean-normalised (divided by S^2; cc/fftconv_params.h); the kernels
+// compute in float.
+struct Float16 {
+  unsigned short bits;
+};
+struct BFloat16 {
+  unsigned short bits;
+};
 
 template <typename Real>
 int LaunchRfft2d(const Rfft2dParams& params, const Real* input, Real* spectrum, cudaStream_t stream);

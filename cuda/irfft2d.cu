@@ -16,6 +16,9 @@
 //                (vector) stores: the crop is fused into this copy.
 // When the window does not fit in shared memory, rows are split into chunks, one chunk per blockIdx.y
 // (each block recomputes the column inverse), and the row pass writes global memory directly.
+// Half precision (Io = __half / __nv_bfloat16): the (re, im) pairs of the mean-normalised spectrum
+// are converted to float as they are read, the transforms run in float, and the window is rounded
+// to Io as it is stored, without the 1/S^2 (the stored spectrum is already divided by S^2).
 #include <cuda_runtime.h>
 
 #include "device_info.h"
@@ -42,18 +45,18 @@ struct Irfft2dArgs {
 };
 
 // Copies the output windows from the stage (window row h, frame column offset_w + w) to global memory.
-template <typename Real, int G, int kThreads>
-__device__ __forceinline__ void StoreStage(const Real* stage, Real* __restrict__ output, const Irfft2dArgs& a,
+template <typename Io, typename Real, int G, int kThreads>
+__device__ __forceinline__ void StoreStage(const Real* stage, Io* __restrict__ output, const Irfft2dArgs& a,
                                            int n0, int nvalid) {
   const int tid = threadIdx.x;
   const int hw = a.out_h * a.out_w;
   const Real* window = stage + a.offset_w;
   if (!a.nhwc) {
     // NCHW: the block's output images are one contiguous run of nvalid * out_h * out_w values.
-    Real* dst = output + static_cast<size_t>(n0) * hw;
+    Io* dst = output + static_cast<size_t>(n0) * hw;
     const int total = nvalid * hw;
     int scalar_begin = 0;
-    if constexpr (std::is_same<Real, float>::value) {
+    if constexpr (std::is_same<Io, float>::value) {
       if (a.vector_io) {
         float4* dst4 = reinterpret_cast<float4*>(dst);
         const int total4 = total / 4;
@@ -82,10 +85,10 @@ __device__ __forceinline__ void StoreStage(const Real* stage, Real* __restrict__
       int i, rem, h, w;
       a.div_hw.DivMod(e, i, rem);
       a.div_w.DivMod(rem, h, w);
-      detail::StoreStreaming(dst + e, window[a.stage.At(i, h, w)]);
+      detail::StoreStreaming(dst + e, detail::ToStorage<Io>(window[a.stage.At(i, h, w)]));
     }
   } else {
-    if constexpr (std::is_same<Real, float>::value && G % 4 == 0) {
+    if constexpr (std::is_same<Io, float>::value && G % 4 == 0) {
       if (a.vector_io) {
         // channels % 4 == 0: four consecutive images share b and are 16-byte aligned.
         constexpr int kQuads = G / 4;
@@ -109,24 +112,31 @@ __device__ __forceinline__ void StoreStage(const Real* stage, Real* __restrict__
     if (i >= nvalid) return;
     int b, c;
     a.div_channels.DivMod(n0 + i, b, c);
-    Real* dst = output + static_cast<size_t>(b) * hw * a.channels + c;
+    Io* dst = output + static_cast<size_t>(b) * hw * a.channels + c;
     for (int pix = tid / G; pix < hw; pix += kThreads / G) {
       int h, w;
       a.div_w.DivMod(pix, h, w);
-      detail::StoreStreaming(dst + static_cast<size_t>(pix) * a.channels, window[a.stage.At(i, h, w)]);
+      detail::StoreStreaming(dst + static_cast<size_t>(pix) * a.channels,
+                             detail::ToStorage<Io>(window[a.stage.At(i, h, w)]));
     }
   }
 }
 
-template <typename Real, int S, int L, int G>
-__global__ void __launch_bounds__(G * L * S / 2, (detail::FftShape<Real, S, true>::kMinBlocks))
-    Irfft2dKernel(const complex_t<Real>* __restrict__ spectrum, Real* __restrict__ output, const Irfft2dArgs a) {
+// spectrum: [bins, images] of Storage<Io>::Pair; output: the window in Io.
+template <typename Io, int S, int L, int G>
+__global__ void __launch_bounds__(G * L * S / 2,
+                                  (detail::FftShape<typename detail::Storage<Io>::Compute, S, true>::kMinBlocks))
+    Irfft2dKernel(const typename detail::Storage<Io>::Pair* __restrict__ spectrum, Io* __restrict__ output,
+                  const Irfft2dArgs a) {
+  using Real = typename detail::Storage<Io>::Compute;
+  using Pair = typename detail::Storage<Io>::Pair;
   using C = complex_t<Real>;
   using Layout = detail::FftLayout<S, L>;
   constexpr int P = S / L;
   constexpr int kHalf = S / 2;
   constexpr int kThreads = G * L * S / 2;
-  const Real scale = Real(1) / Real(S * S);
+  // A mean-normalised half-precision spectrum is already divided by S^2.
+  const Real scale = detail::Storage<Io>::kHalf ? Real(1) : Real(1) / Real(S * S);
 
   // Shared memory, one buffer used twice:
   //   columns : complex [row][column job c][image i], row stride a.row_stride; rows are the S frame
@@ -151,12 +161,12 @@ __global__ void __launch_bounds__(G * L * S / 2, (detail::FftShape<Real, S, true
   // ---- Column pass: job c = q, inverse along ky.
   {
     const int c = q;
-    const complex_t<Real>* in = spectrum + (image_valid ? n : 0);
+    const Pair* in = spectrum + (image_valid ? n : 0);
     C y[P];
     if (c != 0) {
 #pragma unroll
       for (int p = 0; p < P; ++p) {
-        const C v = in[detail::SpectrumIndex(S, Layout::InputIndex(p, l), c, a.images, 0)];
+        const C v = detail::ToCompute(in[detail::SpectrumIndex(S, Layout::InputIndex(p, l), c, a.images, 0)]);
         y[p] = image_valid ? v : C{Real(0), Real(0)};
       }
     } else {
@@ -164,10 +174,10 @@ __global__ void __launch_bounds__(G * L * S / 2, (detail::FftShape<Real, S, true
       for (int p = 0; p < P; ++p) {
         const int ky = Layout::InputIndex(p, l);
         const int ky_mirror = (S - ky) & (S - 1);
-        const C x0 = in[detail::SpectrumIndex(S, ky, 0, a.images, 0)];
-        const C x0m = in[detail::SpectrumIndex(S, ky_mirror, 0, a.images, 0)];
-        const C xn = in[detail::SpectrumIndex(S, ky, kHalf, a.images, 0)];
-        const C xnm = in[detail::SpectrumIndex(S, ky_mirror, kHalf, a.images, 0)];
+        const C x0 = detail::ToCompute(in[detail::SpectrumIndex(S, ky, 0, a.images, 0)]);
+        const C x0m = detail::ToCompute(in[detail::SpectrumIndex(S, ky_mirror, 0, a.images, 0)]);
+        const C xn = detail::ToCompute(in[detail::SpectrumIndex(S, ky, kHalf, a.images, 0)]);
+        const C xnm = detail::ToCompute(in[detail::SpectrumIndex(S, ky_mirror, kHalf, a.images, 0)]);
         // 2H = X[ky] + conj(X[-ky]) for both columns; v = H0 + i * HN.
         const Real h0x = Real(0.5) * (x0.x + x0m.x), h0y = Real(0.5) * (x0.y - x0m.y);
         const Real hnx = Real(0.5) * (xn.x + xnm.x), hny = Real(0.5) * (xn.y - xnm.y);
@@ -229,7 +239,7 @@ __global__ void __launch_bounds__(G * L * S / 2, (detail::FftShape<Real, S, true
       }
     }
     __syncthreads();
-    StoreStage<Real, G, kThreads>(stage, output, a, n0, nvalid);
+    StoreStage<Io, Real, G, kThreads>(stage, output, a, n0, nvalid);
   } else if (row_active) {
     detail::DistributedFft<Real, true, S, L>(x, l, G, group_mask);
     if (image_valid) {
@@ -238,16 +248,19 @@ __global__ void __launch_bounds__(G * L * S / 2, (detail::FftShape<Real, S, true
       for (int r = 0; r < P; ++r) {
         const int w = Layout::OutputIndex(r, l) - a.offset_w;
         if (w >= 0 && w < a.out_w) {
-          output[image.At(row0 + ra, w)] = x[r].x * scale;
-          if (has_b) output[image.At(row0 + ra + 1, w)] = x[r].y * scale;
+          output[image.At(row0 + ra, w)] = detail::ToStorage<Io>(x[r].x * scale);
+          if (has_b) output[image.At(row0 + ra + 1, w)] = detail::ToStorage<Io>(x[r].y * scale);
         }
       }
     }
   }
 }
 
-template <typename Real, int S>
-int LaunchIrfft2dSized(const Irfft2dParams& p, const Real* spectrum, Real* output, cudaStream_t stream) {
+// spectrum: [bins, images] pairs, as Io values (re, im).
+template <typename Io, int S>
+int LaunchIrfft2dSized(const Irfft2dParams& p, const Io* spectrum, Io* output, cudaStream_t stream) {
+  using Real = typename detail::Storage<Io>::Compute;
+  using Pair = typename detail::Storage<Io>::Pair;
   using Shape = detail::FftShape<Real, S, true>;
   constexpr int L = Shape::kLanes, G = Shape::kImagesPerBlock, kThreads = Shape::kThreads;
   constexpr int kHalf = S / 2;
@@ -288,18 +301,16 @@ int LaunchIrfft2dSized(const Irfft2dParams& p, const Real* spectrum, Real* outpu
     a.chunk_rows = rows < p.out_h ? rows : p.out_h;
     smem = row_bytes * a.chunk_rows;
   }
-  a.vector_io = detail::UseVectorIo<Real>(output, a.use_stage, G, p.nhwc, p.channels);
+  a.vector_io = detail::UseVectorIo<Io>(output, a.use_stage, G, p.nhwc, p.channels);
 
   const dim3 grid(static_cast<unsigned>((images + G - 1) / G),
                   static_cast<unsigned>((p.out_h + a.chunk_rows - 1) / a.chunk_rows));
-  return detail::LaunchWithSharedMemory(Irfft2dKernel<Real, S, L, G>, grid, kThreads, smem, stream,
-                                        reinterpret_cast<const complex_t<Real>*>(spectrum), output, a);
+  return detail::LaunchWithSharedMemory(Irfft2dKernel<Io, S, L, G>, grid, kThreads, smem, stream,
+                                        reinterpret_cast<const Pair*>(spectrum), output, a);
 }
 
-}  // namespace
-
 template <typename Real>
-int LaunchIrfft2d(const Irfft2dParams& p, const Real* spectrum, Real* output, cudaStream_t stream) {
+int LaunchIrfft2dOf(const Irfft2dParams& p, const Real* spectrum, Real* output, cudaStream_t stream) {
   const long long images = static_cast<long long>(p.batch) * p.channels;
   if (images <= 0 || p.out_h <= 0 || p.out_w <= 0) return 0;
   return detail::DispatchFftSize(p.fft_size, [&](auto size) {
@@ -307,8 +318,19 @@ int LaunchIrfft2d(const Irfft2dParams& p, const Real* spectrum, Real* output, cu
   });
 }
 
+}  // namespace
+
+template <typename Real>
+int LaunchIrfft2d(const Irfft2dParams& p, const Real* spectrum, Real* output, cudaStream_t stream) {
+  using Device = typename DeviceType<Real>::type;
+  return LaunchIrfft2dOf<Device>(p, reinterpret_cast<const Device*>(spectrum),
+                                 reinterpret_cast<Device*>(output), stream);
+}
+
 template int LaunchIrfft2d<float>(const Irfft2dParams&, const float*, float*, cudaStream_t);
 template int LaunchIrfft2d<double>(const Irfft2dParams&, const double*, double*, cudaStream_t);
+template int LaunchIrfft2d<Float16>(const Irfft2dParams&, const Float16*, Float16*, cudaStream_t);
+template int LaunchIrfft2d<BFloat16>(const Irfft2dParams&, const BFloat16*, BFloat16*, cudaStream_t);
 
 }  // namespace cuda
 }  // namespace fftconv

@@ -14,6 +14,9 @@
 // When the device's shared memory is too small for that plan (large S, double), the stage is skipped
 // (rows read straight from global memory) and the column jobs are split into chunks, one chunk per
 // blockIdx.y, each block recomputing the row pass.
+// Half precision (Io = __half / __nv_bfloat16): pixels are converted to float as they are loaded,
+// the transforms run in float, and each bin is stored divided by S^2 as a __half2 / __nv_bfloat162
+// (re, im) pair: the mean-normalised spectrum [bins, images, 2], bounded by the largest |pixel|.
 #include <cuda_runtime.h>
 
 #include "device_info.h"
@@ -42,8 +45,8 @@ struct Rfft2dArgs {
 };
 
 // Copies the block's images into their zeroed frames (pixel (h, w) at frame (offset_h + h, offset_w + w)).
-template <typename Real, int G, int kThreads>
-__device__ __forceinline__ void LoadStage(const Real* __restrict__ input, Real* stage, const Rfft2dArgs& a,
+template <typename Io, typename Real, int G, int kThreads>
+__device__ __forceinline__ void LoadStage(const Io* __restrict__ input, Real* stage, const Rfft2dArgs& a,
                                           int n0, int nvalid) {
   const int tid = threadIdx.x;
   const int hw = a.height * a.width;
@@ -51,10 +54,10 @@ __device__ __forceinline__ void LoadStage(const Real* __restrict__ input, Real* 
   constexpr int kUnroll = 16;  // scalar loads in flight per thread (vector path: kUnroll / 2 float4)
   if (!a.nhwc) {
     // NCHW: the block's images are one contiguous run of nvalid * H * W values.
-    const Real* src = input + static_cast<size_t>(n0) * hw;
+    const Io* src = input + static_cast<size_t>(n0) * hw;
     const int total = nvalid * hw;
     int scalar_begin = 0;
-    if constexpr (std::is_same<Real, float>::value) {
+    if constexpr (std::is_same<Io, float>::value) {
       if (a.vector_io) {
         const float4* src4 = reinterpret_cast<const float4*>(src);
         const int total4 = total / 4;
@@ -96,7 +99,7 @@ __device__ __forceinline__ void LoadStage(const Real* __restrict__ input, Real* 
 #pragma unroll
       for (int u = 0; u < kUnroll; ++u) {
         const int e = e0 + u * kThreads;
-        v[u] = e < total ? src[e] : Real(0);
+        v[u] = e < total ? detail::ToCompute(src[e]) : Real(0);
       }
 #pragma unroll
       for (int u = 0; u < kUnroll; ++u) {
@@ -111,7 +114,7 @@ __device__ __forceinline__ void LoadStage(const Real* __restrict__ input, Real* 
     }
   } else {
     // NHWC: for every pixel the block's images are (mostly) consecutive channels.
-    if constexpr (std::is_same<Real, float>::value && G % 4 == 0) {
+    if constexpr (std::is_same<Io, float>::value && G % 4 == 0) {
       if (a.vector_io) {
         // channels % 4 == 0: four consecutive images share b and are 16-byte aligned.
         constexpr int kQuads = G / 4;
@@ -151,13 +154,13 @@ __device__ __forceinline__ void LoadStage(const Real* __restrict__ input, Real* 
     if (i >= nvalid) return;
     int b, c;
     a.div_channels.DivMod(n0 + i, b, c);
-    const Real* src = input + static_cast<size_t>(b) * hw * a.channels + c;
+    const Io* src = input + static_cast<size_t>(b) * hw * a.channels + c;
     for (int p0 = tid / G; p0 < hw; p0 += (kThreads / G) * kUnroll) {
       Real v[kUnroll];
 #pragma unroll
       for (int u = 0; u < kUnroll; ++u) {
         const int pix = p0 + u * (kThreads / G);
-        v[u] = pix < hw ? src[static_cast<size_t>(pix) * a.channels] : Real(0);
+        v[u] = pix < hw ? detail::ToCompute(src[static_cast<size_t>(pix) * a.channels]) : Real(0);
       }
 #pragma unroll
       for (int u = 0; u < kUnroll; ++u) {
@@ -172,10 +175,17 @@ __device__ __forceinline__ void LoadStage(const Real* __restrict__ input, Real* 
   }
 }
 
-template <typename Real, int S, int L, int G>
-__global__ void __launch_bounds__(G * L * S / 2, (detail::FftShape<Real, S, false>::kMinBlocks))
-    Rfft2dKernel(const Real* __restrict__ input, complex_t<Real>* __restrict__ spectrum, const Rfft2dArgs a) {
+// input: the images in Io; spectrum: [bins, images] of Storage<Io>::Pair.
+template <typename Io, int S, int L, int G>
+__global__ void __launch_bounds__(G * L * S / 2,
+                                  (detail::FftShape<typename detail::Storage<Io>::Compute, S, false>::kMinBlocks))
+    Rfft2dKernel(const Io* __restrict__ input, typename detail::Storage<Io>::Pair* __restrict__ spectrum,
+                 const Rfft2dArgs a) {
+  using Real = typename detail::Storage<Io>::Compute;
+  using Pair = typename detail::Storage<Io>::Pair;
   using C = complex_t<Real>;
+  // The column pass's factor 1/2, and 1/S^2 for a mean-normalised half-precision spectrum.
+  const Real out_scale = detail::Storage<Io>::kHalf ? Real(0.5) / Real(S * S) : Real(0.5);
   using Layout = detail::FftLayout<S, L>;
   constexpr int P = S / L;
   constexpr int kHalf = S / 2;
@@ -208,7 +218,7 @@ __global__ void __launch_bounds__(G * L * S / 2, (detail::FftShape<Real, S, fals
   if (a.use_stage) {
     detail::ZeroShared(stage, a.stage_elements * static_cast<int>(sizeof(Real)), tid, kThreads);
     __syncthreads();
-    LoadStage<Real, G, kThreads>(input, stage, a, n0, nvalid);
+    LoadStage<Io, Real, G, kThreads>(input, stage, a, n0, nvalid);
     __syncthreads();
     const Real* row_a = stage + a.stage.At(i, 2 * j, 0);
     const Real* row_b = row_a + a.stage.row_stride;
@@ -225,7 +235,8 @@ __global__ void __launch_bounds__(G * L * S / 2, (detail::FftShape<Real, S, fals
     for (int p = 0; p < P; ++p) {
       const int w = Layout::InputIndex(p, l) - a.offset_w;
       const bool in_w = w >= 0 && w < a.width;
-      x[p] = C{load_a && in_w ? input[image.At(ha, w)] : Real(0), load_b && in_w ? input[image.At(hb, w)] : Real(0)};
+      x[p] = C{load_a && in_w ? detail::ToCompute(input[image.At(ha, w)]) : Real(0),
+               load_b && in_w ? detail::ToCompute(input[image.At(hb, w)]) : Real(0)};
     }
   }
   if (row_active) {
@@ -276,13 +287,13 @@ __global__ void __launch_bounds__(G * L * S / 2, (detail::FftShape<Real, S, fals
       }
     }
     detail::DistributedFft<Real, false, S, L>(y, l, G, group_mask);
-    complex_t<Real>* out = spectrum + n;
+    Pair* out = spectrum + n;
     if (c != 0) {
       if (image_valid) {
 #pragma unroll
         for (int r = 0; r < P; ++r) {
           detail::StoreStreaming(out + detail::SpectrumIndex(S, Layout::OutputIndex(r, l), c, a.images, 0),
-                                 detail::CScale(y[r], Real(0.5)));
+                                 detail::ToStorage<Pair>(detail::CScale(y[r], out_scale)));
         }
       }
     } else {
@@ -294,17 +305,20 @@ __global__ void __launch_bounds__(G * L * S / 2, (detail::FftShape<Real, S, fals
         const int ky = Layout::OutputIndex(r, l);
         if (image_valid) {
           detail::StoreStreaming(out + detail::SpectrumIndex(S, ky, 0, a.images, 0),
-                                 C{Real(0.5) * (y[r].x + m.x), Real(0.5) * (y[r].y - m.y)});
+                                 detail::ToStorage<Pair>(C{out_scale * (y[r].x + m.x), out_scale * (y[r].y - m.y)}));
           detail::StoreStreaming(out + detail::SpectrumIndex(S, ky, kHalf, a.images, 0),
-                                 C{Real(0.5) * (y[r].y + m.y), Real(0.5) * (m.x - y[r].x)});
+                                 detail::ToStorage<Pair>(C{out_scale * (y[r].y + m.y), out_scale * (m.x - y[r].x)}));
         }
       }
     }
   }
 }
 
-template <typename Real, int S>
-int LaunchRfft2dSized(const Rfft2dParams& p, const Real* input, Real* spectrum, cudaStream_t stream) {
+// spectrum: [bins, images] pairs, as Io values (re, im).
+template <typename Io, int S>
+int LaunchRfft2dSized(const Rfft2dParams& p, const Io* input, Io* spectrum, cudaStream_t stream) {
+  using Real = typename detail::Storage<Io>::Compute;
+  using Pair = typename detail::Storage<Io>::Pair;
   using Shape = detail::FftShape<Real, S, false>;
   constexpr int L = Shape::kLanes, G = Shape::kImagesPerBlock, kThreads = Shape::kThreads;
   constexpr int kHalf = S / 2;
@@ -346,17 +360,15 @@ int LaunchRfft2dSized(const Rfft2dParams& p, const Real* input, Real* spectrum, 
     while (a.chunk_jobs > 1 && 2 * a.chunk_jobs * slot_bytes > max_smem) a.chunk_jobs /= 2;
     smem = 2 * a.chunk_jobs * slot_bytes;
   }
-  a.vector_io = detail::UseVectorIo<Real>(input, a.use_stage, G, p.nhwc, p.channels);
+  a.vector_io = detail::UseVectorIo<Io>(input, a.use_stage, G, p.nhwc, p.channels);
 
   const dim3 grid(static_cast<unsigned>((images + G - 1) / G), static_cast<unsigned>(kHalf / a.chunk_jobs));
-  return detail::LaunchWithSharedMemory(Rfft2dKernel<Real, S, L, G>, grid, kThreads, smem, stream, input,
-                                        reinterpret_cast<complex_t<Real>*>(spectrum), a);
+  return detail::LaunchWithSharedMemory(Rfft2dKernel<Io, S, L, G>, grid, kThreads, smem, stream, input,
+                                        reinterpret_cast<Pair*>(spectrum), a);
 }
 
-}  // namespace
-
 template <typename Real>
-int LaunchRfft2d(const Rfft2dParams& p, const Real* input, Real* spectrum, cudaStream_t stream) {
+int LaunchRfft2dOf(const Rfft2dParams& p, const Real* input, Real* spectrum, cudaStream_t stream) {
   const int s = p.fft_size;
   const long long images = static_cast<long long>(p.batch) * p.channels;
   if (images <= 0) return 0;
@@ -370,8 +382,19 @@ int LaunchRfft2d(const Rfft2dParams& p, const Real* input, Real* spectrum, cudaS
   });
 }
 
+}  // namespace
+
+template <typename Real>
+int LaunchRfft2d(const Rfft2dParams& p, const Real* input, Real* spectrum, cudaStream_t stream) {
+  using Device = typename DeviceType<Real>::type;
+  return LaunchRfft2dOf<Device>(p, reinterpret_cast<const Device*>(input),
+                                reinterpret_cast<Device*>(spectrum), stream);
+}
+
 template int LaunchRfft2d<float>(const Rfft2dParams&, const float*, float*, cudaStream_t);
 template int LaunchRfft2d<double>(const Rfft2dParams&, const double*, double*, cudaStream_t);
+template int LaunchRfft2d<Float16>(const Rfft2dParams&, const Float16*, Float16*, cudaStream_t);
+template int LaunchRfft2d<BFloat16>(const Rfft2dParams&, const BFloat16*, BFloat16*, cudaStream_t);
 
 }  // namespace cuda
 }  // namespace fftconv

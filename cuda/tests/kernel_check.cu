@@ -9,6 +9,10 @@
 //           build/kernel_check --quick   reduced suite (for compute-sanitizer)
 //           build/kernel_check --time    timings of the layer shapes (cudaEvent, median of 30)
 //           build/kernel_check --time-fft   FFT timings only;  --profile   one launch of each main kernel
+//           build/kernel_check --half   the float16 / bfloat16 launchers only (also part of the full suite)
+// Half precision: inputs are exactly representable (k / 256, |k| < 256), references are computed in
+// float64 from them (spectra mean-normalised: divided by S^2), and the tolerance is the type's unit
+// roundoff (one rounding of each stored value): 2^-11 for float16, 2^-8 for bfloat16.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -290,9 +294,9 @@ void CheckMatmul(const SpectralMatmulParams& p) {
   const cudaError_t sync = cudaDeviceSynchronize();
   auto op = [](bool t, bool h) { return h ? "H" : (t ? "T" : "N"); };
   char name[256];
-  std::snprintf(name, sizeof(name), "matmul  %s op=(%s,%s) tf32=%d bins=%d m=%d n=%d k=%d", TypeName<T>(),
-                op(p.transpose_a, p.adjoint_a), op(p.transpose_b, p.adjoint_b), p.allow_tf32 ? 1 : 0, p.bins, p.m,
-                p.n, p.k);
+  std::snprintf(name, sizeof(name), "matmul  %s op=(%s,%s) tf32=%d alpha=%g bins=%d m=%d n=%d k=%d", TypeName<T>(),
+                op(p.transpose_a, p.adjoint_a), op(p.transpose_b, p.adjoint_b), p.allow_tf32 ? 1 : 0, p.alpha,
+                p.bins, p.m, p.n, p.k);
   if (err != 0 || sync != cudaSuccess) {
     Report(false, std::string(name) + " launch: " + fftconv::cuda::FftconvCudaErrorString(err ? err : sync), 0, 0);
     return;
@@ -300,6 +304,7 @@ void CheckMatmul(const SpectralMatmulParams& p) {
   bool canary = false;
   std::vector<double> out = ToDouble(dc.Download(&canary));
   std::vector<double> ref = MatmulReference(ToDouble(a), ToDouble(b), p);
+  for (double& v : ref) v *= p.alpha;
   const double rel = RelErr(out, ref);
   const double tol = sizeof(T) == 8 ? 1e-12 : (p.allow_tf32 ? 1e-3 : 1e-5);
   Report(canary && rel <= tol, std::string(name) + (canary ? "" : " CANARY"), rel, tol);
@@ -387,11 +392,257 @@ void MatmulSuite(bool quick) {
           p.transpose_b = fb == 1;
           p.adjoint_b = fb == 2;
           p.allow_tf32 = tf32;
+          p.alpha = (fa + fb) % 3 == 0 ? 1.0f : ((fa + fb) % 3 == 1 ? 0.25f : 3.0f);
           CheckMatmul<T>(p);
         }
       }
     }
   }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Half precision (fftconv::cuda::Float16 / BFloat16), as 16-bit patterns on the host.
+double HalfBitsToDouble(uint16_t h) {
+  const int sign = h >> 15, exponent = (h >> 10) & 31, mantissa = h & 1023;
+  double v;
+  if (exponent == 0) {
+    v = std::ldexp(mantissa, -24);
+  } else if (exponent == 31) {
+    v = mantissa ? NAN : INFINITY;
+  } else {
+    v = std::ldexp(1024 + mantissa, exponent - 25);
+  }
+  return sign ? -v : v;
+}
+double BFloat16BitsToDouble(uint16_t h) {
+  const uint32_t u = static_cast<uint32_t>(h) << 16;
+  float f;
+  std::memcpy(&f, &u, sizeof(f));
+  return f;
+}
+// v = k / 256 with |k| < 256: exact in both types (normal float16, at most 8 significant bits).
+uint16_t ExactHalfBits(double v) {
+  if (v == 0) return 0;
+  const uint16_t sign = v < 0 ? 0x8000 : 0;
+  int e;
+  const double m = std::frexp(std::fabs(v), &e);  // |v| = m 2^e, m in [0.5, 1)
+  const int mantissa = static_cast<int>(std::lround((2 * m - 1) * 1024));
+  return static_cast<uint16_t>(sign | ((e - 1 + 15) << 10) | mantissa);
+}
+uint16_t ExactBFloat16Bits(double v) {
+  const float f = static_cast<float>(v);
+  uint32_t u;
+  std::memcpy(&u, &f, sizeof(u));
+  return static_cast<uint16_t>(u >> 16);
+}
+
+template <typename H>
+struct HalfCodec;
+template <>
+struct HalfCodec<fftconv::cuda::Float16> {
+  static const char* Name() { return "f16"; }
+  static double Decode(uint16_t h) { return HalfBitsToDouble(h); }
+  static uint16_t Encode(double v) { return ExactHalfBits(v); }
+  static double Unit() { return std::ldexp(1.0, -11); }
+};
+template <>
+struct HalfCodec<fftconv::cuda::BFloat16> {
+  static const char* Name() { return "bf16"; }
+  static double Decode(uint16_t h) { return BFloat16BitsToDouble(h); }
+  static uint16_t Encode(double v) { return ExactBFloat16Bits(v); }
+  static double Unit() { return std::ldexp(1.0, -8); }
+};
+
+// n exactly representable values in [-1, 1) and their bit patterns.
+template <typename H>
+std::vector<uint16_t> RandomHalf(size_t n, std::vector<double>* values) {
+  std::vector<uint16_t> bits(n);
+  values->resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    (*values)[i] = RandInt(-255, 255) / 256.0;
+    bits[i] = HalfCodec<H>::Encode((*values)[i]);
+  }
+  return bits;
+}
+template <typename H>
+std::vector<double> DecodeHalf(const std::vector<uint16_t>& bits) {
+  std::vector<double> v(bits.size());
+  for (size_t i = 0; i < bits.size(); ++i) v[i] = HalfCodec<H>::Decode(bits[i]);
+  return v;
+}
+
+template <typename H>
+void CheckRfft2dHalf(const Rfft2dParams& p, const char* tag) {
+  const int S = p.fft_size, N = p.batch * p.channels;
+  const size_t in_count = static_cast<size_t>(N) * p.height * p.width;
+  const size_t out_count = static_cast<size_t>(S) * (S / 2 + 1) * N * 2;
+  std::vector<double> values;
+  const std::vector<uint16_t> x = RandomHalf<H>(in_count, &values);
+  DeviceBuffer<uint16_t> dx(in_count), dy(out_count);
+  dx.Upload(x);
+  dy.Poison();
+  const int err = fftconv::cuda::LaunchRfft2d<H>(p, reinterpret_cast<const H*>(dx.ptr), reinterpret_cast<H*>(dy.ptr),
+                                                 nullptr);
+  const cudaError_t sync = cudaDeviceSynchronize();
+  char name[256];
+  std::snprintf(name, sizeof(name), "rfft2d  %s %s S=%-3d %s B=%d C=%d H=%d W=%d off=(%d,%d)", HalfCodec<H>::Name(),
+                p.nhwc ? "NHWC" : "NCHW", S, tag, p.batch, p.channels, p.height, p.width, p.offset_h, p.offset_w);
+  if (err != 0 || sync != cudaSuccess) {
+    Report(false, std::string(name) + " launch: " + fftconv::cuda::FftconvCudaErrorString(err ? err : sync), 0, 0);
+    return;
+  }
+  bool canary = false;
+  const std::vector<double> out = DecodeHalf<H>(dy.Download(&canary));
+  std::vector<double> ref = Rfft2dReference(values, p);
+  for (double& v : ref) v /= static_cast<double>(S) * S;  // mean-normalised
+  const double rel = RelErr(out, ref), tol = HalfCodec<H>::Unit();
+  Report(canary && rel <= tol, std::string(name) + (canary ? "" : " CANARY"), rel, tol);
+}
+
+template <typename H>
+void CheckIrfft2dHalf(const Irfft2dParams& p, const char* tag) {
+  const int S = p.fft_size, N = p.batch * p.channels;
+  const size_t in_count = static_cast<size_t>(S) * (S / 2 + 1) * N * 2;
+  const size_t out_count = static_cast<size_t>(N) * p.out_h * p.out_w;
+  std::vector<double> values;
+  const std::vector<uint16_t> x = RandomHalf<H>(in_count, &values);  // not Hermitian-consistent on purpose
+  DeviceBuffer<uint16_t> dx(in_count), dy(out_count);
+  dx.Upload(x);
+  dy.Poison();
+  const int err = fftconv::cuda::LaunchIrfft2d<H>(p, reinterpret_cast<const H*>(dx.ptr), reinterpret_cast<H*>(dy.ptr),
+                                                  nullptr);
+  const cudaError_t sync = cudaDeviceSynchronize();
+  char name[256];
+  std::snprintf(name, sizeof(name), "irfft2d %s %s S=%-3d %s B=%d C=%d out=%dx%d off=(%d,%d)", HalfCodec<H>::Name(),
+                p.nhwc ? "NHWC" : "NCHW", S, tag, p.batch, p.channels, p.out_h, p.out_w, p.offset_h, p.offset_w);
+  if (err != 0 || sync != cudaSuccess) {
+    Report(false, std::string(name) + " launch: " + fftconv::cuda::FftconvCudaErrorString(err ? err : sync), 0, 0);
+    return;
+  }
+  bool canary = false;
+  const std::vector<double> out = DecodeHalf<H>(dy.Download(&canary));
+  for (double& v : values) v *= static_cast<double>(S) * S;  // irfft2d(half)(Z) = irfft(S^2 Z)
+  const std::vector<double> ref = Irfft2dReference(values, p);
+  const double rel = RelErr(out, ref), tol = HalfCodec<H>::Unit();
+  Report(canary && rel <= tol, std::string(name) + (canary ? "" : " CANARY"), rel, tol);
+}
+
+template <typename H>
+void CheckMatmulHalf(const SpectralMatmulParams& p, const char* path) {
+  const size_t a_count = static_cast<size_t>(p.bins) * p.m * p.k * 2;
+  const size_t b_count = static_cast<size_t>(p.bins) * p.k * p.n * 2;
+  const size_t c_count = static_cast<size_t>(p.bins) * p.m * p.n * 2;
+  std::vector<double> a_values, b_values;
+  const std::vector<uint16_t> a = RandomHalf<H>(a_count, &a_values), b = RandomHalf<H>(b_count, &b_values);
+  DeviceBuffer<uint16_t> da(a_count), db(b_count), dc(c_count);
+  da.Upload(a);
+  db.Upload(b);
+  dc.Poison();
+  const int err = fftconv::cuda::LaunchSpectralMatmul<H>(p, reinterpret_cast<const H*>(da.ptr),
+                                                         reinterpret_cast<const H*>(db.ptr),
+                                                         reinterpret_cast<H*>(dc.ptr), nullptr);
+  const cudaError_t sync = cudaDeviceSynchronize();
+  auto op = [](bool t, bool h) { return h ? "H" : (t ? "T" : "N"); };
+  char name[256];
+  std::snprintf(name, sizeof(name), "matmul  %s op=(%s,%s) %s alpha=%g bins=%d m=%d n=%d k=%d", HalfCodec<H>::Name(),
+                op(p.transpose_a, p.adjoint_a), op(p.transpose_b, p.adjoint_b), path, p.alpha, p.bins, p.m, p.n,
+                p.k);
+  if (err != 0 || sync != cudaSuccess) {
+    Report(false, std::string(name) + " launch: " + fftconv::cuda::FftconvCudaErrorString(err ? err : sync), 0, 0);
+    return;
+  }
+  bool canary = false;
+  const std::vector<double> out = DecodeHalf<H>(dc.Download(&canary));
+  std::vector<double> ref = MatmulReference(a_values, b_values, p);
+  for (double& v : ref) v *= p.alpha;
+  const double rel = RelErr(out, ref), tol = HalfCodec<H>::Unit();
+  Report(canary && rel <= tol, std::string(name) + (canary ? "" : " CANARY"), rel, tol);
+}
+
+// Images cover at least half of the frame each way: a lone pixel in a 128 frame would give a
+// mean-normalised float16 spectrum in the subnormal range, which is not what this checks.
+template <typename H>
+void HalfFftSuite(bool quick, const char* tag) {
+  for (int S = fftconv::kMinFftSize; S <= fftconv::kMaxFftSize; S *= 2) {
+    const int reps = quick ? 1 : 3;
+    for (int nhwc = 0; nhwc < 2; ++nhwc) {
+      for (int rep = 0; rep < reps; ++rep) {
+        Rfft2dParams p;
+        RandomBatch(S, quick, &p.batch, &p.channels);
+        p.fft_size = S;
+        p.nhwc = nhwc;
+        p.height = rep == 0 ? S : RandInt(std::max(1, S / 2), S);
+        p.width = rep == 0 ? S : RandInt(std::max(1, S / 2), S);
+        p.offset_h = RandInt(0, S - p.height);
+        p.offset_w = RandInt(0, S - p.width);
+        CheckRfft2dHalf<H>(p, tag);
+
+        Irfft2dParams q;
+        RandomBatch(S, quick, &q.batch, &q.channels);
+        q.fft_size = S;
+        q.nhwc = nhwc;
+        q.out_h = rep == 0 ? S : RandInt(1, S);
+        q.out_w = rep == 0 ? S : RandInt(1, S);
+        q.offset_h = RandInt(0, S - q.out_h);
+        q.offset_w = RandInt(0, S - q.out_w);
+        CheckIrfft2dHalf<H>(q, tag);
+      }
+    }
+  }
+}
+
+// The tensor-core path where the device has it (sm_80+), and the SIMT path (capability capped at 75).
+template <typename H>
+void HalfMatmulSuite(bool quick) {
+  struct Shape {
+    int bins, m, n, k;
+  };
+  std::vector<Shape> shapes = {{3, 37, 45, 29}, {2, 128, 6, 1}, {2, 128, 16, 6}, {1, 1, 1, 1}, {0, 4, 4, 4},
+                               {2, 64, 32, 16}};
+  if (!quick) {
+    shapes.push_back({2, 130, 70, 33});
+    shapes.push_back({3, 64, 96, 17});
+    shapes.push_back({1, 257, 129, 40});
+    shapes.push_back({2, 5, 3, 0});
+    shapes.push_back({RandInt(1, 4), RandInt(1, 200), RandInt(1, 200), RandInt(1, 100)});
+  }
+  fftconv::cuda::detail::DeviceLimits limits;
+  CUDA_OK(static_cast<cudaError_t>(fftconv::cuda::detail::CurrentDeviceLimits(&limits)));
+  for (int simt = 0; simt < 2; ++simt) {
+    if (!simt && limits.compute_capability < 80) continue;  // no tensor-core path on this device
+    fftconv::cuda::detail::SetComputeCapabilityCapForTesting(simt ? 75 : 0);
+    for (const Shape& s : shapes) {
+      for (int fa = 0; fa < 3; ++fa) {
+        for (int fb = 0; fb < 3; ++fb) {
+          if (quick && s.m > 64 && (fa + fb) % 3 != 0) continue;
+          SpectralMatmulParams p;
+          p.bins = s.bins;
+          p.m = s.m;
+          p.n = s.n;
+          p.k = s.k;
+          p.transpose_a = fa == 1;
+          p.adjoint_a = fa == 2;
+          p.transpose_b = fb == 1;
+          p.adjoint_b = fb == 2;
+          p.allow_tf32 = false;
+          p.alpha = (fa + fb) % 3 == 0 ? 1.0f : ((fa + fb) % 3 == 1 ? 0.25f : 3.0f);
+          CheckMatmulHalf<H>(p, simt ? "simt" : "mma ");
+        }
+      }
+    }
+  }
+  fftconv::cuda::detail::SetComputeCapabilityCapForTesting(0);
+}
+
+void HalfSuite(bool quick) {
+  HalfFftSuite<fftconv::cuda::Float16>(quick, "      ");
+  HalfFftSuite<fftconv::cuda::BFloat16>(quick, "      ");
+  fftconv::cuda::detail::SetSharedMemoryCapForTesting(48 * 1024);
+  HalfFftSuite<fftconv::cuda::Float16>(true, "cap48K");
+  HalfFftSuite<fftconv::cuda::BFloat16>(true, "cap48K");
+  fftconv::cuda::detail::SetSharedMemoryCapForTesting(0);
+  HalfMatmulSuite<fftconv::cuda::Float16>(quick);
+  HalfMatmulSuite<fftconv::cuda::BFloat16>(quick);
 }
 
 void FastDivmodSuite() {
@@ -553,7 +804,7 @@ void TimingSuite() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool quick = false, timing = false, check = true, fft_timing = false, profile = false;
+  bool quick = false, timing = false, check = true, fft_timing = false, profile = false, half_only = false;
   unsigned long long seed = static_cast<unsigned long long>(
       std::chrono::high_resolution_clock::now().time_since_epoch().count());
   for (int i = 1; i < argc; ++i) {
@@ -571,12 +822,14 @@ int main(int argc, char** argv) {
     } else if (!std::strcmp(argv[i], "--all")) {
       timing = true;
       check = true;
+    } else if (!std::strcmp(argv[i], "--half")) {
+      half_only = true;
     } else if (!std::strcmp(argv[i], "--failures-only")) {
       g_verbose = false;
     } else if (!std::strcmp(argv[i], "--seed") && i + 1 < argc) {
       seed = std::strtoull(argv[++i], nullptr, 10);
     } else {
-      std::fprintf(stderr, "usage: %s [--quick] [--time|--time-fft|--profile|--all] [--failures-only] [--seed N]\n",
+      std::fprintf(stderr, "usage: %s [--quick] [--half] [--time|--time-fft|--profile|--all] [--failures-only] [--seed N]\n",
                    argv[0]);
       return 2;
     }
@@ -592,7 +845,10 @@ int main(int argc, char** argv) {
   std::printf("device: %s (sm_%d%d, %d SMs, %.0f KiB smem/block opt-in)  date: %s  seed: %llu\n", prop.name,
               prop.major, prop.minor, prop.multiProcessorCount, prop.sharedMemPerBlockOptin / 1024.0, date, seed);
 
-  if (check) {
+  if (check && half_only) {
+    HalfSuite(quick);
+    std::printf("SUMMARY: %d passed, %d failed\n", g_pass, g_fail);
+  } else if (check) {
     FastDivmodSuite();
     FftSuite<float>(quick, "      ");
     FftSuite<double>(quick, "      ");
@@ -608,6 +864,7 @@ int main(int argc, char** argv) {
     fftconv::cuda::detail::SetSharedMemoryCapForTesting(0);
     MatmulSuite<float>(quick);
     MatmulSuite<double>(quick);
+    HalfSuite(quick);
     std::printf("SUMMARY: %d passed, %d failed\n", g_pass, g_fail);
   }
   if (timing) TimingSuite();
