@@ -52,6 +52,11 @@ def parse_args(argv=None):
     parser.add_argument("--modes", default=",".join(measure.MODES),
                         help="forward, train (forward + gradients wrt input and weights), or both")
     parser.add_argument("--data-format", default="NHWC", type=str.upper, choices=("NHWC", "NCHW"))
+    parser.add_argument("--dtype", default="float32", choices=("float32", "float16", "bfloat16"),
+                        help="dtype of inputs, weights and outputs, the same for every "
+                             "implementation (float16 / bfloat16: tf.nn.conv2d in that dtype "
+                             "against the half-precision kernels; the tf.signal peer has no "
+                             "half-precision FFT and is skipped)")
     parser.add_argument("--tf32", default=None, choices=("on", "off"),
                         help="TensorFloat-32 for float32 matmuls and convolutions; default: leave "
                              "TensorFlow's setting (on)")
@@ -155,7 +160,7 @@ def run(args):
             "impl_labels": {impl: measure.IMPL_LABELS[impl] for impl in args.impls},
             "modes": args.modes,
             "data_format": args.data_format,
-            "dtype": "float32",
+            "dtype": args.dtype,
             "xla": args.xla,
             "model": args.model,
             "ops": args.ops,
@@ -182,13 +187,14 @@ def run(args):
                     case, mode, args.impls, device=args.device, generator=generator,
                     data_format=args.data_format, input_sets=args.input_sets,
                     warmup=args.warmup, repeats=args.repeats, calls=args.iters,
-                    jit_compile=args.xla, unavailable=unavailable, status=progress.status))
+                    jit_compile=args.xla, unavailable=unavailable, status=progress.status,
+                    dtype=tf.as_dtype(args.dtype)))
                 progress.advance()
             if with_ops:
                 report.setdefault("fft_ops", []).append(measure.run_fft_ops(
                     case, device=args.device, generator=generator, data_format=args.data_format,
                     input_sets=args.input_sets, warmup=args.warmup, repeats=args.repeats,
-                    calls=args.iters, status=progress.status))
+                    calls=args.iters, status=progress.status, dtype=tf.as_dtype(args.dtype)))
                 progress.advance()
         if args.model is not None:
             model_impls = [impl for impl in ("conv2d", "fft", "auto")

@@ -14,6 +14,7 @@ import time
 
 import tensorflow as tf
 
+from tf_fftconv import conv as conv_module
 from tf_fftconv import ops, planning
 from tf_fftconv.conv import conv_geometry, fft_conv2d
 from tf_fftconv.reference import signal_fft_conv2d
@@ -206,13 +207,13 @@ def conv_function(impl, padding, data_format):
     raise ValueError(impl)
 
 
-def auto_plan(case, data_format):
+def auto_plan(case, data_format, dtype=tf.float32):
     """What algorithm="auto" follows for `case` on the current device (the plan its trace made)."""
     x_shape = ((case.batch, case.size, case.size, case.in_channels) if data_format == "NHWC"
                else (case.batch, case.in_channels, case.size, case.size))
     made = planning.plan(planning.make_problem(
         x_shape, (case.kernel, case.kernel, case.in_channels, case.out_channels), case.padding,
-        data_format))
+        data_format, dtype))
     return {"label": made.label, "source": made.source}
 
 
@@ -251,16 +252,18 @@ def make_step(conv, mode, jit_compile=False):
     return train
 
 
-def make_inputs(case, data_format, count, generator):
-    """`count` fresh (x, w, dy) sets, normal random, float32, on the current device."""
+def make_inputs(case, data_format, count, generator, dtype=tf.float32):
+    """`count` fresh (x, w, dy) sets, normal random (drawn in float32, then cast to `dtype`), on
+    the current device."""
     b, cin, cout, h, k, ho = (case.batch, case.in_channels, case.out_channels, case.size,
                               case.kernel, case.out_size)
     x_shape = (b, h, h, cin) if data_format == "NHWC" else (b, cin, h, h)
     y_shape = (b, ho, ho, cout) if data_format == "NHWC" else (b, cout, ho, ho)
     w_scale = 1.0 / math.sqrt(cin * k * k)
-    return [(generator.normal(x_shape, dtype=tf.float32),
-             generator.normal((k, k, cin, cout), stddev=w_scale, dtype=tf.float32),
-             generator.normal(y_shape, dtype=tf.float32))
+    return [tuple(tf.cast(t, dtype) for t in (
+        generator.normal(x_shape, dtype=tf.float32),
+        generator.normal((k, k, cin, cout), stddev=w_scale, dtype=tf.float32),
+        generator.normal(y_shape, dtype=tf.float32)))
             for _ in range(count)]
 
 
@@ -269,6 +272,7 @@ def max_rel_diff(outputs, reference):
     names = ("y", "dx", "dw")
     diffs = {}
     for name, a, b in zip(names, outputs, reference):
+        a, b = tf.cast(a, tf.float32), tf.cast(b, tf.float32)
         scale = tf.reduce_max(tf.abs(b))
         diff = tf.reduce_max(tf.abs(a - b))
         value = float(diff / scale) if float(scale) > 0 else float(diff)
@@ -283,7 +287,8 @@ def first_line(error):
 
 
 def run_case(case, mode, impls, *, device, generator, data_format, input_sets, warmup, repeats,
-             calls, jit_compile=False, unavailable=None, status=lambda text: None):
+             calls, jit_compile=False, unavailable=None, status=lambda text: None,
+             dtype=tf.float32):
     """Times every implementation on one case and mode; returns the JSON record.
 
     `unavailable` maps an implementation that cannot run here to the reason (recorded as skipped);
@@ -295,7 +300,7 @@ def run_case(case, mode, impls, *, device, generator, data_format, input_sets, w
               "mode": mode, "spatial_gflop": case.spatial_gflop(mode),
               "timings": {}, "skipped": {}, "max_rel_diff": {}, "peak_memory_bytes": {}}
     with tf.device(device):
-        arg_sets = make_inputs(case, data_format, input_sets, generator)
+        arg_sets = make_inputs(case, data_format, input_sets, generator, dtype)
         reference, reference_impl = None, None
         for impl in impls:
             status(f"{case.name} {mode}: {impl}")
@@ -305,7 +310,7 @@ def run_case(case, mode, impls, *, device, generator, data_format, input_sets, w
             step = make_step(conv_function(impl, case.padding, data_format), mode, jit_compile)
             try:
                 if impl == "auto":
-                    record["auto_plan"] = auto_plan(case, data_format)
+                    record["auto_plan"] = auto_plan(case, data_format, dtype)
                 _reset_peak_memory(device)
                 outputs = step(*arg_sets[0])
                 if reference is None:
@@ -351,17 +356,20 @@ def fft_op_steps(case, data_format):
     """
     geometry = conv_geometry(case.size, case.size, case.kernel, case.kernel, case.padding)
     size, top, left, k = geometry.fft_size, geometry.pad_top, geometry.pad_left, case.kernel
+    # The weight spectrum and the products as fft_conv2d makes them (for half precision: the
+    # float16 weight gain and alpha; for float32 plain rfft2d and spectral_matmul).
+    product = conv_module._spectral_product
     steps = {
         "rfft x": lambda x: ops.rfft2d(x, size, top, left, data_format),
-        "transpose w, rfft w": lambda w: ops.rfft2d(tf.transpose(w, [3, 2, 0, 1]), size),
-        "matmul y = x w^H": lambda xs, ws: ops.spectral_matmul(xs, ws, adjoint_b=True),
+        "transpose w, rfft w": lambda w: conv_module._weight_spectrum(w, size, (k, k)),
+        "matmul y = x w^H": lambda xs, ws: product(xs, ws, size, (k, k), adjoint_b=True),
         "irfft y": lambda ys: ops.irfft2d(ys, size, geometry.out_h, geometry.out_w, 0, 0,
                                           data_format),
         "rfft dy": lambda dy: ops.rfft2d(dy, size, 0, 0, data_format),
-        "matmul dx = dy w": lambda dys, ws: ops.spectral_matmul(dys, ws),
+        "matmul dx = dy w": lambda dys, ws: product(dys, ws, size, (k, k)),
         "irfft dx": lambda dxs: ops.irfft2d(dxs, size, case.size, case.size, top, left,
                                             data_format),
-        "matmul dw = dy^H x": lambda dys, xs: ops.spectral_matmul(dys, xs, adjoint_a=True),
+        "matmul dw = dy^H x": lambda dys, xs: product(dys, xs, size, adjoint_a=True),
         "irfft dw, transpose dw": lambda dws: tf.transpose(ops.irfft2d(dws, size, k, k),
                                                            [2, 3, 1, 0]),
     }
@@ -378,14 +386,14 @@ def fft_op_steps(case, data_format):
 
 
 def run_fft_ops(case, *, device, generator, data_format, input_sets, warmup, repeats, calls,
-                status=lambda text: None):
+                status=lambda text: None, dtype=tf.float32):
     """Times each op of the fft train step alone on `case`; returns the JSON record."""
     record = {"case": {**dataclasses.asdict(case), "name": case.name, "spec": case.spec,
                        "out_size": case.out_size}, "timings": {}}
     with tf.device(device):
         steps, arguments = fft_op_steps(case, data_format)
         per_set = [arguments(*inputs)
-                   for inputs in make_inputs(case, data_format, input_sets, generator)]
+                   for inputs in make_inputs(case, data_format, input_sets, generator, dtype)]
         for name, step in steps.items():
             status(f"{case.name}: {name}")
             samples, used_calls = time_per_call(step, [args[name] for args in per_set],

@@ -57,7 +57,8 @@ def format_report(report):
     lines = [
         f"tf_fftconv bench: {device} ({env['device']}), TF {env['tf_version']}, "
         f"built with CUDA {env['cuda_version']}, cuDNN {env['cudnn_version']}, "
-        f"TF32 {'on' if env['tf32_enabled'] else 'off'}, {settings['data_format']} float32, "
+        f"TF32 {'on' if env['tf32_enabled'] else 'off'}, "
+        f"{settings['data_format']} {settings.get('dtype', 'float32')}, "
         f"{'every step under XLA (jit_compile=True), ' if settings.get('xla') else ''}"
         f"commit {env['git_commit'][:12]}",
         f"ms per call: median over {settings['repeats']} samples of N calls between device syncs "
