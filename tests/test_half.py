@@ -418,3 +418,24 @@ def test_bad_half_input_under_xla_raises_invalid_argument():
     spectrum = tf.zeros([40, 1, 1, 3], tf.float16)
     with pytest.raises((InvalidArgument, ValueError), match="last dimension must be 2"):
         tf.function(lambda s: fc.ops.irfft2d(s, 8, 4, 4), jit_compile=True)(spectrum)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", HALF, ids=_ids(HALF))
+def test_half_gpu_and_cpu_kernels_agree(rng, dtype):
+    """The CUDA kernels (tensor cores on sm_80+) and the CPU kernels on the same half inputs, for
+    the forward pass and both gradients: both compute in float32 and round the same stored values,
+    so they differ by a few roundings at most."""
+    x = tf.cast(rng.standard_normal((3, 20, 17, 8)), dtype)
+    w = tf.cast(rng.standard_normal((5, 5, 8, 12)) * 0.1, dtype)
+    dy = tf.cast(rng.standard_normal((3, 20, 17, 12)), dtype)
+    results = {}
+    for name in ("/CPU:0", "/GPU:0"):
+        with tf.device(name):
+            with tf.GradientTape() as tape:
+                tape.watch([x, w])
+                y = fc.fft_conv2d(x, w, "SAME", algorithm="fft", fft_size=32)
+            results[name] = [tf.cast(t, tf.float64).numpy()
+                             for t in (y, *tape.gradient(y, [x, w], output_gradients=dy))]
+    for gpu, cpu in zip(results["/GPU:0"], results["/CPU:0"]):
+        assert rel_error(gpu, cpu) <= 2 * UNIT[dtype]
