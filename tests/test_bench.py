@@ -252,3 +252,33 @@ def test_ops_breakdown(tmp_path, capsys):
     assert "each op alone" in capsys.readouterr().out
 
 
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_op_steps_compose_the_half_precision_train_step(dtype):
+    """The --ops breakdown in half precision runs fft_conv2d's ops (weight gain, alpha) exactly."""
+    case = measure.Case(2, 3, 4, 9, 3, "SAME")
+    x, w, dy = measure.make_inputs(case, "NHWC", 1, tf.random.Generator.from_seed(3),
+                                   tf.as_dtype(dtype))[0]
+    assert x.dtype == w.dtype == dy.dtype == tf.as_dtype(dtype)
+    steps, arguments = measure.fft_op_steps(case, "NHWC")
+    args = arguments(x, w, dy)
+    ours = (steps["irfft y"](*args["irfft y"]), steps["irfft dx"](*args["irfft dx"]),
+            steps["irfft dw, transpose dw"](*args["irfft dw, transpose dw"]))
+    size = conv_geometry(case.size, case.size, case.kernel, case.kernel, "SAME").fft_size
+    train = measure.make_step(lambda x, w: fft_conv2d(x, w, "SAME", "NHWC", fft_size=size), "train")
+    for got, expected in zip(ours, train(x, w, dy)):
+        np.testing.assert_array_equal(tf.cast(got, tf.float32), tf.cast(expected, tf.float32))
+
+
+def test_half_precision_dtype_option(tmp_path, capsys):
+    json_path = tmp_path / "bench.json"
+    assert cli.main(["--cases", "1:2:3:8:3", "--modes", "train", "--impl", "conv2d,signal,fft",
+                     "--dtype", "float16", "--repeats", "2", "--warmup", "3", "--iters", "1",
+                     "--device", "cpu", "--no-progress", "--json", str(json_path)]) == 0
+    report = json.loads(json_path.read_text())
+    assert report["settings"]["dtype"] == "float16"
+    (result,) = report["results"]
+    assert set(result["timings"]) == {"conv2d", "fft"} and "signal" in result["skipped"]
+    assert max(result["max_rel_diff"]["fft"].values()) < 1e-2   # against conv2d in float16
+    assert "NHWC float16" in capsys.readouterr().out
