@@ -65,8 +65,53 @@ def main():
             if not tf32:
                 worst = max(worst, max(rel(g, c) for g, c in zip(got + compiled, want + want)))
     print("gpu_sanitize_ops: worst relative difference GPU vs CPU (TF32 off) %.3g" % worst)
+    half_worst = half_precision(rng)
+    print("gpu_sanitize_ops: float16 / bfloat16, worst relative difference GPU vs CPU, in units of "
+          "the type's roundoff %.3g" % half_worst)
     if not worst < 1e-5:
         sys.exit("GPU and CPU kernels disagree")
+    if not half_worst < 4:
+        sys.exit("GPU and CPU half-precision kernels disagree")
+
+
+def half_precision(rng):
+    """The half-precision kernels (the tensor-core matmul on sm_80+) once per configuration;
+    differences from the CPU kernels in units of the type's roundoff."""
+    worst = 0.0
+    for dtype, unit in ((tf.float16, 2.0 ** -11), (tf.bfloat16, 2.0 ** -8)):
+        def half(values):
+            return tf.cast(tf.constant(values), dtype)
+
+        def compare(fn, *args):
+            got = tf.nest.map_structure(lambda t: tf.cast(t, tf.float64).numpy(), on("/GPU:0", fn, *args))
+            want = tf.nest.map_structure(lambda t: tf.cast(t, tf.float64).numpy(), on("/CPU:0", fn, *args))
+            return max(rel(g, c) for g, c in zip(tf.nest.flatten(got), tf.nest.flatten(want))) / unit
+
+        for size in (2, 8, 32, 128):
+            for fmt in ("NCHW", "NHWC"):
+                h, w = max(1, size // 2 + 1), size
+                x = half(rng.standard_normal((3, 5, h, w) if fmt == "NCHW" else (3, h, w, 5)))
+                round_trip = lambda t: fc.ops.irfft2d(fc.ops.rfft2d(t, size, size - h, 0, fmt),
+                                                      size, h, w - 1, size - h, 1, fmt)
+                worst = max(worst, compare(round_trip, x))
+        for ta, aa, tb, ab in [(False, False, False, False), (True, False, False, True),
+                               (False, True, True, False)]:
+            m, k, n, bins = 37, 19, 45, 7
+            a = half(rng.standard_normal(((bins, k, m) if ta or aa else (bins, m, k)) + (2,)))
+            b = half(rng.standard_normal(((bins, n, k) if tb or ab else (bins, k, n)) + (2,)))
+            worst = max(worst, compare(lambda p, q: fc.ops.spectral_matmul(
+                p, q, transpose_a=ta, adjoint_a=aa, transpose_b=tb, adjoint_b=ab, alpha=0.5), a, b))
+        x = half(rng.standard_normal((4, 14, 13, 6)))
+        w = half(rng.standard_normal((5, 3, 6, 16)) * 0.1)
+
+        def fwd_bwd(a, b):
+            with tf.GradientTape() as tape:
+                tape.watch([a, b])
+                y = fc.fft_conv2d(a, b, "SAME", algorithm="fft")
+            return (y,) + tuple(tape.gradient(y, [a, b]))
+        worst = max(worst, compare(fwd_bwd, x, w))
+        worst = max(worst, compare(tf.function(fwd_bwd, jit_compile=True), x, w))
+    return worst
 
 
 if __name__ == "__main__":
