@@ -107,7 +107,7 @@ def half_precision(rng):
         def fwd_bwd(a, b):
             with tf.GradientTape() as tape:
                 tape.watch([a, b])
-                y = fc.fft_conv2d(a, b, "SAME", algorithm="fft")
+                y = fc.fft_conv2d(a, b, "SAME", fft_size=32)   # the same plan on both devices
             return (y,) + tuple(tape.gradient(y, [a, b]))
         worst = max(worst, compare(fwd_bwd, x, w))
         worst = max(worst, compare(tf.function(fwd_bwd, jit_compile=True), x, w))
