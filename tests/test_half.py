@@ -439,3 +439,23 @@ def test_half_gpu_and_cpu_kernels_agree(rng, dtype):
                              for t in (y, *tape.gradient(y, [x, w], output_gradients=dy))]
     for gpu, cpu in zip(results["/GPU:0"], results["/CPU:0"]):
         assert rel_error(gpu, cpu) <= 2 * UNIT[dtype]
+
+
+@pytest.mark.parametrize("dtype", HALF, ids=_ids(HALF))
+def test_fft_conv2d_half_recomputing_in_pieces(rng, dtype):
+    """Memory mode "recompute" (the batch in pieces, the weight-gradient spectrum summed over
+    them in the half type) against the float64 reference."""
+    x64 = rng.standard_normal((6, 12, 12, 3))
+    w64 = rng.standard_normal((3, 3, 3, 5)) * 0.2
+    dy64 = rng.standard_normal((6, 12, 12, 5))
+    x, w, dy = (tf.cast(v, dtype) for v in (x64, w64, dy64))
+    _, chosen = fc.conv.conv2d_with_plan(x, w, "SAME", algorithm="fft", memory_budget="20K")
+    assert chosen.config.memory == "recompute" and chosen.config.chunks > 1, chosen.label
+    with tf.GradientTape() as tape:
+        tape.watch([x, w])
+        y = fc.fft_conv2d(x, w, "SAME", algorithm="fft", memory_budget="20K")
+    got = (y, *tape.gradient(y, [x, w], output_gradients=dy))
+    exact = [tf.cast(t, tf.float64).numpy() for t in (x, w, dy)]
+    for g, e in zip(got, ref.conv2d_nhwc(*exact, "SAME")):
+        assert g.dtype == dtype
+        assert rel_error(tf.cast(g, tf.float64), e) <= 8 * UNIT[dtype]
