@@ -1,6 +1,6 @@
 // The CPU kernels of the three ops (cc/fftconv_cpu.h), compiled from cc/cpu_kernels_impl.h once per
-// instruction set and chosen once per process: AVX2 with FMA (32-byte vectors) where the CPU has
-// them, SSE2-width vectors (16 bytes, any x86-64 or other CPU) otherwise. The environment variable
+// instruction set and chosen once per process: AVX2 with FMA and F16C (32-byte vectors) where the
+// CPU has them, SSE2-width vectors (16 bytes, any x86-64 or other CPU) otherwise. The environment variable
 // TF_FFTCONV_CPU_KERNELS=generic forces the second (tests compare the two). Each kernel is compiled
 // for float32 and float64 and for the two half-precision storage types (computing in float32).
 //
@@ -36,7 +36,7 @@ namespace cpu_generic {
 #if defined(__x86_64__)
 #define FFTCONV_CPU_HAVE_AVX2_COPY 1
 #pragma GCC push_options
-#pragma GCC target("avx2,fma")
+#pragma GCC target("avx2,fma,f16c")
 namespace cpu_avx2 {
 #define FFTCONV_CPU_VECTOR_BYTES 32
 #include "cc/cpu_kernels_impl.h"
@@ -53,7 +53,8 @@ bool UseAvx2Kernels() {
     const char* forced = std::getenv("TF_FFTCONV_CPU_KERNELS");
     if (forced != nullptr && std::string(forced) == "generic") return false;
     __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+           __builtin_cpu_supports("f16c");
   }();
   return use;
 #else

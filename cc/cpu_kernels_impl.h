@@ -11,8 +11,9 @@
 //
 // Storage and arithmetic types: each kernel is a template on Real, the type it computes in, and Io,
 // the scalar type of the tensors it reads and writes. Io is Real for float32 and float64; for
-// Eigen::half and Eigen::bfloat16, Real is float and values are converted one element at a time as
-// they enter and leave the vectors (no converted copy of any tensor is made). Spectra are always
+// Eigen::half and Eigen::bfloat16, Real is float and values are converted as they enter and leave
+// the vectors, a vector's worth at a time on the whole-vector paths (LoadVec, StoreVec), so no
+// converted copy of any tensor is made. Spectra are always
 // interleaved (re, im) pairs of Io: std::complex<Real> for float32 / float64, the trailing
 // dimension of 2 of a half-precision spectrum [bins, batch, channels, 2] otherwise.
 
@@ -30,8 +31,8 @@ struct Simd {
   static void Store(const Vec& v, Real* to) { *reinterpret_cast<UnalignedVec*>(to) = v; }
 };
 
-// True when the kernel reads and writes its compute type itself: the whole-vector loads and stores
-// apply. Otherwise (half precision stored, float computed) every element is converted on its way.
+// True when the kernel reads and writes its compute type itself. Otherwise (half precision
+// stored, float computed) values are converted on their way in and out of the vectors.
 template <typename Real, typename Io>
 constexpr bool kSameType = std::is_same<Real, Io>::value;
 
@@ -42,6 +43,50 @@ inline Real ToCompute(Io value) {
 template <typename Io, typename Real>
 inline Io ToStorage(Real value) {
   return static_cast<Io>(value);
+}
+
+// kLanes consecutive values of Io as one vector of Real, and back: a plain (unaligned) vector
+// access for Io = Real, kLanes conversions through a vector's worth of registers otherwise. Every
+// whole-vector path of the kernels goes through these, so half precision takes the same paths as
+// float32 with the conversion in blocks of kLanes.
+#if defined(__FLT16_MAX__)
+// float16 lanes as the compiler's _Float16 (the same IEEE binary16 bits as Eigen::half): a whole
+// vector converts in one instruction where the instruction set has one (F16C in the AVX2 copy).
+typedef _Float16 Float16Lanes
+    __attribute__((vector_size(FFTCONV_CPU_VECTOR_BYTES / 2), __aligned__(2), __may_alias__));
+#endif
+
+template <typename Real, typename Io>
+inline typename Simd<Real>::Vec LoadVec(const Io* from) {
+  using S = Simd<Real>;
+  if constexpr (kSameType<Real, Io>) {
+    return S::Load(from);
+#if defined(__FLT16_MAX__)
+  } else if constexpr (std::is_same<Real, float>::value && std::is_same<Io, Eigen::half>::value) {
+    return __builtin_convertvector(*reinterpret_cast<const Float16Lanes*>(from),
+                                   typename S::Vec);
+#endif
+  } else {
+    typename S::Vec v;
+    Real* lanes = reinterpret_cast<Real*>(&v);
+    for (int l = 0; l < S::kLanes; ++l) lanes[l] = ToCompute<Real>(from[l]);
+    return v;
+  }
+}
+template <typename Real, typename Io>
+inline void StoreVec(const typename Simd<Real>::Vec& v, Io* to) {
+  using S = Simd<Real>;
+  if constexpr (kSameType<Real, Io>) {
+    S::Store(v, to);
+#if defined(__FLT16_MAX__)
+  } else if constexpr (std::is_same<Real, float>::value && std::is_same<Io, Eigen::half>::value) {
+    // Rounded to nearest even, overflowing to infinity, as Eigen::half(float) rounds.
+    *reinterpret_cast<Float16Lanes*>(to) = __builtin_convertvector(v, Float16Lanes);
+#endif
+  } else {
+    const Real* lanes = reinterpret_cast<const Real*>(&v);
+    for (int l = 0; l < S::kLanes; ++l) to[l] = ToStorage<Io>(lanes[l]);
+  }
 }
 
 // A zeroed heap array of vectors, aligned to their width.
@@ -116,24 +161,17 @@ template <typename Real, typename Io>
 inline void StoreComplexLanes(const typename Simd<Real>::Vec& re,
                               const typename Simd<Real>::Vec& im, int lanes, Io* pairs) {
   using S = Simd<Real>;
-  if constexpr (!kSameType<Real, Io>) {
+  if (lanes == S::kLanes) {
+    typename S::Vec lo, hi;
+    Interleave<Real>(re, im, &lo, &hi, std::make_index_sequence<S::kLanes>());
+    StoreVec<Real, Io>(lo, pairs);
+    StoreVec<Real, Io>(hi, pairs + S::kLanes);
+  } else {
     const Real* re_lanes = reinterpret_cast<const Real*>(&re);
     const Real* im_lanes = reinterpret_cast<const Real*>(&im);
     for (int l = 0; l < lanes; ++l) {
       pairs[2 * l] = ToStorage<Io>(re_lanes[l]);
       pairs[2 * l + 1] = ToStorage<Io>(im_lanes[l]);
-    }
-  } else if (lanes == S::kLanes) {
-    typename S::Vec lo, hi;
-    Interleave<Real>(re, im, &lo, &hi, std::make_index_sequence<S::kLanes>());
-    S::Store(lo, pairs);
-    S::Store(hi, pairs + S::kLanes);
-  } else {
-    const Real* re_lanes = reinterpret_cast<const Real*>(&re);
-    const Real* im_lanes = reinterpret_cast<const Real*>(&im);
-    for (int l = 0; l < lanes; ++l) {
-      pairs[2 * l] = re_lanes[l];
-      pairs[2 * l + 1] = im_lanes[l];
     }
   }
 }
@@ -144,14 +182,10 @@ template <typename Real, typename Io>
 inline void LoadComplexLanes(const Io* pairs, int lanes, typename Simd<Real>::Vec* re,
                              typename Simd<Real>::Vec* im) {
   using S = Simd<Real>;
-  if constexpr (kSameType<Real, Io>) {
-    if (lanes == S::kLanes) {
-      Deinterleave<Real>(S::Load(pairs), S::Load(pairs + S::kLanes), re, im,
-                         std::make_index_sequence<S::kLanes>());
-      return;
-    }
-  }
-  {
+  if (lanes == S::kLanes) {
+    Deinterleave<Real>(LoadVec<Real, Io>(pairs), LoadVec<Real, Io>(pairs + S::kLanes), re, im,
+                       std::make_index_sequence<S::kLanes>());
+  } else {
     *re = typename S::Vec{};
     *im = typename S::Vec{};
     Real* re_lanes = reinterpret_cast<Real*>(re);
@@ -192,7 +226,6 @@ struct LaneImages {
 // lanes adjacent in memory (NHWC, adjacent channels of one batch item): one vector per pixel;
 // every lane's row contiguous (NCHW, or NHWC with one channel): kLanes x kLanes transposes;
 // otherwise (and for the pixels those leave over) one element at a time.
-// Io other than Real: the adjacent lanes are converted one by one, else element by element.
 template <typename Real, typename Io>
 inline void LoadRow(const LaneImages& images, const Io* input, int h, int width,
                     typename Simd<Real>::Vec* line, int64_t stride) {
@@ -200,22 +233,16 @@ inline void LoadRow(const LaneImages& images, const Io* input, int h, int width,
   const bool full = images.lanes == S::kLanes;
   const int64_t row = h * images.h_stride;
   int w = 0;
-  if constexpr (!kSameType<Real, Io>) {
-    if (full && images.contiguous) {
-      for (; w < width; ++w) {
-        const Io* in = input + images.base[0] + row + w * images.w_stride;
-        Real* out = reinterpret_cast<Real*>(line + w * stride);
-        for (int l = 0; l < S::kLanes; ++l) out[l] = ToCompute<Real>(in[l]);
-      }
-    }
-  } else if (full && images.contiguous) {
+  if (full && images.contiguous) {
     for (; w < width; ++w) {
-      line[w * stride] = S::Load(input + images.base[0] + row + w * images.w_stride);
+      line[w * stride] = LoadVec<Real, Io>(input + images.base[0] + row + w * images.w_stride);
     }
   } else if (full && images.w_stride == 1) {
     for (; w + S::kLanes <= width; w += S::kLanes) {
       typename S::Vec block[S::kLanes];
-      for (int l = 0; l < S::kLanes; ++l) block[l] = S::Load(input + images.base[l] + row + w);
+      for (int l = 0; l < S::kLanes; ++l) {
+        block[l] = LoadVec<Real, Io>(input + images.base[l] + row + w);
+      }
       TransposeLanes<Real>(block);
       for (int t = 0; t < S::kLanes; ++t) line[(w + t) * stride] = block[t];
     }
@@ -237,22 +264,16 @@ inline void StoreRow(const LaneImages& images, const typename Simd<Real>::Vec* l
   const bool full = images.lanes == S::kLanes;
   const int64_t row = h * images.h_stride;
   int w = 0;
-  if constexpr (!kSameType<Real, Io>) {
-    if (full && images.contiguous) {
-      for (; w < width; ++w) {
-        Io* out = output + images.base[0] + row + w * images.w_stride;
-        const Real* in = reinterpret_cast<const Real*>(line + w);
-        for (int l = 0; l < S::kLanes; ++l) out[l] = ToStorage<Io>(in[l]);
-      }
+  if (full && images.contiguous) {
+    for (; w < width; ++w) {
+      StoreVec<Real, Io>(line[w], output + images.base[0] + row + w * images.w_stride);
     }
-  } else if (full && images.contiguous) {
-    for (; w < width; ++w) S::Store(line[w], output + images.base[0] + row + w * images.w_stride);
   } else if (full && images.w_stride == 1) {
     for (; w + S::kLanes <= width; w += S::kLanes) {
       typename S::Vec block[S::kLanes];
       for (int t = 0; t < S::kLanes; ++t) block[t] = line[w + t];
       TransposeLanes<Real>(block);
-      for (int l = 0; l < S::kLanes; ++l) S::Store(block[l], output + images.base[l] + row + w);
+      for (int l = 0; l < S::kLanes; ++l) StoreVec<Real, Io>(block[l], output + images.base[l] + row + w);
     }
   }
   for (int l = 0; l < images.lanes; ++l) {
@@ -575,12 +596,11 @@ void PackPanels(const Io* x, const OperandView& view, int64_t first_bin, int lan
   for (int outer = outer_begin; outer < outer_end; ++outer) {
     const int64_t outer_at = 2 * (outer * outer_stride);
     int inner = inner_begin;
-    if (kSameType<Real, Io> && lanes == S::kLanes) {
+    if (lanes == S::kLanes) {
       for (; inner + kRun <= inner_end; inner += kRun) {
         typename S::Vec block[S::kLanes];
         for (int l = 0; l < S::kLanes; ++l) {
-          block[l] = S::Load(reinterpret_cast<const Real*>(group) + 2 * (l * view.bin_stride) +
-                             outer_at + 2 * inner);
+          block[l] = LoadVec<Real, Io>(group + 2 * (l * view.bin_stride) + outer_at + 2 * inner);
         }
         TransposeLanes<Real>(block);  // block[2t], block[2t + 1]: re, im of value inner + t
         for (int t = 0; t < kRun; ++t) {
@@ -610,7 +630,7 @@ inline void StoreMatrixRow(const typename Simd<Real>::Vec* re, const typename Si
                            int cols, int lanes, Io* out, int64_t bin_stride) {
   using S = Simd<Real>;
   int col = 0;
-  if (kSameType<Real, Io> && lanes == S::kLanes) {
+  if (lanes == S::kLanes) {
     for (; col + S::kLanes <= cols; col += S::kLanes) {
       typename S::Vec block_re[S::kLanes], block_im[S::kLanes];
       for (int t = 0; t < S::kLanes; ++t) {
@@ -622,9 +642,9 @@ inline void StoreMatrixRow(const typename Simd<Real>::Vec* re, const typename Si
       for (int l = 0; l < S::kLanes; ++l) {
         typename S::Vec lo, hi;
         Interleave<Real>(block_re[l], block_im[l], &lo, &hi, std::make_index_sequence<S::kLanes>());
-        Real* pairs = reinterpret_cast<Real*>(out + 2 * (l * bin_stride + col));
-        S::Store(lo, pairs);
-        S::Store(hi, pairs + S::kLanes);
+        Io* pairs = out + 2 * (l * bin_stride + col);
+        StoreVec<Real, Io>(lo, pairs);
+        StoreVec<Real, Io>(hi, pairs + S::kLanes);
       }
     }
   }

@@ -5,7 +5,8 @@ against float64 NumPy, for both compiled copies: the one chosen for this CPU and
 The kernels compute kLanes images (FFTs) or bins (matmul) side by side, so the cases have many lane
 groups and a partial last one, images whose lanes are adjacent in memory, have rows of their own
 (transposed in blocks) or neither, odd heights (a row pair with one row), and matrices large enough
-to be packed in several blocks.
+to be packed in several blocks. float16 and bfloat16 take the same paths, converted a vector at a
+time.
 """
 
 import json
@@ -71,6 +72,48 @@ CHECK = textwrap.dedent("""
                                  else 1e-13)
                     record(name, fc.ops.spectral_matmul(a, b, **flags).numpy(),
                            ref.spectral_matmul(a, b, **flags), tolerance)
+    # Half precision: the same shapes, spectra as [.., 2] pairs divided by S^2, float32 inside;
+    # references from the exact half values, tolerance the type's unit roundoff.
+    for dtype, unit in ((tf.float16, 2.0 ** -11), (tf.bfloat16, 2.0 ** -8)):
+        def half(values):
+            t = tf.cast(tf.constant(values), dtype)
+            return t, tf.cast(t, tf.float64).numpy()
+        def pairs(t):
+            v = tf.cast(t, tf.float64).numpy()
+            return v[..., 0] + 1j * v[..., 1]
+        for data_format in ("NCHW", "NHWC"):
+            for batch, channels in ((5, 11), (37, 1), (9, 6)):
+                for size, (height, width), (offset_h, offset_w) in (
+                        (8, (7, 5), (1, 2)), (16, (13, 11), (2, 3)), (32, (32, 32), (0, 0)),
+                        (32, (9, 26), (20, 1))):
+                    shape = ((batch, channels, height, width) if data_format == "NCHW"
+                             else (batch, height, width, channels))
+                    x, exact = half(rng.standard_normal(shape))
+                    name = f"rfft2d {dtype.name} {data_format} {shape} S={size}"
+                    record(name, pairs(fc.ops.rfft2d(x, size, offset_h, offset_w, data_format)),
+                           ref.rfft2d(exact, size, offset_h, offset_w, data_format) / size ** 2,
+                           unit)
+                    z, z_exact = half(rng.standard_normal((size * (size // 2 + 1), batch,
+                                                           channels, 2)))
+                    name = f"irfft2d {dtype.name} {data_format} {shape} S={size}"
+                    out = fc.ops.irfft2d(z, size, height, width, offset_h, offset_w, data_format)
+                    record(name, tf.cast(out, tf.float64).numpy(),
+                           ref.irfft2d(size ** 2 * (z_exact[..., 0] + 1j * z_exact[..., 1]), size,
+                                       height, width, offset_h, offset_w, data_format), unit)
+        for bins, m, k, n in ((35, 19, 7, 13), (13, 3, 700, 5), (40, 64, 1, 6)):
+            for mode_a in "NTH":
+                for mode_b in "NTH":
+                    flags = dict(transpose_a=mode_a == "T", adjoint_a=mode_a == "H",
+                                 transpose_b=mode_b == "T", adjoint_b=mode_b == "H")
+                    a, a_exact = half(rng.standard_normal(
+                        ((bins, k, m) if mode_a != "N" else (bins, m, k)) + (2,)))
+                    b, b_exact = half(rng.standard_normal(
+                        ((bins, n, k) if mode_b != "N" else (bins, k, n)) + (2,)))
+                    name = f"matmul {dtype.name} {(bins, m, k, n)} {mode_a}{mode_b}"
+                    record(name, pairs(fc.ops.spectral_matmul(a, b, alpha=0.5, **flags)),
+                           0.5 * ref.spectral_matmul(a_exact[..., 0] + 1j * a_exact[..., 1],
+                                                     b_exact[..., 0] + 1j * b_exact[..., 1],
+                                                     **flags), unit)
     np.savez(sys.argv[2], **{name: value for name, value in outputs.items()})
     print(json.dumps(errors))
 """)
@@ -90,11 +133,12 @@ def run_check(kernels, seed, outputs_path):
 
 
 def cpu_has_avx2_fma():
+    """What the AVX2 copy needs (cc/cpu_kernels.cc): AVX2, FMA and F16C."""
     try:
         flags = next(line for line in open("/proc/cpuinfo") if line.startswith("flags")).split()
     except (OSError, StopIteration):
         return False
-    return "avx2" in flags and "fma" in flags
+    return "avx2" in flags and "fma" in flags and "f16c" in flags
 
 
 @pytest.mark.slow
