@@ -6,8 +6,9 @@
 #
 #   COMMIT=<sha> bash tools/gpu_session.sh [STEP ...]
 #
-# STEP: info build tests sanitize kernels bench bench-xla reproduce variants xla-steps (default: all
-# but kernels, variants and xla-steps, in that order; xla-steps = where the LeNet step's time goes
+# STEP: info build tests sanitize kernels bench bench-xla reproduce variants steps xla-steps (default:
+# all but kernels, variants, steps and xla-steps, in that order; steps = the reproduction with
+# --steps-per-execution $STEPS_PER_EXECUTION (32); xla-steps = where the LeNet step's time goes
 # under XLA; kernels = tools/gpu_check.sh, bench-xla = the benchmark with
 # every step under XLA and the Keras train step of a convnet, variants = the reproduction with XLA
 # off for both models). On a host with two GPUs the tests include MirroredStrategy. Logs go to
@@ -81,6 +82,12 @@ for step in $steps; do
           --epochs "${XLA_STEP_EPOCHS:-3}" --json "$WORK/reproduce_$setting.json" 2>&1 \
           | tee "$WORK/reproduce_$setting.log" | tail -9
       done ;;
+    steps)
+      log "reproduce --steps-per-execution ${STEPS_PER_EXECUTION:-32}"
+      timeout 300 python3 -m tf_fftconv.reproduce --dataset "idx:${DATA_DIR:-.data/fashion-mnist}" \
+        --epochs "${VARIANT_EPOCHS:-5}" --steps-per-execution "${STEPS_PER_EXECUTION:-32}" \
+        --json "$WORK/reproduce_steps${STEPS_PER_EXECUTION:-32}.json" 2>&1 \
+        | tee "$WORK/reproduce_steps${STEPS_PER_EXECUTION:-32}.log" | tail -9 ;;
     variants)
       log "reproduce --jit-compile off"
       timeout 300 python3 -m tf_fftconv.reproduce --dataset "idx:${DATA_DIR:-.data/fashion-mnist}" \
