@@ -14,6 +14,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -64,16 +65,28 @@ inline constexpr char kSpectralMatmulTarget[] = "tf_fftconv_spectral_matmul";
   return first;
 }
 
+// The traits of a handler on `platform`. The CUDA handlers only validate on the host and launch
+// kernels (and memsets) on the stream they are given: no allocation, no synchronisation, no
+// host-device copies. So XLA may record them into its command buffers (CUDA graphs) with the
+// fusions around them, and a compiled step launches as one graph instead of being cut at every
+// custom call. TF_FFTCONV_XLA_COMMAND_BUFFERS=0, read when the library loads, keeps them out.
+inline XLA_FFI_Handler_Traits HandlerTraits(const char* platform) {
+  if (std::string(platform) != "CUDA") return 0;
+  const char* setting = std::getenv("TF_FFTCONV_XLA_COMMAND_BUFFERS");
+  if (setting != nullptr && std::string(setting) == "0") return 0;
+  return XLA_FFI_HANDLER_TRAITS_COMMAND_BUFFER_COMPATIBLE;
+}
+
 // XLA_FFI_REGISTER_HANDLER behind the guard above.
 #define FFTCONV_REGISTER_FFI_HANDLER(target, platform, handler) \
   FFTCONV_REGISTER_FFI_HANDLER_UNIQ(__COUNTER__, target, platform, handler)
 #define FFTCONV_REGISTER_FFI_HANDLER_UNIQ(n, target, platform, handler) \
   FFTCONV_REGISTER_FFI_HANDLER_UNIQ_(n, target, platform, handler)
-#define FFTCONV_REGISTER_FFI_HANDLER_UNIQ_(n, target, platform, handler)                    \
-  [[maybe_unused]] static const bool fftconv_ffi_handler_registered_##n =                   \
-      ::fftconv::FirstCopyInProcess() &&                                                    \
-      ::xla::ffi::Ffi::RegisterStaticHandler(XLA_FFI_GetApi(), target, platform, handler) == \
-          nullptr
+#define FFTCONV_REGISTER_FFI_HANDLER_UNIQ_(n, target, platform, handler)                     \
+  [[maybe_unused]] static const bool fftconv_ffi_handler_registered_##n =                    \
+      ::fftconv::FirstCopyInProcess() &&                                                     \
+      ::xla::ffi::Ffi::RegisterStaticHandler(XLA_FFI_GetApi(), target, platform, handler,    \
+                                             ::fftconv::HandlerTraits(platform)) == nullptr
 
 // A validation or launch status as the FFI error XLA raises: InvalidArgument stays
 // InvalidArgument (TensorFlow reports it as InvalidArgumentError with the same message).

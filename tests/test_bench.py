@@ -252,6 +252,24 @@ def test_ops_breakdown(tmp_path, capsys):
     assert "each op alone" in capsys.readouterr().out
 
 
+def test_lenet_model_steps_at_another_batch(tmp_path, capsys):
+    json_path = tmp_path / "bench.json"
+    argv = ["--cases", "1:1:2:8:3", "--modes", "forward", "--impl", "conv2d,fft", "--repeats", "2",
+            "--warmup", "3", "--iters", "1", "--device", "cpu", "--no-progress", "--xla",
+            "--model", "lenet", "--model-batch", "2", "--json", str(json_path)]
+    assert cli.main(argv) == 0
+    report = json.loads(json_path.read_text())
+    assert report["settings"]["model_batch"] == 2
+    (step,) = report["model_steps"]
+    assert step["model"]["batch"] == 2 and step["model"]["architecture"] == "lenet"
+    assert set(step["timings"]) == {"conv2d", "fft"} and positive(step["ratio_fft_conv2d"])
+    assert "Keras train step of lenet (batch 2, 32x32x1, channels 6->16, k5 VALID" in (
+        capsys.readouterr().out)
+
+
+def test_model_batch_needs_a_model():
+    with pytest.raises(SystemExit):
+        cli.parse_args(["--model-batch", "4"])
 
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])

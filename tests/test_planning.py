@@ -3,6 +3,10 @@ measurements it is calibrated on, determinism, explain, the memory budget, timin
 cache, and the fallback when the allocator refuses."""
 
 import json
+import os
+import subprocess
+import sys
+import textwrap
 
 import keras
 import numpy as np
@@ -308,3 +312,53 @@ def test_keras_model_of_auto_layers_under_xla(rng):
     assert rel_error(auto.predict(x, verbose=0), twin.predict(x, verbose=0)) <= 1e-4
     for layer in auto.layers[:2]:
         assert "chosen: " in fc.explain(layer) and "decided by: the cost model" in fc.explain(layer)
+
+
+@pytest.mark.gpu
+def test_a_real_out_of_memory_on_the_gpu_falls_back_and_training_goes_on():
+    # A process whose GPU has 2 GiB: the batch is chosen so that the fastest FFT plan's spectra
+    # (kept between the passes) cannot fit, while the recomputing plan's fit easily. Eagerly, the
+    # allocator's refusal must switch the layer to a smaller plan, and fit must go on training.
+    code = """
+        import numpy as np, tensorflow as tf
+        gpu = tf.config.list_physical_devices("GPU")[0]
+        tf.config.set_logical_device_configuration(
+            gpu, [tf.config.LogicalDeviceConfiguration(memory_limit=2048)])
+        import keras, tf_fftconv as fc
+        from tf_fftconv import planning
+        limit = 2048 * 2**20
+
+        def workspaces(batch):
+            problem = planning.make_problem((batch, 32, 32, 64), (7, 7, 64, 64), "SAME")
+            found = planning.candidates(problem, "fft")
+            keep = [c.estimate.workspace_bytes for c in found if c.config.memory == "keep"]
+            recompute = [c.estimate.workspace_bytes for c in found
+                         if c.config.memory == "recompute"]
+            return found[0].config.memory, min(keep), min(recompute)
+
+        batch = next(b for b in (128, 256, 512, 1024, 2048) if workspaces(b)[1] > 1.3 * limit)
+        first, keep, recompute = workspaces(batch)
+        print("batch", batch, "first", first, "keep", keep, "recompute", recompute)
+        assert first == "keep" and recompute < 0.25 * limit
+        rng = np.random.default_rng(0)
+        x = rng.standard_normal((batch, 32, 32, 64)).astype("float32")
+        y = (x[:, :, :, 0].mean(axis=(1, 2)) > 0).astype("int32")
+        model = keras.Sequential([keras.Input((32, 32, 64)),
+                                  fc.FFTConv2D(64, 7, padding="same", algorithm="fft"),
+                                  keras.layers.GlobalAveragePooling2D(), keras.layers.Dense(2)])
+        model.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                      run_eagerly=True)
+        losses = model.fit(x, y, batch_size=batch, epochs=3, verbose=0).history["loss"]
+        print("losses", losses)
+        print(fc.explain(model.layers[0]))
+    """
+    environment = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=os.pathsep.join(
+        [os.path.dirname(os.path.dirname(os.path.abspath(__file__)))]
+        + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
+    result = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
+                            text=True, env=environment, timeout=600)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
+    losses = [float(v) for v in result.stdout.split("losses [")[1].split("]")[0].split(",")]
+    assert len(losses) == 3 and all(np.isfinite(losses)), result.stdout
+    assert "the allocator refused" in result.stdout, result.stdout
+

@@ -67,6 +67,10 @@ def test_arguments():
     assert (args.dataset, args.epochs, args.batch_size, args.seed, args.baseline_seeds) == (
         "mnist", 10, 128, 0, 1)
     assert reproduce.parse_args(["--seeds", "3"]).baseline_seeds == 3
+    assert args.steps_per_execution == 1  # Keras' default
+    assert reproduce.parse_args(["--steps-per-execution", "8"]).steps_per_execution == 8
+    with pytest.raises(SystemExit):
+        reproduce.parse_args(["--steps-per-execution", "0"])
     with pytest.raises(SystemExit):
         reproduce.parse_args(["--epochs", "0"])
 
@@ -115,7 +119,7 @@ def test_cli_smoke(tmp_path):
     done = subprocess.run(
         [sys.executable, "-m", "tf_fftconv.reproduce", "--dataset", "synthetic", "--epochs", "2",
          "--batch-size", "64", "--limit-train", "512", "--limit-test", "256",
-         "--baseline-seeds", "2", "--seed", "5", "--json", str(out)],
+         "--baseline-seeds", "2", "--seed", "5", "--steps-per-execution", "4", "--json", str(out)],
         env=env, capture_output=True, text=True, timeout=600, cwd=str(tmp_path))
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     stdout = done.stdout
@@ -135,7 +139,8 @@ def test_cli_smoke(tmp_path):
     assert result["dataset"]["name"] == "synthetic"
     assert result["dataset"]["num_train"] == 512 and result["dataset"]["num_test"] == 256
     assert result["environment"]["tf_version"] and result["environment"]["description"]
-    assert result["settings"]["seed"] == 5
+    assert result["settings"]["seed"] == 5 and result["settings"]["steps_per_execution"] == 4
+    assert "4 steps per call of the train function" in result["table"]
     baseline, fft, auto = (result["runs"][key] for key in ("baseline", "fft", "auto"))
     for run in (baseline, fft, auto):
         assert len(run["epoch_times_s"]) == len(run["train_loss"]) == 2

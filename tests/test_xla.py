@@ -290,3 +290,34 @@ def test_keras_default_compile_takes_xla_on_gpu(tmp_path):
     assert result.returncode == 0, result.stderr[-3000:]
     assert "jit True" in result.stdout
     assert len(_dumped_custom_calls(tmp_path)) == 3
+
+
+@pytest.mark.gpu
+def test_command_buffers_give_the_same_results(tmp_path):
+    # By default XLA may record the CUDA custom calls into its command buffers (CUDA graphs) and
+    # replay them; TF_FFTCONV_XLA_COMMAND_BUFFERS=0 keeps them out. A compiled train step, replayed
+    # several times on fresh inputs (so also after buffer addresses change), must give what the
+    # eager ops give, either way.
+    code = """
+        import numpy as np, tensorflow as tf, tf_fftconv as fc
+        rng = np.random.default_rng(7)
+        w = tf.Variable(rng.standard_normal((5, 5, 3, 4)).astype("float32"))
+
+        def step(x):
+            with tf.GradientTape() as tape:
+                loss = tf.reduce_sum(fc.fft_conv2d(x, w, algorithm="fft") ** 2)
+            return loss, tape.gradient(loss, w)
+
+        compiled = tf.function(step, jit_compile=True)
+        worst = 0.0
+        for i in range(6):
+            x = tf.constant(rng.standard_normal((4 + i % 2, 16, 16, 3)).astype("float32"))
+            for got, want in zip(compiled(x), step(x)):
+                want = want.numpy()
+                worst = max(worst, float(np.max(np.abs(got.numpy() - want)) / np.max(np.abs(want))))
+        print("worst", worst)
+    """
+    for setting in ("1", "0"):
+        result = _python(code, TF_FFTCONV_XLA_COMMAND_BUFFERS=setting)
+        assert result.returncode == 0, result.stderr[-3000:]
+        assert float(result.stdout.split("worst")[1]) <= 1e-5, (setting, result.stdout)

@@ -13,7 +13,8 @@ in ``benchmarks/NOTES.md`` ("The cost model"). A one-time timing of the best can
 (``tf_fftconv.autotune``) overrides the model for the problems it timed; its results are kept in
 the process and, with ``TF_FFTCONV_AUTOTUNE_CACHE`` set, in a JSON file.
 
-Memory: the FFT path's workspace is the complex spectra it holds at once, layout
+Memory: the FFT path's workspace is the complex spectra it holds at once (with tiling, also the
+tiled copies of the input and output), layout
 ``[bins, batch, channels]`` (``batch`` counting tiles): ``X`` ``[F, B*tiles, Cin]``, ``W``
 ``[F, Cout, Cin]``, ``Y`` and ``dY`` ``[F, B*tiles, Cout]``. Mode "keep" keeps ``X`` and ``W`` from
 the forward pass for the backward pass; mode "recompute" keeps nothing between the passes (the
@@ -317,6 +318,10 @@ def estimate_fft(problem, config, costs):
         # Forward: X, W, Y; backward: X and W kept, dY, then dX or dW.
         kept = X + W
         workspace = X + W + Y + max(X, W)
+    if t.tiled:
+        # The whole batch's tiles are cut before the pieces run and joined after them: both
+        # copies are alive with the spectra (in either mode).
+        workspace += x_tiles + y_tiles
     return Estimate(time, int(workspace), int(kept), flops, moved)
 
 
@@ -740,8 +745,9 @@ def explain_plan(p):
                                                      _ms(best_fft.estimate.time_s))
                             if best_fft is not None and chosen is spatial else ""))
             if chosen.config is not None:
-                lines.append("  workspace: %s of spectra at most, %s kept between the passes"
+                lines.append("  workspace: %s of spectra%s at most, %s kept between the passes"
                              % (_mb(chosen.estimate.workspace_bytes),
+                                " and tiles" if chosen.config.tiles.tiled else "",
                                 _mb(chosen.estimate.kept_bytes)))
         lines.append("  memory budget: %s" % ("none" if p.budget is None else _mb(p.budget)))
         if p.timings_ms:

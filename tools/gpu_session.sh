@@ -6,8 +6,10 @@
 #
 #   COMMIT=<sha> bash tools/gpu_session.sh [STEP ...]
 #
-# STEP: info build tests sanitize kernels bench bench-xla reproduce variants (default: all but
-# kernels and variants, in that order; kernels = tools/gpu_check.sh, bench-xla = the benchmark with
+# STEP: info build tests sanitize kernels bench bench-xla reproduce variants steps xla-steps (default:
+# all but kernels, variants, steps and xla-steps, in that order; steps = the reproduction with
+# --steps-per-execution $STEPS_PER_EXECUTION (32); xla-steps = where the LeNet step's time goes
+# under XLA; kernels = tools/gpu_check.sh, bench-xla = the benchmark with
 # every step under XLA and the Keras train step of a convnet, variants = the reproduction with XLA
 # off for both models). On a host with two GPUs the tests include MirroredStrategy. Logs go to
 # $WORK (build/gpu_session); after each step they are packed into $OUT/gpu_session.tar.gz so that a
@@ -56,6 +58,36 @@ for step in $steps; do
       log reproduce
       timeout 540 python3 -m tf_fftconv.reproduce --dataset "idx:${DATA_DIR:-.data/fashion-mnist}" --epochs "${EPOCHS:-10}" \
         --baseline-seeds "${SEEDS:-3}" --json "$WORK/reproduce.json" 2>&1 | tee "$WORK/reproduce.log" | tail -30 ;;
+    xla-steps)
+      # Where the LeNet step's time goes under XLA: the Keras train step of both models with XLA's
+      # command buffers (CUDA graphs) as by default, with our custom calls kept out of them
+      # (TF_FFTCONV_XLA_COMMAND_BUFFERS=0), with command buffers off for both, and at batch 8
+      # (what a step costs the host); then short reproductions with and without.
+      for setting in default ours-out all-off batch8; do
+        log "Keras LeNet step under XLA: $setting"
+        case $setting in
+          default) env=() extra=() ;;
+          ours-out) env=(TF_FFTCONV_XLA_COMMAND_BUFFERS=0) extra=() ;;
+          all-off) env=(XLA_FLAGS=--xla_gpu_enable_command_buffer=) extra=() ;;
+          batch8) env=() extra=(--model-batch 8) ;;
+        esac
+        env "${env[@]}" timeout 240 python3 -m tf_fftconv.bench --xla --cases lenet --modes train \
+          --model lenet "${extra[@]}" --json "$WORK/lenet_step_$setting.json" --no-progress 2>&1 \
+          | tee "$WORK/lenet_step_$setting.log" | tail -8
+      done
+      for setting in default ours-out; do
+        log "reproduce, ${XLA_STEP_EPOCHS:-3} epochs: $setting"
+        env $([ $setting = ours-out ] && echo TF_FFTCONV_XLA_COMMAND_BUFFERS=0) timeout 240 \
+          python3 -m tf_fftconv.reproduce --dataset "idx:${DATA_DIR:-.data/fashion-mnist}" \
+          --epochs "${XLA_STEP_EPOCHS:-3}" --json "$WORK/reproduce_$setting.json" 2>&1 \
+          | tee "$WORK/reproduce_$setting.log" | tail -9
+      done ;;
+    steps)
+      log "reproduce --steps-per-execution ${STEPS_PER_EXECUTION:-32}"
+      timeout 300 python3 -m tf_fftconv.reproduce --dataset "idx:${DATA_DIR:-.data/fashion-mnist}" \
+        --epochs "${VARIANT_EPOCHS:-5}" --steps-per-execution "${STEPS_PER_EXECUTION:-32}" \
+        --json "$WORK/reproduce_steps${STEPS_PER_EXECUTION:-32}.json" 2>&1 \
+        | tee "$WORK/reproduce_steps${STEPS_PER_EXECUTION:-32}.log" | tail -9 ;;
     variants)
       log "reproduce --jit-compile off"
       timeout 300 python3 -m tf_fftconv.reproduce --dataset "idx:${DATA_DIR:-.data/fashion-mnist}" \

@@ -83,7 +83,7 @@ def _build(conv, info, fft_size=None):
                          data_format=data_format, fft_size=fft_size)
 
 
-def _warm_up(batches, info, fft_size, jit_compile="auto"):
+def _warm_up(batches, info, fft_size, jit_compile="auto", steps_per_execution=1):
     """One training step of each model type on throwaway models, before anything is timed.
 
     `batches` must not be a timed run's training pipeline: iterating it would move that
@@ -93,7 +93,8 @@ def _warm_up(batches, info, fft_size, jit_compile="auto"):
 
     images, labels = next(iter(batches.take(1)))
     for _, conv in MODELS:
-        model = models.compile_lenet(_build(conv, info, fft_size), jit_compile=jit_compile)
+        model = models.compile_lenet(_build(conv, info, fft_size), jit_compile=jit_compile,
+                                     steps_per_execution=steps_per_execution)
         model.train_on_batch(images, labels)
 
 
@@ -139,12 +140,15 @@ def _auto_choices(model):
 
 def run(dataset="mnist", epochs=10, batch_size=128, seed=0, limit_train=None, limit_test=None,
         baseline_seeds=1, fallback=True, data_dir=None, data_format=None, fft_size=None,
-        warm_up=True, jit_compile="auto", xla_auto_clustering=False, progress=print):
+        warm_up=True, jit_compile="auto", xla_auto_clustering=False, steps_per_execution=1,
+        progress=print):
     """Trains the baseline, the FFT and the automatic LeNet-5 (and extra baselines); returns the
     results dict.
 
     jit_compile: passed to model.compile for every model ("auto": Keras' default; False: no XLA for
     any, so the convolutions are compared on equal terms).
+    steps_per_execution: passed to model.compile for every model (1, Keras' default: one call of
+    the train function per batch; more amortises the host's work per call over that many steps).
     xla_auto_clustering: turn on TensorFlow's XLA auto-clustering, which compiles the parts of a
     graph XLA supports and leaves the custom ops outside (the FFT model's dense layers, pooling and
     optimizer then get fused kernels too).
@@ -172,11 +176,12 @@ def run(dataset="mnist", epochs=10, batch_size=128, seed=0, limit_train=None, li
     if xla_auto_clustering:
         tf.config.optimizer.set_jit("autoclustering")
     if warm_up:
-        _warm_up(test, info, fft_size, jit_compile)
+        _warm_up(test, info, fft_size, jit_compile, steps_per_execution)
 
     # Same initial weights: build the baseline, copy its weights into the other models.
     keras.utils.set_random_seed(seed)
-    baseline = models.compile_lenet(_build("spatial", info), jit_compile=jit_compile)
+    compile_options = {"jit_compile": jit_compile, "steps_per_execution": steps_per_execution}
+    baseline = models.compile_lenet(_build("spatial", info), **compile_options)
     initial_weights = baseline.get_weights()
     runs = {}
     trained = {}
@@ -186,7 +191,7 @@ def run(dataset="mnist", epochs=10, batch_size=128, seed=0, limit_train=None, li
         else:
             model = _build(conv, info, fft_size)
             model.set_weights(initial_weights)
-            models.compile_lenet(model, jit_compile=jit_compile)
+            models.compile_lenet(model, **compile_options)
         # A pipeline per model with the same seed: the same batches in the same order.
         model_train, model_test = (train, test) if key == "baseline" else pipelines(seed)[:2]
         runs[key] = train_and_evaluate(model, key, model_train, model_test, epochs, seed,
@@ -197,7 +202,7 @@ def run(dataset="mnist", epochs=10, batch_size=128, seed=0, limit_train=None, li
     for k in range(1, baseline_seeds):
         s = seed + k
         keras.utils.set_random_seed(s)
-        model = models.compile_lenet(_build("spatial", info), jit_compile=jit_compile)
+        model = models.compile_lenet(_build("spatial", info), **compile_options)
         extra_train, extra_test, _ = pipelines(s)
         extra.append(train_and_evaluate(model, f"baseline seed {s}", extra_train, extra_test,
                                         epochs, s, progress))
@@ -211,7 +216,8 @@ def run(dataset="mnist", epochs=10, batch_size=128, seed=0, limit_train=None, li
                      "baseline_seeds": baseline_seeds, "fft_size": fft_size,
                      "data_format": data_format or keras.config.image_data_format(),
                      "warm_up": warm_up, "jit_compile": jit_compile,
-                     "xla_auto_clustering": xla_auto_clustering},
+                     "xla_auto_clustering": xla_auto_clustering,
+                     "steps_per_execution": steps_per_execution},
         "runs": runs,
         "auto_choices": _auto_choices(trained["auto"]),
     }
@@ -259,7 +265,9 @@ def format_table(result):
         f"{100 * (fft['test_accuracy'] - base['test_accuracy']):+.3f} points. "
         f"XLA (jit_compile={settings.get('jit_compile', 'auto')!r}): "
         + ", ".join(f"{label} {'on' if r['jit_compile'] else 'off'}" for label, r in timed)
-        + f"{'; XLA auto-clustering on' if settings.get('xla_auto_clustering') else ''}.",
+        + f"{'; XLA auto-clustering on' if settings.get('xla_auto_clustering') else ''}"
+        + (f"; {settings['steps_per_execution']} steps per call of the train function"
+           if settings.get("steps_per_execution", 1) != 1 else "") + ".",
     ]
     if auto is not None:
         choices = result.get("auto_choices", {})
@@ -324,6 +332,10 @@ def build_parser():
     parser.add_argument("--jit-compile", choices=("auto", "off"), default="auto",
                         help="model.compile's jit_compile for all models (default: Keras' "
                              "\"auto\"; \"off\": no XLA for any)")
+    parser.add_argument("--steps-per-execution", type=_positive_int, default=1,
+                        help="model.compile's steps_per_execution for all models (default 1, "
+                             "Keras' default; more runs that many steps per call, which takes "
+                             "the host's per-step work off a small model's step time)")
     parser.add_argument("--xla-auto-clustering", action="store_true",
                         help="turn on TensorFlow's XLA auto-clustering (XLA for everything but "
                              "the custom ops)")
@@ -358,6 +370,7 @@ def main(argv=None):
                      fft_size=args.fft_size, warm_up=not args.no_warm_up,
                      jit_compile="auto" if args.jit_compile == "auto" else False,
                      xla_auto_clustering=args.xla_auto_clustering,
+                     steps_per_execution=args.steps_per_execution,
                      progress=lambda line: print(line, flush=True))
     except (data.DatasetUnavailableError, data.IdxFormatError) as error:
         # What --dataset (or --no-fallback) asked for cannot be had or read here.

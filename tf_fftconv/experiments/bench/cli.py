@@ -14,6 +14,7 @@ Prints the table; writes the JSON report (--json) and the plot (--plot) only whe
 
 import argparse
 import datetime
+import dataclasses
 import json
 import os
 import sys
@@ -91,6 +92,9 @@ def parse_args(argv=None):
                              "(where the step's time goes)")
     parser.add_argument("--model-jit", default="on", choices=("on", "off"),
                         help="jit_compile of the --model steps (default on)")
+    parser.add_argument("--model-batch", type=int, default=None,
+                        help="batch of the --model steps (default: the model's own; a small batch "
+                             "shows what a step costs the host)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     args = parser.parse_args(argv)
     args.command = " ".join(["python -m tf_fftconv.bench"]
@@ -107,6 +111,8 @@ def parse_args(argv=None):
         if args.model is not None and args.model not in measure.MODEL_CASES:
             raise ValueError(f"unknown --model {args.model!r}: choose from "
                              + ", ".join(sorted(measure.MODEL_CASES)))
+        if args.model_batch is not None and (args.model is None or args.model_batch < 1):
+            raise ValueError("--model-batch needs --model and a batch >= 1")
     except ValueError as error:
         parser.error(str(error))
     args.repeats = args.repeats if args.repeats is not None else (3 if args.quick else 20)
@@ -163,6 +169,7 @@ def run(args):
             "dtype": args.dtype,
             "xla": args.xla,
             "model": args.model,
+            "model_batch": args.model_batch,
             "ops": args.ops,
             "repeats": args.repeats,
             "warmup": args.warmup,
@@ -199,8 +206,11 @@ def run(args):
         if args.model is not None:
             model_impls = [impl for impl in ("conv2d", "fft", "auto")
                            if impl in args.impls and impl not in unavailable]
+            model_case = measure.MODEL_CASES[args.model]
+            if args.model_batch is not None:
+                model_case = dataclasses.replace(model_case, batch=args.model_batch)
             report["model_steps"] = [measure.run_model_step(
-                measure.MODEL_CASES[args.model], model_impls, device=args.device,
+                model_case, model_impls, device=args.device,
                 jit_compile=args.model_jit == "on", warmup=args.warmup, repeats=args.repeats,
                 calls=args.iters, seed=args.seed, status=progress.status)]
             progress.advance()

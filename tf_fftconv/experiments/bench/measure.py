@@ -423,11 +423,15 @@ class ModelCase:
     channels: tuple  # output channels of each convolution
     kernel: int
     classes: int = 10
+    architecture: str = "convnet"  # or "lenet": models.lenet5 (VALID 5x5 layers, 1 -> 6 -> 16)
 
 
 MODEL_CASES = {
     # 32x32 images through 32 -> 64 -> 128 channels with 7x7 kernels: the convolutions dominate.
     "convnet7": ModelCase("convnet7", 128, 32, 3, (32, 64, 128), 7),
+    # The reproduction's model and batch: LeNet-5 on 32x32 images (batch, size and channels are
+    # those of models.lenet5), the step of the user's table.
+    "lenet": ModelCase("lenet", 128, 32, 1, (6, 16), 5, architecture="lenet"),
     # A smoke run on a CPU.
     "tiny": ModelCase("tiny", 4, 8, 1, (2,), 3),
 }
@@ -439,6 +443,12 @@ def build_model(case, conv):
     import keras  # noqa: PLC0415  (only the model steps need Keras)
 
     from tf_fftconv.layers import FFTConv2D  # noqa: PLC0415
+
+    if case.architecture == "lenet":
+        from tf_fftconv.experiments import models  # noqa: PLC0415
+        return models.lenet5("spatial" if conv == "conv2d" else conv,
+                             input_shape=(case.size, case.size, case.in_channels),
+                             num_classes=case.classes)
 
     def layer(*args, **kwargs):
         if conv == "conv2d":

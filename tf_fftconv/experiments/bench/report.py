@@ -79,7 +79,8 @@ def format_report(report):
         model, timings = step["model"], step["timings"]
         lines += ["", f"Keras train step of {model['name']} (batch {model['batch']}, "
                       f"{model['size']}x{model['size']}x{model['in_channels']}, channels "
-                      f"{'->'.join(str(c) for c in model['channels'])}, k{model['kernel']} SAME; "
+                      f"{'->'.join(str(c) for c in model['channels'])}, k{model['kernel']} "
+                      f"{'VALID' if model.get('architecture') == 'lenet' else 'SAME'}; "
                       f"jit_compile={step['jit_compile']}):"]
         for impl, timing in timings.items():
             lines.append(f"  {MODEL_LABELS[impl]:14s} {timing['median_ms']:8.3f} ms  (XLA "
