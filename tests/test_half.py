@@ -459,3 +459,26 @@ def test_fft_conv2d_half_recomputing_in_pieces(rng, dtype):
     for g, e in zip(got, ref.conv2d_nhwc(*exact, "SAME")):
         assert g.dtype == dtype
         assert rel_error(tf.cast(g, tf.float64), e) <= 8 * UNIT[dtype]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("policy", ["mixed_float16", "mixed_bfloat16"])
+def test_keras_mixed_precision_under_xla_on_the_gpu(rng, policy):
+    """Keras' default jit_compile="auto" compiles the model with XLA on a GPU: the half-precision
+    CUDA handlers of the three custom calls run the layer and its gradients."""
+    keras.utils.set_random_seed(6)
+    inputs = keras.Input((16, 16, 3))
+    conv = fc.FFTConv2D(8, 5, padding="same", activation="relu", dtype=policy, algorithm="fft")
+    features = conv(inputs)
+    outputs = keras.layers.Dense(2, dtype="float32")(
+        keras.layers.GlobalAveragePooling2D(dtype=policy)(features))
+    model = keras.Model(inputs, outputs)
+    model.compile(optimizer=keras.optimizers.Adam(0.01),
+                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    labels = rng.integers(0, 2, 128)
+    images = (rng.standard_normal((128, 16, 16, 3)) + labels[:, None, None, None]).astype(np.float32)
+    history = model.fit(images, labels, epochs=3, batch_size=32, verbose=0)
+    assert model.jit_compile is True
+    assert np.all(np.isfinite(history.history["loss"]))
+    assert history.history["loss"][-1] < history.history["loss"][0]
+    assert keras.Model(inputs, features)(images[:2]).dtype == tf.as_dtype(policy.split("_")[1])
