@@ -6,8 +6,9 @@
 #
 #   COMMIT=<sha> bash tools/gpu_session.sh [STEP ...]
 #
-# STEP: info build tests sanitize kernels bench bench-xla reproduce variants steps xla-steps (default:
-# all but kernels, variants, steps and xla-steps, in that order; steps = the reproduction with
+# STEP: info build tests sanitize kernels bench bench-xla reproduce variants steps xla-steps half
+# (default: all but kernels, variants, steps, xla-steps and half, in that order; half = the
+# float16 / bfloat16 kernel check and benchmark; steps = the reproduction with
 # --steps-per-execution $STEPS_PER_EXECUTION (32); xla-steps = where the LeNet step's time goes
 # under XLA; kernels = tools/gpu_check.sh, bench-xla = the benchmark with
 # every step under XLA and the Keras train step of a convnet, variants = the reproduction with XLA
@@ -81,6 +82,19 @@ for step in $steps; do
           python3 -m tf_fftconv.reproduce --dataset "idx:${DATA_DIR:-.data/fashion-mnist}" \
           --epochs "${XLA_STEP_EPOCHS:-3}" --json "$WORK/reproduce_$setting.json" 2>&1 \
           | tee "$WORK/reproduce_$setting.log" | tail -9
+      done ;;
+    half)
+      # Half precision: the standalone check of the float16 / bfloat16 kernels, then the benchmark of
+      # Mathieu's layer in each half type against tf.nn.conv2d in the same type.
+      log "half precision"
+      if [ -x build/kernel_check ]; then
+        timeout 120 build/kernel_check --half > "$WORK/kernel_check_half.log" 2>&1
+        echo "exit status: $?" >> "$WORK/kernel_check_half.log"; tail -4 "$WORK/kernel_check_half.log"
+      fi
+      for dtype in float16 bfloat16; do
+        timeout 150 python3 -m tf_fftconv.bench --cases "${HALF_CASES:-128:96:256:32:7}" --modes train \
+          --impl conv2d,fft --dtype $dtype --json "$WORK/bench_$dtype.json" --no-progress 2>&1 \
+          | tee "$WORK/bench_$dtype.log" | tail -4
       done ;;
     steps)
       log "reproduce --steps-per-execution ${STEPS_PER_EXECUTION:-32}"
