@@ -58,7 +58,8 @@ def test_fft_conv2d_gradient(rng, device, padding, data_format):
     assert _max_jacobian_error(fn, [x, w]) < 1e-7
 
 
-def test_second_order_gradient_through_fft_conv2d(rng):
+@pytest.mark.parametrize("memory_budget", [None, 1], ids=["keep", "recompute"])
+def test_second_order_gradient_through_fft_conv2d(rng, memory_budget):
     x = tf.constant(rng.standard_normal((1, 5, 5, 2)))
     w = tf.constant(rng.standard_normal((3, 3, 2, 2)))
 
@@ -72,7 +73,8 @@ def test_second_order_gradient_through_fft_conv2d(rng):
             s = tf.reduce_sum(g * g)
         return outer.gradient(s, b)
 
-    ours = grad_norm(lambda a, b: fc.fft_conv2d(a, b, "SAME", algorithm="fft"), x, w)
+    ours = grad_norm(lambda a, b: fc.fft_conv2d(a, b, "SAME", algorithm="fft",
+                                                memory_budget=memory_budget), x, w)
     expected = grad_norm(lambda a, b: tf.nn.conv2d(a, b, 1, "SAME"), x, w)
     np.testing.assert_allclose(ours.numpy(), expected.numpy(), rtol=1e-9, atol=1e-9)
 

@@ -292,6 +292,39 @@ def test_allocator_refusal_in_eager_mode_falls_back(rng, monkeypatch):
     assert made.algorithm == "spatial" and rel_error(y.numpy(), expected) <= 1e-12
 
 
+def test_an_active_tape_keeps_no_spectra_in_recompute_mode(rng, monkeypatch):
+    """Eagerly under a GradientTape, the recomputing plan's forward spectra are not kept: the
+    backward pass makes its own (the tape would otherwise hold every piece's until it is done)."""
+    import weakref  # noqa: PLC0415
+
+    made = []
+    real_rfft2d = conv.ops.rfft2d
+
+    def rfft2d(*args, **kwargs):
+        spectrum = real_rfft2d(*args, **kwargs)
+        made.append(weakref.ref(spectrum))
+        return spectrum
+
+    monkeypatch.setattr(conv.ops, "rfft2d", rfft2d)
+    x = tf.constant(rng.standard_normal((4, 12, 12, 3)))
+    w = tf.Variable(rng.standard_normal((5, 5, 3, 2)))
+    expected = tf.nn.conv2d(x, w, 1, "SAME").numpy()
+    with tf.GradientTape() as tape:
+        y, made_plan = conv.conv2d_with_plan(x, w, "SAME", algorithm="fft", memory_budget=1)
+        alive = sum(ref() is not None for ref in made)
+    assert made_plan.config.memory == "recompute" and made
+    assert alive == 0, (made_plan.label, alive, len(made))
+    assert rel_error(y.numpy(), expected) <= 1e-12
+    assert rel_error(tape.gradient(y, w).numpy(),
+                     _conv2d_weight_gradient(x, w)) <= 1e-10
+
+
+def _conv2d_weight_gradient(x, w):
+    with tf.GradientTape() as tape:
+        y = tf.nn.conv2d(x, w, 1, "SAME")
+    return tape.gradient(y, w).numpy()
+
+
 def test_keras_model_of_auto_layers_under_xla(rng):
     """Default FFTConv2D layers (algorithm="auto") in a model compiled with XLA: they train, and
     give their Conv2D twins' outputs; explain names what each chose."""

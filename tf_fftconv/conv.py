@@ -319,6 +319,22 @@ def join_tiles(y, tiles, data_format):
 # ---------------------------------------------------------------------------------------------
 # The three passes.
 
+def _unrecorded(x, w):
+    """``x`` and ``w`` as tensors that an active GradientTape does not watch.
+
+    Eagerly, ``tf.custom_gradient`` runs the forward function with the caller's tapes still
+    recording, so every op inside it is recorded too, and each tape keeps the spectra those ops
+    made until it is done. That is needed where the backward pass reuses the forward's spectra
+    (mode "keep": a tape differentiating the gradient must see how they depend on x and w), but
+    it would defeat mode "recompute", whose backward pass transforms x and w again: there the
+    forward's ops work on unwatched copies (`tf.stop_gradient`; inside a tf.function nothing is
+    held, and the copies are left out).
+    """
+    if tf.executing_eagerly():
+        return tf.stop_gradient(x), tf.stop_gradient(w)
+    return x, w
+
+
 def _spectral_conv(config, geometry, image_size, kernel_size, data_format):
     if config.memory == "keep":
         return _frequency_domain_conv(geometry, image_size, kernel_size, data_format)
@@ -380,9 +396,12 @@ def _recomputing_conv(geometry, image_size, kernel_size, data_format, chunks):
 
     @tf.custom_gradient
     def conv(x, w):
-        w_spectrum = weight_spectrum(w)
+        # The backward pass transforms the original x and w again, so a tape that differentiates
+        # the gradient (higher order) sees them; the forward's own ops need not be recorded.
+        x_forward, w_forward = _unrecorded(x, w)
+        w_spectrum = weight_spectrum(w_forward)
         outputs = []
-        for piece in _pieces(x, chunks):
+        for piece in _pieces(x_forward, chunks):
             with tf.control_dependencies(outputs[-1:]):
                 x_spectrum = ops.rfft2d(piece, size, pad_top, pad_left, data_format)  # [F, b, Cin]
             y_spectrum = _spectral_product(x_spectrum, w_spectrum, size, kernel_size,
