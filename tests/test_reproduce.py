@@ -1,6 +1,7 @@
 """python -m tf_fftconv.reproduce: the baseline vs FFT table."""
 
 import json
+import math
 import os
 import re
 import subprocess
@@ -157,3 +158,19 @@ def test_cli_smoke(tmp_path):
     spread = result["baseline_accuracy_over_seeds"]
     assert spread["seeds"] == [5, 6] and len(spread["accuracies"]) == 2
     assert result["table"] in stdout
+
+
+def test_mixed_precision_run_restores_the_policy():
+    import keras  # noqa: PLC0415
+
+    before = keras.mixed_precision.global_policy().name
+    result = reproduce.run(dataset="synthetic", epochs=1, batch_size=64, limit_train=256,
+                           limit_test=128, warm_up=False, jit_compile=False,
+                           precision="mixed_float16", progress=lambda line: None)
+    assert keras.mixed_precision.global_policy().name == before
+    assert result["settings"]["precision"] == "mixed_float16"
+    assert "dtype policy mixed_float16" in result["table"]
+    for key in ("baseline", "fft", "auto"):
+        assert math.isfinite(result["runs"][key]["train_loss"][0])
+    with pytest.raises(ValueError, match="precision must be one of"):
+        reproduce.run(dataset="synthetic", precision="float16")

@@ -6,13 +6,18 @@
 #
 #   COMMIT=<sha> bash tools/gpu_session.sh [STEP ...]
 #
-# STEP: info build tests sanitize kernels bench bench-xla reproduce variants steps xla-steps half
-# (default: all but kernels, variants, steps, xla-steps and half, in that order; half = the
-# float16 / bfloat16 kernel check and benchmark; steps = the reproduction with
-# --steps-per-execution $STEPS_PER_EXECUTION (32); xla-steps = where the LeNet step's time goes
-# under XLA; kernels = tools/gpu_check.sh, bench-xla = the benchmark with
-# every step under XLA and the Keras train step of a convnet, variants = the reproduction with XLA
-# off for both models). On a host with two GPUs the tests include MirroredStrategy. Logs go to
+# STEP: one or more of the following (default: info build tests sanitize bench bench-xla reproduce):
+#   info, build        the host and the library
+#   tests, sanitize    pytest -m gpu; compute-sanitizer over the ops inside TensorFlow
+#   kernels            tools/gpu_check.sh (the standalone kernel check and its sanitizer runs)
+#   bench, bench-xla   the benchmark; every step under XLA and the Keras step of a convnet
+#   reproduce          the Fashion-MNIST reproduction under Keras' defaults
+#   variants           the reproduction with XLA off for both models
+#   steps              the reproduction with --steps-per-execution $STEPS_PER_EXECUTION (32)
+#   xla-steps          where the LeNet step's time goes under XLA (command buffers, the host)
+#   half               the float16 / bfloat16 kernel check and benchmark
+#   mixed              the reproduction under mixed_float16
+# On a host with two GPUs the tests include MirroredStrategy. Logs go to
 # $WORK (build/gpu_session); after each step they are packed into $OUT/gpu_session.tar.gz so that a
 # run cut short still brings back what it did.
 set -uo pipefail
@@ -96,6 +101,11 @@ for step in $steps; do
           --impl conv2d,fft --dtype $dtype --json "$WORK/bench_$dtype.json" --no-progress 2>&1 \
           | tee "$WORK/bench_$dtype.log" | tail -4
       done ;;
+    mixed)
+      log "reproduce --precision mixed_float16"
+      timeout 400 python3 -m tf_fftconv.reproduce --dataset "idx:${DATA_DIR:-.data/fashion-mnist}" \
+        --epochs "${EPOCHS:-10}" --baseline-seeds "${SEEDS:-3}" --precision mixed_float16 \
+        --json "$WORK/reproduce_mixed_float16.json" 2>&1 | tee "$WORK/reproduce_mixed_float16.log" | tail -12 ;;
     steps)
       log "reproduce --steps-per-execution ${STEPS_PER_EXECUTION:-32}"
       timeout 300 python3 -m tf_fftconv.reproduce --dataset "idx:${DATA_DIR:-.data/fashion-mnist}" \

@@ -35,6 +35,7 @@ version and the data set actually used.
 """
 
 import argparse
+import contextlib
 import json
 import statistics
 import time
@@ -45,6 +46,7 @@ BASELINE_DESCRIPTION = "Baseline"
 FFT_DESCRIPTION = "Frequency domain convolutions (tf_fftconv)"
 AUTO_DESCRIPTION = "Automatic choice per layer (tf_fftconv, algorithm=\"auto\")"
 # The timed models: result["runs"] key, the `conv` of models.lenet5.
+PRECISIONS = ("float32", "mixed_float16", "mixed_bfloat16")
 MODELS = (("baseline", "spatial"), ("fft", "fft"), ("auto", "auto"))
 TABLE_HEADER = ("| Experiment | Description | Avg epoch time | Wall time | Acc |\n"
                 "|---|---|---|---|---|")
@@ -138,15 +140,28 @@ def _auto_choices(model):
             for layer in model.layers if isinstance(layer, FFTConv2D)}
 
 
+@contextlib.contextmanager
+def _dtype_policy(keras, name):
+    """Keras' global dtype policy set to `name` inside, restored after."""
+    previous = keras.mixed_precision.global_policy()
+    keras.mixed_precision.set_global_policy(name)
+    try:
+        yield
+    finally:
+        keras.mixed_precision.set_global_policy(previous)
+
+
 def run(dataset="mnist", epochs=10, batch_size=128, seed=0, limit_train=None, limit_test=None,
         baseline_seeds=1, fallback=True, data_dir=None, data_format=None, fft_size=None,
         warm_up=True, jit_compile="auto", xla_auto_clustering=False, steps_per_execution=1,
-        progress=print):
+        precision="float32", progress=print):
     """Trains the baseline, the FFT and the automatic LeNet-5 (and extra baselines); returns the
     results dict.
 
     jit_compile: passed to model.compile for every model ("auto": Keras' default; False: no XLA for
     any, so the convolutions are compared on equal terms).
+    precision: the Keras dtype policy of every model while they are built and trained
+    ("float32", "mixed_float16" or "mixed_bfloat16"; the policy in force before is restored).
     steps_per_execution: passed to model.compile for every model (1, Keras' default: one call of
     the train function per batch; more amortises the host's work per call over that many steps).
     xla_auto_clustering: turn on TensorFlow's XLA auto-clustering, which compiles the parts of a
@@ -160,79 +175,82 @@ def run(dataset="mnist", epochs=10, batch_size=128, seed=0, limit_train=None, li
 
     if epochs < 1:
         raise ValueError(f"epochs must be >= 1, got {epochs}")
+    if precision not in PRECISIONS:
+        raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
     if baseline_seeds < 1:
         raise ValueError(f"baseline_seeds must be >= 1, got {baseline_seeds}")
-    arrays = data.load_arrays(dataset, data_dir=data_dir, fallback=fallback)
+    with _dtype_policy(keras, precision):
+        arrays = data.load_arrays(dataset, data_dir=data_dir, fallback=fallback)
 
-    def pipelines(s):
-        return data.pipelines(arrays, batch_size, seed=s, limit_train=limit_train,
-                              limit_test=limit_test, data_format=data_format, requested=dataset)
+        def pipelines(s):
+            return data.pipelines(arrays, batch_size, seed=s, limit_train=limit_train,
+                                  limit_test=limit_test, data_format=data_format, requested=dataset)
 
-    train, test, info = pipelines(seed)
-    env = environment.capture()
-    progress(f"data: {info.display_name}, {info.source} ({info.num_train} train, "
-             f"{info.num_test} test images, batch {batch_size}); {env['description']}; "
-             f"TensorFlow {env['tf_version']}")
-    if xla_auto_clustering:
-        tf.config.optimizer.set_jit("autoclustering")
-    if warm_up:
-        _warm_up(test, info, fft_size, jit_compile, steps_per_execution)
+        train, test, info = pipelines(seed)
+        env = environment.capture()
+        progress(f"data: {info.display_name}, {info.source} ({info.num_train} train, "
+                 f"{info.num_test} test images, batch {batch_size}); {env['description']}; "
+                 f"TensorFlow {env['tf_version']}")
+        if xla_auto_clustering:
+            tf.config.optimizer.set_jit("autoclustering")
+        if warm_up:
+            _warm_up(test, info, fft_size, jit_compile, steps_per_execution)
 
-    # Same initial weights: build the baseline, copy its weights into the other models.
-    keras.utils.set_random_seed(seed)
-    compile_options = {"jit_compile": jit_compile, "steps_per_execution": steps_per_execution}
-    baseline = models.compile_lenet(_build("spatial", info), **compile_options)
-    initial_weights = baseline.get_weights()
-    runs = {}
-    trained = {}
-    for key, conv in MODELS:
-        if key == "baseline":
-            model = baseline
-        else:
-            model = _build(conv, info, fft_size)
-            model.set_weights(initial_weights)
-            models.compile_lenet(model, **compile_options)
-        # A pipeline per model with the same seed: the same batches in the same order.
-        model_train, model_test = (train, test) if key == "baseline" else pipelines(seed)[:2]
-        runs[key] = train_and_evaluate(model, key, model_train, model_test, epochs, seed,
-                                       progress)
-        trained[key] = model
+        # Same initial weights: build the baseline, copy its weights into the other models.
+        keras.utils.set_random_seed(seed)
+        compile_options = {"jit_compile": jit_compile, "steps_per_execution": steps_per_execution}
+        baseline = models.compile_lenet(_build("spatial", info), **compile_options)
+        initial_weights = baseline.get_weights()
+        runs = {}
+        trained = {}
+        for key, conv in MODELS:
+            if key == "baseline":
+                model = baseline
+            else:
+                model = _build(conv, info, fft_size)
+                model.set_weights(initial_weights)
+                models.compile_lenet(model, **compile_options)
+            # A pipeline per model with the same seed: the same batches in the same order.
+            model_train, model_test = (train, test) if key == "baseline" else pipelines(seed)[:2]
+            runs[key] = train_and_evaluate(model, key, model_train, model_test, epochs, seed,
+                                           progress)
+            trained[key] = model
 
-    extra = []
-    for k in range(1, baseline_seeds):
-        s = seed + k
-        keras.utils.set_random_seed(s)
-        model = models.compile_lenet(_build("spatial", info), **compile_options)
-        extra_train, extra_test, _ = pipelines(s)
-        extra.append(train_and_evaluate(model, f"baseline seed {s}", extra_train, extra_test,
-                                        epochs, s, progress))
-    runs["baseline_extra_seeds"] = extra
+        extra = []
+        for k in range(1, baseline_seeds):
+            s = seed + k
+            keras.utils.set_random_seed(s)
+            model = models.compile_lenet(_build("spatial", info), **compile_options)
+            extra_train, extra_test, _ = pipelines(s)
+            extra.append(train_and_evaluate(model, f"baseline seed {s}", extra_train, extra_test,
+                                            epochs, s, progress))
+        runs["baseline_extra_seeds"] = extra
 
-    result = {
-        "dataset": info.to_dict(),
-        "environment": env,
-        "settings": {"dataset": dataset, "epochs": epochs, "batch_size": batch_size,
-                     "seed": seed, "limit_train": limit_train, "limit_test": limit_test,
-                     "baseline_seeds": baseline_seeds, "fft_size": fft_size,
-                     "data_format": data_format or keras.config.image_data_format(),
-                     "warm_up": warm_up, "jit_compile": jit_compile,
-                     "xla_auto_clustering": xla_auto_clustering,
-                     "steps_per_execution": steps_per_execution},
-        "runs": runs,
-        "auto_choices": _auto_choices(trained["auto"]),
-    }
-    accuracies = [runs["baseline"]["test_accuracy"]] + [r["test_accuracy"] for r in extra]
-    if len(accuracies) > 1:
-        result["baseline_accuracy_over_seeds"] = {
-            "seeds": [seed + k for k in range(baseline_seeds)],
-            "accuracies": accuracies,
-            "mean": statistics.fmean(accuracies),
-            "stdev": statistics.stdev(accuracies),
-            "min": min(accuracies),
-            "max": max(accuracies),
+        result = {
+            "dataset": info.to_dict(),
+            "environment": env,
+            "settings": {"dataset": dataset, "epochs": epochs, "batch_size": batch_size,
+                         "seed": seed, "limit_train": limit_train, "limit_test": limit_test,
+                         "baseline_seeds": baseline_seeds, "fft_size": fft_size,
+                         "data_format": data_format or keras.config.image_data_format(),
+                         "warm_up": warm_up, "jit_compile": jit_compile,
+                         "xla_auto_clustering": xla_auto_clustering,
+                         "steps_per_execution": steps_per_execution, "precision": precision},
+            "runs": runs,
+            "auto_choices": _auto_choices(trained["auto"]),
         }
-    result["table"] = format_table(result)
-    return result
+        accuracies = [runs["baseline"]["test_accuracy"]] + [r["test_accuracy"] for r in extra]
+        if len(accuracies) > 1:
+            result["baseline_accuracy_over_seeds"] = {
+                "seeds": [seed + k for k in range(baseline_seeds)],
+                "accuracies": accuracies,
+                "mean": statistics.fmean(accuracies),
+                "stdev": statistics.stdev(accuracies),
+                "min": min(accuracies),
+                "max": max(accuracies),
+            }
+        result["table"] = format_table(result)
+        return result
 
 
 def format_table(result):
@@ -267,7 +285,9 @@ def format_table(result):
         + ", ".join(f"{label} {'on' if r['jit_compile'] else 'off'}" for label, r in timed)
         + f"{'; XLA auto-clustering on' if settings.get('xla_auto_clustering') else ''}"
         + (f"; {settings['steps_per_execution']} steps per call of the train function"
-           if settings.get("steps_per_execution", 1) != 1 else "") + ".",
+           if settings.get("steps_per_execution", 1) != 1 else "")
+        + (f"; dtype policy {settings['precision']}"
+           if settings.get("precision", "float32") != "float32" else "") + ".",
     ]
     if auto is not None:
         choices = result.get("auto_choices", {})
@@ -336,6 +356,10 @@ def build_parser():
                         help="model.compile's steps_per_execution for all models (default 1, "
                              "Keras' default; more runs that many steps per call, which takes "
                              "the host's per-step work off a small model's step time)")
+    parser.add_argument("--precision", choices=PRECISIONS, default="float32",
+                        help="Keras dtype policy of every model (default float32; the mixed "
+                             "policies run FFTConv2D's half-precision kernels and conv2d in the "
+                             "same half type)")
     parser.add_argument("--xla-auto-clustering", action="store_true",
                         help="turn on TensorFlow's XLA auto-clustering (XLA for everything but "
                              "the custom ops)")
@@ -370,7 +394,7 @@ def main(argv=None):
                      fft_size=args.fft_size, warm_up=not args.no_warm_up,
                      jit_compile="auto" if args.jit_compile == "auto" else False,
                      xla_auto_clustering=args.xla_auto_clustering,
-                     steps_per_execution=args.steps_per_execution,
+                     steps_per_execution=args.steps_per_execution, precision=args.precision,
                      progress=lambda line: print(line, flush=True))
     except (data.DatasetUnavailableError, data.IdxFormatError) as error:
         # What --dataset (or --no-fallback) asked for cannot be had or read here.
