@@ -395,3 +395,16 @@ def test_a_real_out_of_memory_on_the_gpu_falls_back_and_training_goes_on():
     assert len(losses) == 3 and all(np.isfinite(losses)), result.stdout
     assert "the allocator refused" in result.stdout, result.stdout
 
+
+
+def test_half_precision_spatial_estimates_follow_the_measured_factors():
+    # TensorFlow's CPU convolution is about 8x slower in float16 than in float32 and faster in
+    # bfloat16 (README, "Half precision"): auto must leave float16 to the FFT path there.
+    chosen = {}
+    for dtype in ("float32", "float16", "bfloat16"):
+        problem = planning.make_problem((16, 32, 32, 32), (7, 7, 32, 64), "SAME", "NHWC", dtype,
+                                        device="/CPU:0")
+        spatial = planning.estimate_spatial(problem, planning.DEVICE_COSTS["CPU"]).time_s
+        chosen[dtype] = (planning.plan(problem, "auto").algorithm, spatial)
+    assert chosen["float16"][1] > 5 * chosen["float32"][1] > 5 * chosen["bfloat16"][1]
+    assert chosen["float16"][0] == "fft" and chosen["bfloat16"][0] == "spatial"

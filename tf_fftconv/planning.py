@@ -59,7 +59,8 @@ CACHE_SCHEMA = "tf_fftconv.autotune/1"
 @dataclasses.dataclass(frozen=True)
 class DeviceCosts:
     """Rates of one device kind (float32; float64 halves every rate and doubles every byte;
-    float16 and bfloat16 keep the float32 rates and halve the bytes).
+    float16 and bfloat16 keep the float32 rates and halve the bytes; tf.nn.conv2d's time in them
+    is scaled by ``spatial_dtype_factors``).
 
     Each op costs ``max(op_overhead_s, bytes / bandwidth, flops / rate)``; the FFT path is a
     list of such ops per pass, direct convolution one op per pass.
@@ -80,6 +81,9 @@ class DeviceCosts:
     spatial_bytes_per_s: float
     spatial_overhead_s: float      # the least time one tf.nn.conv2d pass takes
     calibration: str
+    # tf.nn.conv2d's time in a half type over its float32 time, where measured ((dtype, factor)
+    # pairs; other dtypes 1).
+    spatial_dtype_factors: tuple = ()
 
 
 DEVICE_COSTS = {
@@ -98,7 +102,10 @@ DEVICE_COSTS = {
         matmul_bytes_per_s=1.8e12, copy_bytes_per_s=2.0e12, spatial_flops_per_s=35e12,
         spatial_max_flops_per_s=math.inf, spatial_half_channels=0.0,
         spatial_bytes_per_s=3.0e12, spatial_overhead_s=100e-6,
-        calibration="H200 (benchmarks/NOTES.md); other GPUs use the same constants"),
+        calibration="H200 (benchmarks/NOTES.md); other GPUs use the same constants",
+        # Mathieu's k = 7 layer, forward + both gradients: 1.950 ms in float16 and 1.808 ms in
+        # bfloat16 (cuDNN on tensor cores) against 2.899 ms with TF32 (h200-2026-11-30-d228f3f).
+        spatial_dtype_factors=(("float16", 0.67), ("bfloat16", 0.62))),
     # Measured on the 2-core development CPU (benchmarks/NOTES.md, "The cost model"): op overhead
     # from a chain of tiny ops in a tf.function; transforms 4-6.4 GFLOP/s by _transform_flops
     # over S = 16..128, and S = 8 frames about 3x the time of S = 16 ones (a cost per frame);
@@ -113,7 +120,11 @@ DEVICE_COSTS = {
         matmul_bytes_per_s=10e9, copy_bytes_per_s=4e9, spatial_flops_per_s=50e9,
         spatial_max_flops_per_s=320e9, spatial_half_channels=8.0, spatial_bytes_per_s=10e9,
         spatial_overhead_s=20e-6,
-        calibration="2-core development CPU (benchmarks/NOTES.md)"),
+        calibration="2-core development CPU (benchmarks/NOTES.md)",
+        # 16, 32->64, 32x32, k7 SAME, forward + both gradients: 336 ms in float16 (TensorFlow's
+        # CPU convolution has no fast float16 kernel) and 23.3 ms in bfloat16 against 42.3 ms in
+        # float32 (README, "Half precision").
+        spatial_dtype_factors=(("float16", 7.9), ("bfloat16", 0.55))),
 }
 
 
@@ -211,10 +222,11 @@ def _op_time(costs, bytes_moved=0.0, bytes_per_s=1.0, flops=0.0, flops_per_s=1.0
 
 
 def estimate_spatial(problem, costs):
-    """tf.nn.conv2d: three passes of ``2 B Cin Cout Ho Wo kh kw`` flops each (half precision at
-    the float32 rate: not measured apart; only its bytes are halved)."""
+    """tf.nn.conv2d: three passes of ``2 B Cin Cout Ho Wo kh kw`` flops each (in a half type:
+    half the bytes, and the device's measured factor on the time, ``spatial_dtype_factors``)."""
     real = _element_bytes(problem.dtype)
-    slow = 2.0 if problem.dtype == "float64" else 1.0
+    slow = ((2.0 if problem.dtype == "float64" else 1.0)
+            * dict(costs.spatial_dtype_factors).get(problem.dtype, 1.0))
     out = geometry.output_geometry(problem.in_h, problem.in_w, problem.k_h, problem.k_w,
                                    problem.padding)
     batch = problem.model_batch
