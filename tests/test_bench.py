@@ -300,3 +300,24 @@ def test_half_precision_dtype_option(tmp_path, capsys):
     assert set(result["timings"]) == {"conv2d", "fft"} and "signal" in result["skipped"]
     assert max(result["max_rel_diff"]["fft"].values()) < 1e-2   # against conv2d in float16
     assert "NHWC float16" in capsys.readouterr().out
+
+
+def test_train_cases_carry_the_fft_floor(tmp_path):
+    json_path = tmp_path / "bench.json"
+    argv = ["--cases", "2:3:4:12:5", "--impl", "conv2d,fft", "--repeats", "2", "--warmup", "3",
+            "--iters", "1", "--device", "cpu", "--no-progress", "--json", str(json_path)]
+    assert cli.main(argv) == 0
+    report = json.loads(json_path.read_text())
+    assert positive(report["copy_bandwidth_bytes_per_s"])
+    forward, train = report["results"]
+    assert "fft_floor" not in forward
+    floor = train["fft_floor"]
+    case = measure.Case(2, 3, 4, 12, 5, "VALID")
+    with tf.device("/CPU:0"):
+        assert floor["bytes_moved"] == measure.fft_bytes_moved(case, "NHWC")
+    # At least the input, the weights and the output go through the ops once each.
+    assert floor["bytes_moved"] >= 4 * (2 * 12 * 12 * 3 + 5 * 5 * 3 * 4 + 2 * 8 * 8 * 4)
+    assert math.isclose(floor["floor_ms"],
+                        1e3 * floor["bytes_moved"] / report["copy_bandwidth_bytes_per_s"])
+    assert math.isclose(floor["percent_of_floor"],
+                        100 * floor["floor_ms"] / train["timings"]["fft"]["median_ms"])

@@ -187,15 +187,26 @@ def run(args):
     with_ops = args.ops and "fft" in args.impls and "fft" not in unavailable
     progress = Progress(len(args.cases) * (len(args.modes) + with_ops) + (args.model is not None),
                         enabled=not args.no_progress)
+    with_floors = "fft" in args.impls and "fft" not in unavailable and "train" in args.modes
     try:
+        if with_floors:
+            progress.status("copy bandwidth")
+            report["copy_bandwidth_bytes_per_s"] = measure.copy_bandwidth(
+                args.device, warmup=args.warmup, repeats=args.repeats)
         for case in args.cases:
             for mode in args.modes:
-                report["results"].append(measure.run_case(
+                record = measure.run_case(
                     case, mode, args.impls, device=args.device, generator=generator,
                     data_format=args.data_format, input_sets=args.input_sets,
                     warmup=args.warmup, repeats=args.repeats, calls=args.iters,
                     jit_compile=args.xla, unavailable=unavailable, status=progress.status,
-                    dtype=tf.as_dtype(args.dtype)))
+                    dtype=tf.as_dtype(args.dtype))
+                if with_floors and mode == "train":
+                    with tf.device(args.device):
+                        moved = measure.fft_bytes_moved(case, args.data_format,
+                                                        tf.as_dtype(args.dtype))
+                    measure.add_floor(record, moved, report["copy_bandwidth_bytes_per_s"])
+                report["results"].append(record)
                 progress.advance()
             if with_ops:
                 report.setdefault("fft_ops", []).append(measure.run_fft_ops(

@@ -217,6 +217,40 @@ def auto_plan(case, data_format, dtype=tf.float32):
     return {"label": made.label, "source": made.source}
 
 
+def fft_bytes_moved(case, data_format, dtype=tf.float32):
+    """Bytes the FFT path's train step moves (each op reading its inputs once and writing its
+    outputs once: the cost model's count for the plan algorithm="fft" follows on this device)."""
+    x_shape = ((case.batch, case.size, case.size, case.in_channels) if data_format == "NHWC"
+               else (case.batch, case.in_channels, case.size, case.size))
+    made = planning.plan(planning.make_problem(
+        x_shape, (case.kernel, case.kernel, case.in_channels, case.out_channels), case.padding,
+        data_format, dtype), "fft")
+    return made.candidate(made.label).estimate.bytes_moved
+
+
+def copy_bandwidth(device, *, warmup, repeats):
+    """Bytes read + written per second by an elementwise op over a large buffer on `device`
+    (256 MB on a GPU, 64 MB on a CPU): the bandwidth the floors are taken at."""
+    count = (64 if "GPU" in device.upper() else 16) * 2 ** 20
+    with tf.device(device):
+        buffers = [tf.zeros([count]) + i for i in range(2)]
+        step = tf.function(lambda t: t + 1.0)
+        samples, _ = time_per_call(step, [(b,) for b in buffers], warmup=warmup,
+                                   repeats=repeats, calls=None)
+        del buffers
+    return 2 * 4 * count / statistics.median(samples)
+
+
+def add_floor(record, bytes_moved, bandwidth):
+    """The FFT path's floor on `record` (train mode): its bytes at `bandwidth`, and the share of
+    the floor that the measured time reaches."""
+    floor_ms = 1e3 * bytes_moved / bandwidth
+    record["fft_floor"] = {"bytes_moved": bytes_moved, "floor_ms": floor_ms,
+                           "percent_of_floor": (100 * floor_ms / record["timings"]["fft"]["median_ms"]
+                                                if "fft" in record["timings"] else None)}
+    return record
+
+
 def _peak_memory(device):
     """Peak bytes allocated on `device` since the last reset, where TensorFlow tracks it (GPUs)."""
     if "GPU" not in device.upper():

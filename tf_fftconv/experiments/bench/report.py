@@ -25,12 +25,21 @@ def _cell_mb(value):
     return "-" if value is None else f"{value / 1e6:.0f}"
 
 
+def _floor_cells(floor):
+    if floor is None:
+        return ["-", "-"]
+    percent = floor["percent_of_floor"]
+    return [f"{floor['floor_ms']:.3f}", "-" if percent is None else f"{percent:.0f}%"]
+
+
 def format_table(report):
     impls = report["settings"]["impls"]
     with_auto = "auto" in impls
     with_memory = any(value is not None for record in report["results"]
                       for value in record.get("peak_memory_bytes", {}).values())
+    with_floors = any("fft_floor" in record for record in report["results"])
     header = (["case", "mode"] + [f"{impl} ms" for impl in impls]
+              + (["fft floor ms", "% of floor"] if with_floors else [])
               + ["fft/conv2d", "fft/signal"] + (["auto/best", "auto chose"] if with_auto else [])
               + ([f"{impl} MB" for impl in impls] if with_memory else []) + ["fastest"])
     rows = []
@@ -39,6 +48,7 @@ def format_table(report):
         memory = record.get("peak_memory_bytes", {})
         rows.append([record["case"]["name"], record["mode"]]
                     + [_cell_ms(timings.get(impl)) for impl in impls]
+                    + (_floor_cells(record.get("fft_floor")) if with_floors else [])
                     + [_cell_ratio(record["ratios"]["fft/conv2d"]),
                        _cell_ratio(record["ratios"]["fft/signal"])]
                     + ([_cell_ratio(record["ratios"].get("auto/best")),
@@ -64,7 +74,11 @@ def format_report(report):
         f"ms per call: median over {settings['repeats']} samples of N calls between device syncs "
         f"({settings['input_sets']} rotating input sets, {settings['warmup']} warm-up calls); "
         "±: (max - min) / median; auto/best: auto against the faster of conv2d and fft; "
-        "MB: peak device memory of each step, inputs included (GPU only)",
+        "MB: peak device memory of each step, inputs included (GPU only)"
+        + (f"; fft floor: the bytes the FFT path's ops move (train mode: each op reading its "
+           f"inputs and writing its outputs once) at the copy bandwidth measured in this run, "
+           f"{report['copy_bandwidth_bytes_per_s'] / 1e9:.1f} GB/s; % of floor: floor / fft time"
+           if "copy_bandwidth_bytes_per_s" in report else ""),
         "",
         format_table(report),
     ]
