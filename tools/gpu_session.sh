@@ -17,6 +17,7 @@
 #   xla-steps          where the LeNet step's time goes under XLA (command buffers, the host)
 #   half               the float16 / bfloat16 kernel check and benchmark
 #   mixed              the reproduction under mixed_float16
+#   concurrency        tools/concurrency_probe.py: concurrent eager calls of the raw ops
 # On a host with two GPUs the tests include MirroredStrategy. Logs go to
 # $WORK (build/gpu_session); after each step they are packed into $OUT/gpu_session.tar.gz so that a
 # run cut short still brings back what it did.
@@ -100,6 +101,13 @@ for step in $steps; do
         timeout 150 python3 -m tf_fftconv.bench --cases "${HALF_CASES:-128:96:256:32:7}" --modes train \
           --impl conv2d,fft --dtype $dtype --json "$WORK/bench_$dtype.json" --no-progress 2>&1 \
           | tee "$WORK/bench_$dtype.log" | tail -4
+      done ;;
+    concurrency)
+      log "concurrent eager calls (sizes as Python numbers, then made on the host)"
+      for how in numbers host; do
+        timeout 120 python3 tools/concurrency_probe.py $([ $how = host ] && echo --host-sizes) \
+          > "$WORK/concurrency_$how.log" 2>&1; echo "exit status: $?" >> "$WORK/concurrency_$how.log"
+        grep -v "^I0000\|^W0000\|^E0000\|WARNING" "$WORK/concurrency_$how.log" | tail -12
       done ;;
     mixed)
       log "reproduce --precision mixed_float16"
