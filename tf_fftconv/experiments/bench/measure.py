@@ -207,24 +207,25 @@ def conv_function(impl, padding, data_format):
     raise ValueError(impl)
 
 
-def auto_plan(case, data_format, dtype=tf.float32):
-    """What algorithm="auto" follows for `case` on the current device (the plan its trace made)."""
+def _problem(case, data_format, dtype):
+    """`case` as the planner's problem on the current device."""
     x_shape = ((case.batch, case.size, case.size, case.in_channels) if data_format == "NHWC"
                else (case.batch, case.in_channels, case.size, case.size))
-    made = planning.plan(planning.make_problem(
+    return planning.make_problem(
         x_shape, (case.kernel, case.kernel, case.in_channels, case.out_channels), case.padding,
-        data_format, dtype))
+        data_format, dtype)
+
+
+def auto_plan(case, data_format, dtype=tf.float32):
+    """What algorithm="auto" follows for `case` on the current device (the plan its trace made)."""
+    made = planning.plan(_problem(case, data_format, dtype))
     return {"label": made.label, "source": made.source}
 
 
 def fft_bytes_moved(case, data_format, dtype=tf.float32):
     """Bytes the FFT path's train step moves (each op reading its inputs once and writing its
     outputs once: the cost model's count for the plan algorithm="fft" follows on this device)."""
-    x_shape = ((case.batch, case.size, case.size, case.in_channels) if data_format == "NHWC"
-               else (case.batch, case.in_channels, case.size, case.size))
-    made = planning.plan(planning.make_problem(
-        x_shape, (case.kernel, case.kernel, case.in_channels, case.out_channels), case.padding,
-        data_format, dtype), "fft")
+    made = planning.plan(_problem(case, data_format, dtype), "fft")
     return made.candidate(made.label).estimate.bytes_moved
 
 
