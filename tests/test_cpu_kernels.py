@@ -35,9 +35,8 @@ CHECK = textwrap.dedent("""
         errors[name] = [ref.rel_error(out, expected), tolerance]
         outputs[name] = out
 
-    for dtype in (np.float32, np.float64):
-        cdtype = np.complex64 if dtype == np.float32 else np.complex128
-        fft_tolerance = 2e-6 if dtype == np.float32 else 1e-12  # tests/test_ops.py's
+    def fft_cases():
+        # (data_format, shape, size, height, width, offset_h, offset_w, batch, channels)
         for data_format in ("NCHW", "NHWC"):
             # (batch, channels): many groups across batch items; one channel; 6 channels.
             for batch, channels in ((5, 11), (37, 1), (9, 6)):
@@ -46,32 +45,46 @@ CHECK = textwrap.dedent("""
                         (32, (9, 26), (20, 1))):
                     shape = ((batch, channels, height, width) if data_format == "NCHW"
                              else (batch, height, width, channels))
-                    x = rng.standard_normal(shape).astype(dtype)
-                    name = f"rfft2d {dtype.__name__} {data_format} {shape} S={size}"
-                    record(name, fc.ops.rfft2d(x, size, offset_h, offset_w, data_format).numpy(),
-                           ref.rfft2d(x, size, offset_h, offset_w, data_format), fft_tolerance)
-                    spectrum = ref.random_complex(
-                        rng, (size * (size // 2 + 1), batch, channels)).astype(cdtype)
-                    name = f"irfft2d {dtype.__name__} {data_format} {shape} S={size}"
-                    record(name, fc.ops.irfft2d(spectrum, size, height, width, offset_h, offset_w,
-                                                data_format).numpy(),
-                           ref.irfft2d(spectrum, size, height, width, offset_h, offset_w,
-                                       data_format), fft_tolerance)
+                    yield (data_format, shape, size, height, width, offset_h, offset_w, batch,
+                           channels)
+
+    def matmul_cases():
+        # ((bins, m, k, n), the modes' label, the op's flags, a's shape, b's shape)
         # (bins, m, k, n): tiles with edges; a long k packed in several blocks of rows and columns.
         for bins, m, k, n in ((35, 19, 7, 13), (13, 3, 700, 5), (40, 64, 1, 6)):
             for mode_a in "NTH":
                 for mode_b in "NTH":
                     flags = dict(transpose_a=mode_a == "T", adjoint_a=mode_a == "H",
                                  transpose_b=mode_b == "T", adjoint_b=mode_b == "H")
-                    a = ref.random_complex(rng, (bins, k, m) if mode_a != "N" else (bins, m, k))
-                    b = ref.random_complex(rng, (bins, n, k) if mode_b != "N" else (bins, k, n))
-                    a, b = a.astype(cdtype), b.astype(cdtype)
-                    name = f"matmul {dtype.__name__} {(bins, m, k, n)} {mode_a}{mode_b}"
-                    # tests/test_ops.py's for k <= 64; a float32 sum's error grows as sqrt(k).
-                    tolerance = (1e-6 * max(1, (k / 64) ** 0.5) if dtype == np.float32
-                                 else 1e-13)
-                    record(name, fc.ops.spectral_matmul(a, b, **flags).numpy(),
-                           ref.spectral_matmul(a, b, **flags), tolerance)
+                    yield ((bins, m, k, n), mode_a + mode_b, flags,
+                           (bins, k, m) if mode_a != "N" else (bins, m, k),
+                           (bins, n, k) if mode_b != "N" else (bins, k, n))
+
+    for dtype in (np.float32, np.float64):
+        cdtype = np.complex64 if dtype == np.float32 else np.complex128
+        fft_tolerance = 2e-6 if dtype == np.float32 else 1e-12  # tests/test_ops.py's
+        for (data_format, shape, size, height, width, offset_h, offset_w, batch,
+             channels) in fft_cases():
+            x = rng.standard_normal(shape).astype(dtype)
+            name = f"rfft2d {dtype.__name__} {data_format} {shape} S={size}"
+            record(name, fc.ops.rfft2d(x, size, offset_h, offset_w, data_format).numpy(),
+                   ref.rfft2d(x, size, offset_h, offset_w, data_format), fft_tolerance)
+            spectrum = ref.random_complex(
+                rng, (size * (size // 2 + 1), batch, channels)).astype(cdtype)
+            name = f"irfft2d {dtype.__name__} {data_format} {shape} S={size}"
+            record(name, fc.ops.irfft2d(spectrum, size, height, width, offset_h, offset_w,
+                                        data_format).numpy(),
+                   ref.irfft2d(spectrum, size, height, width, offset_h, offset_w, data_format),
+                   fft_tolerance)
+        for dims, modes, flags, a_shape, b_shape in matmul_cases():
+            a = ref.random_complex(rng, a_shape).astype(cdtype)
+            b = ref.random_complex(rng, b_shape).astype(cdtype)
+            name = f"matmul {dtype.__name__} {dims} {modes}"
+            # tests/test_ops.py's for k <= 64; a float32 sum's error grows as sqrt(k).
+            k = dims[2]
+            tolerance = 1e-6 * max(1, (k / 64) ** 0.5) if dtype == np.float32 else 1e-13
+            record(name, fc.ops.spectral_matmul(a, b, **flags).numpy(),
+                   ref.spectral_matmul(a, b, **flags), tolerance)
     # Half precision: the same shapes, spectra as [.., 2] pairs divided by S^2, float32 inside;
     # references from the exact half values, tolerance the type's unit roundoff.
     for dtype, unit in ((tf.float16, 2.0 ** -11), (tf.bfloat16, 2.0 ** -8)):
@@ -81,39 +94,26 @@ CHECK = textwrap.dedent("""
         def pairs(t):
             v = tf.cast(t, tf.float64).numpy()
             return v[..., 0] + 1j * v[..., 1]
-        for data_format in ("NCHW", "NHWC"):
-            for batch, channels in ((5, 11), (37, 1), (9, 6)):
-                for size, (height, width), (offset_h, offset_w) in (
-                        (8, (7, 5), (1, 2)), (16, (13, 11), (2, 3)), (32, (32, 32), (0, 0)),
-                        (32, (9, 26), (20, 1))):
-                    shape = ((batch, channels, height, width) if data_format == "NCHW"
-                             else (batch, height, width, channels))
-                    x, exact = half(rng.standard_normal(shape))
-                    name = f"rfft2d {dtype.name} {data_format} {shape} S={size}"
-                    record(name, pairs(fc.ops.rfft2d(x, size, offset_h, offset_w, data_format)),
-                           ref.rfft2d(exact, size, offset_h, offset_w, data_format) / size ** 2,
-                           unit)
-                    z, z_exact = half(rng.standard_normal((size * (size // 2 + 1), batch,
-                                                           channels, 2)))
-                    name = f"irfft2d {dtype.name} {data_format} {shape} S={size}"
-                    out = fc.ops.irfft2d(z, size, height, width, offset_h, offset_w, data_format)
-                    record(name, tf.cast(out, tf.float64).numpy(),
-                           ref.irfft2d(size ** 2 * (z_exact[..., 0] + 1j * z_exact[..., 1]), size,
-                                       height, width, offset_h, offset_w, data_format), unit)
-        for bins, m, k, n in ((35, 19, 7, 13), (13, 3, 700, 5), (40, 64, 1, 6)):
-            for mode_a in "NTH":
-                for mode_b in "NTH":
-                    flags = dict(transpose_a=mode_a == "T", adjoint_a=mode_a == "H",
-                                 transpose_b=mode_b == "T", adjoint_b=mode_b == "H")
-                    a, a_exact = half(rng.standard_normal(
-                        ((bins, k, m) if mode_a != "N" else (bins, m, k)) + (2,)))
-                    b, b_exact = half(rng.standard_normal(
-                        ((bins, n, k) if mode_b != "N" else (bins, k, n)) + (2,)))
-                    name = f"matmul {dtype.name} {(bins, m, k, n)} {mode_a}{mode_b}"
-                    record(name, pairs(fc.ops.spectral_matmul(a, b, alpha=0.5, **flags)),
-                           0.5 * ref.spectral_matmul(a_exact[..., 0] + 1j * a_exact[..., 1],
-                                                     b_exact[..., 0] + 1j * b_exact[..., 1],
-                                                     **flags), unit)
+        for (data_format, shape, size, height, width, offset_h, offset_w, batch,
+             channels) in fft_cases():
+            x, exact = half(rng.standard_normal(shape))
+            name = f"rfft2d {dtype.name} {data_format} {shape} S={size}"
+            record(name, pairs(fc.ops.rfft2d(x, size, offset_h, offset_w, data_format)),
+                   ref.rfft2d(exact, size, offset_h, offset_w, data_format) / size ** 2, unit)
+            z, z_exact = half(rng.standard_normal((size * (size // 2 + 1), batch, channels, 2)))
+            name = f"irfft2d {dtype.name} {data_format} {shape} S={size}"
+            out = fc.ops.irfft2d(z, size, height, width, offset_h, offset_w, data_format)
+            record(name, tf.cast(out, tf.float64).numpy(),
+                   ref.irfft2d(size ** 2 * (z_exact[..., 0] + 1j * z_exact[..., 1]), size,
+                               height, width, offset_h, offset_w, data_format), unit)
+        for dims, modes, flags, a_shape, b_shape in matmul_cases():
+            a, a_exact = half(rng.standard_normal(a_shape + (2,)))
+            b, b_exact = half(rng.standard_normal(b_shape + (2,)))
+            name = f"matmul {dtype.name} {dims} {modes}"
+            record(name, pairs(fc.ops.spectral_matmul(a, b, alpha=0.5, **flags)),
+                   0.5 * ref.spectral_matmul(a_exact[..., 0] + 1j * a_exact[..., 1],
+                                             b_exact[..., 0] + 1j * b_exact[..., 1], **flags),
+                   unit)
     np.savez(sys.argv[2], **{name: value for name, value in outputs.items()})
     print(json.dumps(errors))
 """)
