@@ -286,19 +286,21 @@ def test_fft_conv2d_refuses_mixed_dtypes():
         fc.fft_conv2d(tf.zeros([1, 8, 8, 2], tf.float16), tf.zeros([3, 3, 2, 2]), algorithm="fft")
 
 
+def _same_fft_conv_and_gradients(x, w):
+    """y = fft_conv2d(x, w) (SAME, the FFT path) and its gradients for dy = 1: (y, dx, dw)."""
+    with tf.GradientTape() as tape:
+        tape.watch([x, w])
+        y = fc.fft_conv2d(x, w, "SAME", algorithm="fft")
+    return (y, *tape.gradient(y, [x, w]))
+
+
 @pytest.mark.parametrize("dtype", HALF, ids=_ids(HALF))
 def test_fft_conv2d_half_with_sizes_unknown_while_tracing(rng, dtype):
     """The frame is known only at run time: the product's alpha is chosen in the graph."""
     x = tf.cast(rng.standard_normal((2, 13, 11, 3)), dtype)
     w = tf.cast(rng.standard_normal((5, 5, 3, 4)) * 0.1, dtype)
 
-    def step(x, w):
-        with tf.GradientTape() as tape:
-            tape.watch([x, w])
-            y = fc.fft_conv2d(x, w, "SAME", algorithm="fft")
-        return (y, *tape.gradient(y, [x, w]))
-
-    traced = tf.function(step, input_signature=[tf.TensorSpec([None, None, None, 3], dtype),
+    traced = tf.function(_same_fft_conv_and_gradients, input_signature=[tf.TensorSpec([None, None, None, 3], dtype),
                                                 tf.TensorSpec([5, 5, 3, 4], dtype)])
     x64, w64 = (tf.cast(t, tf.float64).numpy() for t in (x, w))
     reference = ref.conv2d_nhwc(x64, w64, np.ones((2, 13, 11, 4)), "SAME")
@@ -335,14 +337,8 @@ def test_fft_conv2d_half_with_gradients_under_xla_equals_eager(rng, device, dtyp
     x = tf.cast(rng.standard_normal((2, 20, 20, 3)), dtype)
     w = tf.cast(rng.standard_normal((5, 5, 3, 4)) * 0.2, dtype)
 
-    def step(x, w):
-        with tf.GradientTape() as tape:
-            tape.watch([x, w])
-            y = fc.fft_conv2d(x, w, "SAME", algorithm="fft")
-        return (y, *tape.gradient(y, [x, w]))
-
-    compiled = tf.function(step, jit_compile=True, autograph=False)
-    for got, expected in zip(compiled(x, w), step(x, w)):
+    compiled = tf.function(_same_fft_conv_and_gradients, jit_compile=True, autograph=False)
+    for got, expected in zip(compiled(x, w), _same_fft_conv_and_gradients(x, w)):
         assert got.dtype == dtype
         assert rel_error(tf.cast(got, tf.float64), tf.cast(expected, tf.float64)) <= UNIT[dtype]
 
