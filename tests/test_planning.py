@@ -319,6 +319,65 @@ def test_an_active_tape_keeps_no_spectra_in_recompute_mode(rng, monkeypatch):
                      _conv2d_weight_gradient(x, w)) <= 1e-10
 
 
+def test_a_refused_keep_attempt_leaves_no_spectra_on_an_active_tape(rng, monkeypatch):
+    """Eagerly under a GradientTape, an allocator refusal in the middle of the keeping plan's
+    forward pass frees that attempt's spectra before the lower-memory plan runs (the tape must not
+    hold them), and the gradients and second-order gradients stay right."""
+    import weakref  # noqa: PLC0415
+
+    made, refused_after = [], []
+    real_rfft2d, real_irfft2d = conv.ops.rfft2d, conv.ops.irfft2d
+
+    def rfft2d(*args, **kwargs):
+        spectrum = real_rfft2d(*args, **kwargs)
+        made.append(weakref.ref(spectrum))
+        return spectrum
+
+    def irfft2d(*args, **kwargs):
+        if not refused_after:             # the keeping plan's inverse: X and W exist by now
+            refused_after.append(len(made))
+            raise tf.errors.ResourceExhaustedError(None, None, "out of memory")
+        return real_irfft2d(*args, **kwargs)
+
+    monkeypatch.setattr(conv.ops, "rfft2d", rfft2d)
+    monkeypatch.setattr(conv.ops, "irfft2d", irfft2d)
+    x = tf.constant(rng.standard_normal((3, 13, 11, 2)))
+    w = tf.Variable(rng.standard_normal((5, 3, 2, 4)))
+    with tf.GradientTape() as tape:
+        y, made_plan = conv.conv2d_with_plan(x, w, "SAME", algorithm="fft")
+        refused_alive = sum(ref() is not None for ref in made[:refused_after[0]])
+    assert refused_after == [2] and made_plan.config.memory == "recompute"
+    assert refused_alive == 0
+    assert rel_error(y.numpy(), tf.nn.conv2d(x, w, 1, "SAME").numpy()) <= 1e-12
+    assert rel_error(tape.gradient(y, w).numpy(), _conv2d_weight_gradient(x, w)) <= 1e-10
+
+
+def test_keep_mode_holds_only_its_own_spectra_on_an_active_tape(rng, monkeypatch):
+    """Eagerly in mode "keep", a tape holds the forward's X and W (for the backward pass), none of
+    the ops' other results; a (non-persistent) tape frees them with its gradient, as it frees the
+    backward pass's own spectra."""
+    import weakref  # noqa: PLC0415
+
+    made = []
+    real_rfft2d = conv.ops.rfft2d
+
+    def rfft2d(*args, **kwargs):
+        spectrum = real_rfft2d(*args, **kwargs)
+        made.append(weakref.ref(spectrum))
+        return spectrum
+
+    monkeypatch.setattr(conv.ops, "rfft2d", rfft2d)
+    x = tf.constant(rng.standard_normal((3, 12, 12, 2)))
+    w = tf.Variable(rng.standard_normal((5, 5, 2, 4)))
+    with tf.GradientTape() as tape:
+        y, made_plan = conv.conv2d_with_plan(x, w, "SAME", algorithm="fft")
+    assert made_plan.config.memory == "keep"
+    assert sum(ref() is not None for ref in made) == 2        # X and W
+    gradient = tape.gradient(y, w)
+    assert len(made) == 3 and sum(ref() is not None for ref in made) == 0
+    assert rel_error(gradient.numpy(), _conv2d_weight_gradient(x, w)) <= 1e-10
+
+
 def _conv2d_weight_gradient(x, w):
     with tf.GradientTape() as tape:
         y = tf.nn.conv2d(x, w, 1, "SAME")

@@ -319,20 +319,22 @@ def join_tiles(y, tiles, data_format):
 # ---------------------------------------------------------------------------------------------
 # The three passes.
 
-def _unrecorded(x, w):
-    """``x`` and ``w`` as tensors that an active GradientTape does not watch.
+def _unrecorded(*tensors):
+    """``tensors`` as tensors that an active GradientTape does not watch.
 
     Eagerly, ``tf.custom_gradient`` runs the forward function with the caller's tapes still
     recording, so every op inside it is recorded too, and each tape keeps the spectra those ops
-    made until it is done. That is needed where the backward pass reuses the forward's spectra
-    (mode "keep": a tape differentiating the gradient must see how they depend on x and w), but
-    it would defeat mode "recompute", whose backward pass transforms x and w again: there the
-    forward's ops work on unwatched copies (`tf.stop_gradient`; inside a tf.function nothing is
-    held, and the copies are left out).
+    made until it is done: in mode "recompute" every piece's, and in both modes those of an
+    attempt that the allocator refused half-way (the eager fallback could then not free them).
+    So the forward's ops work on unwatched copies (`tf.stop_gradient`). What a tape needs from
+    them is given explicitly: the custom gradient of the whole convolution, and in mode "keep" a
+    second-order gradient that derives the backward pass again from x and w
+    (``_first_order_from_kept``). Inside a tf.function nothing is held, and the copies are left
+    out.
     """
     if tf.executing_eagerly():
-        return tf.stop_gradient(x), tf.stop_gradient(w)
-    return x, w
+        return tuple(tf.stop_gradient(t) for t in tensors)
+    return tensors
 
 
 def _spectral_conv(config, geometry, image_size, kernel_size, data_format):
@@ -345,27 +347,59 @@ def _frequency_domain_conv(geometry, image_size, kernel_size, data_format):
     """Mode "keep": X and W of the forward pass are kept for the backward pass."""
     size, pad_top, pad_left = geometry.fft_size, geometry.pad_top, geometry.pad_left
 
+    def forward_spectra(x, w):
+        # x_spectrum [F, B, Cin]; w_spectrum [F, Cout, Cin].
+        return (ops.rfft2d(x, size, pad_top, pad_left, data_format),
+                _weight_spectrum(w, size, kernel_size))
+
+    def backward(dy, x_spectrum, w_spectrum):
+        dy_spectrum = ops.rfft2d(dy, size, 0, 0, data_format)                # [F, B, Cout]
+        dx_spectrum = _spectral_product(dy_spectrum, w_spectrum, size, kernel_size)  # [F, B, Cin]
+        dx = ops.irfft2d(dx_spectrum, size, image_size[0], image_size[1], pad_top, pad_left,
+                         data_format)
+        dw_spectrum = _spectral_product(dy_spectrum, x_spectrum, size,
+                                        adjoint_a=True)                        # [F, Cout, Cin]
+        dw = ops.irfft2d(dw_spectrum, size, kernel_size[0], kernel_size[1])  # [Cout, Cin, kh, kw]
+        return dx, tf.transpose(dw, [2, 3, 1, 0])
+
     @tf.custom_gradient
     def conv(x, w):
-        # x_spectrum [F, B, Cin]; w_spectrum [F, Cout, Cin]; y_spectrum [F, B, Cout].
-        x_spectrum = ops.rfft2d(x, size, pad_top, pad_left, data_format)
-        w_spectrum = _weight_spectrum(w, size, kernel_size)
-        y_spectrum = _spectral_product(x_spectrum, w_spectrum, size, kernel_size, adjoint_b=True)
+        x_spectrum, w_spectrum = forward_spectra(*_unrecorded(x, w))
+        y_spectrum = _spectral_product(x_spectrum, w_spectrum, size, kernel_size,
+                                       adjoint_b=True)                        # [F, B, Cout]
         y = ops.irfft2d(y_spectrum, size, geometry.out_h, geometry.out_w, 0, 0, data_format)
 
         def grad(dy):
-            dy_spectrum = ops.rfft2d(dy, size, 0, 0, data_format)            # [F, B, Cout]
-            dx_spectrum = _spectral_product(dy_spectrum, w_spectrum, size, kernel_size)  # [F, B, Cin]
-            dx = ops.irfft2d(dx_spectrum, size, image_size[0], image_size[1], pad_top, pad_left,
-                             data_format)
-            dw_spectrum = _spectral_product(dy_spectrum, x_spectrum, size,
-                                            adjoint_a=True)                    # [F, Cout, Cin]
-            dw = ops.irfft2d(dw_spectrum, size, kernel_size[0], kernel_size[1])  # [Cout, Cin, kh, kw]
-            return dx, tf.transpose(dw, [2, 3, 1, 0])
+            if not tf.executing_eagerly():   # the spectra are x's and w's in the graph
+                return backward(dy, x_spectrum, w_spectrum)
+            return _first_order_from_kept(
+                lambda dy: backward(dy, x_spectrum, w_spectrum),
+                lambda dy, x, w: backward(dy, *forward_spectra(x, w)), dy, x, w)
 
         return y, grad
 
     return conv
+
+
+def _first_order_from_kept(from_kept, from_scratch, dy, x, w):
+    """Eagerly: the gradients ``(dx, dw)`` computed by ``from_kept(dy)`` from the forward's kept
+    (unrecorded) spectra, as a function of ``(dy, x, w)`` for a tape that differentiates them:
+    its gradient derives them again with ``from_scratch(dy, x, w)``, every op recorded."""
+
+    @tf.custom_gradient
+    def first_order(dy, x, w):
+        dx, dw = from_kept(*_unrecorded(dy))
+
+        def second_order(ddx, ddw):
+            with tf.GradientTape() as tape:
+                tape.watch([dy, x, w])
+                again = from_scratch(dy, x, w)
+            return tape.gradient(again, [dy, x, w], output_gradients=[ddx, ddw],
+                                 unconnected_gradients=tf.UnconnectedGradients.ZERO)
+
+        return (dx, dw), second_order
+
+    return first_order(dy, x, w)
 
 
 def _pieces(t, count):
