@@ -7,6 +7,8 @@ target is relative: our error is at most twice that of ``tf.nn.conv2d`` in the s
 same inputs, measured side by side.
 """
 
+import json
+
 import keras
 import numpy as np
 import pytest
@@ -478,3 +480,20 @@ def test_keras_mixed_precision_under_xla_on_the_gpu(rng, policy):
     assert np.all(np.isfinite(history.history["loss"]))
     assert history.history["loss"][-1] < history.history["loss"][0]
     assert keras.Model(inputs, features)(images[:2]).dtype == tf.as_dtype(policy.split("_")[1])
+
+
+def test_half_accuracy_experiment_on_a_trained_lenet(tmp_path):
+    """The trained-activation accuracy experiment runs end to end (synthetic data here, a few
+    hundred images): every layer, half type and tensor has both errors, and its exit status says
+    whether every ratio is within 2x."""
+    from tf_fftconv.experiments import half_accuracy  # noqa: PLC0415
+
+    out = tmp_path / "half_accuracy.json"
+    status = half_accuracy.main(["--dataset", "synthetic", "--limit-train", "512",
+                                 "--device", "/CPU:0", "--json", str(out)])
+    rows = json.loads(out.read_text())["rows"]
+    assert len(rows) == len(half_accuracy.LAYERS) * len(half_accuracy.DTYPES) * 3
+    for layer, dtype, tensor, ours, theirs, ratio in rows:
+        assert 0 < ours < 0.05 and 0 < theirs < 0.05, (layer, dtype, tensor, ours, theirs)
+        assert ratio == pytest.approx(ours / theirs)
+    assert status == (0 if max(row[5] for row in rows) <= 2 else 1)

@@ -8,7 +8,8 @@
 #
 # STEP: one or more of the following (default: info build tests sanitize bench bench-xla reproduce):
 #   info, build        the host and the library
-#   tests, sanitize    pytest -m gpu; compute-sanitizer over the ops inside TensorFlow
+#   tests, sanitize    pytest -m gpu ($TESTS: files or -k selections, default all of tests/);
+#                      compute-sanitizer over the ops inside TensorFlow
 #   kernels            tools/gpu_check.sh (the standalone kernel check and its sanitizer runs)
 #   bench, bench-xla   the benchmark; every step under XLA and the Keras step of a convnet
 #   reproduce          the Fashion-MNIST reproduction under Keras' defaults
@@ -16,7 +17,9 @@
 #   steps              the reproduction with --steps-per-execution $STEPS_PER_EXECUTION (32)
 #   xla-steps          where the LeNet step's time goes under XLA (command buffers, the host)
 #   half               the float16 / bfloat16 kernel check and benchmark
+#   half-accuracy      float16 / bfloat16 errors on a trained LeNet's activations, ours and conv2d's
 #   mixed              the reproduction under mixed_float16
+#   grid               the benchmark's grid (conv2d, the FFT path, auto; issue 10's cases)
 #   concurrency        tools/concurrency_probe.py: concurrent eager calls of the raw ops
 # On a host with two GPUs the tests include MirroredStrategy. Logs go to
 # $WORK (build/gpu_session); after each step they are packed into $OUT/gpu_session.tar.gz so that a
@@ -42,7 +45,7 @@ for step in $steps; do
       python3 -c 'import tf_fftconv as fc; print(fc.build_info())' 2>&1 | tee "$WORK/build.log" ;;
     tests)
       log "pytest -m gpu"
-      timeout 420 python3 -m pytest -m gpu -q -p no:cacheprovider tests 2>&1 | tee "$WORK/pytest_gpu.log" | tail -25 ;;
+      timeout 420 python3 -m pytest -m gpu -q -p no:cacheprovider ${TESTS:-tests} 2>&1 | tee "$WORK/pytest_gpu.log" | tail -25 ;;
     sanitize)
       for tool in ${SANITIZER_TOOLS:-memcheck racecheck}; do
         log "compute-sanitizer --tool $tool (ops inside TensorFlow)"
@@ -109,6 +112,14 @@ for step in $steps; do
           > "$WORK/concurrency_$how.log" 2>&1; echo "exit status: $?" >> "$WORK/concurrency_$how.log"
         grep -v "^I0000\|^W0000\|^E0000\|WARNING" "$WORK/concurrency_$how.log" | tail -12
       done ;;
+    half-accuracy)
+      log "half precision on a trained LeNet's activations"
+      timeout 240 python3 -m tf_fftconv.experiments.half_accuracy --dataset "idx:${DATA_DIR:-.data/fashion-mnist}" \
+        --json "$WORK/half_accuracy.json" 2>&1 | tee "$WORK/half_accuracy.log" | tail -16 ;;
+    grid)
+      log "bench --cases grid"
+      timeout 580 python3 -m tf_fftconv.bench --cases grid --modes train --impl conv2d,fft,auto \
+        --json "$WORK/grid.json" --no-progress 2>&1 | tee "$WORK/grid.log" | tail -50 ;;
     mixed)
       log "reproduce --precision mixed_float16"
       timeout 400 python3 -m tf_fftconv.reproduce --dataset "idx:${DATA_DIR:-.data/fashion-mnist}" \
