@@ -87,21 +87,21 @@ class DeviceCosts:
 
 
 DEVICE_COSTS = {
-    # Calibrated on one H200 (benchmarks/NOTES.md, DESIGN.md's table), TF32 on unless stated:
-    # overhead from LeNet's two layers (11 ops of negligible size in 0.31-0.32 ms); transform
-    # bandwidth from Mathieu's layer (0.91 GB through the FFT kernels in about 0.5 ms); matmul rate
-    # fitted to Mathieu's layer (41.1 GFLOP in 0.83 ms at 3.1 M multiply-adds per bin) and the
-    # 64x64 SAME k3 layer (52 GFLOP in about 4.3 ms at 0.26 M per bin), FP32 from the TF32-off run
-    # (1.96 ms); conv2d's effective rate from Mathieu's layer at k = 3..13 (116-448 TFLOP/s,
-    # 35-39 TFLOP/s times k) and its per-pass overhead from LeNet's first layer (0.305 ms).
-    # The copy bandwidth of tiling is an assumption (half the 4.06 TB/s copy ceiling).
+    # Calibrated on one H200 (benchmarks/NOTES.md, "The grid"), TF32 on unless stated: the matmul
+    # rate fitted to Mathieu's layer (41.1 GFLOP in 0.83 ms at 3.1 M multiply-adds per bin) and
+    # the 64x64 SAME k3 layer (0.26 M per bin), FP32 from the TF32-off run (1.96 ms). The op
+    # overhead, the transform and tile-copy bandwidths and tf.nn.conv2d's rate, channel term and
+    # per-pass overhead were refitted to the 35-case grid (h200-2026-11-30-793e01f/grid.json,
+    # forward + both gradients), where the model's times are within a factor 1.29 (RMS of the log
+    # ratio: conv2d 0.25, FFT path 0.23; before: 0.90 and 0.33). cuDNN is far from its rate
+    # at few channels (3 -> 64 channels at 224x224: 4.1 ms for 88 GFLOP), hence the channel term.
     "GPU": DeviceCosts(
-        op_overhead_s=28e-6, transform_bytes_per_s=1.8e12, transform_flops_per_s=20e12,
+        op_overhead_s=35e-6, transform_bytes_per_s=1.5e12, transform_flops_per_s=20e12,
         transform_frame_s=0.0,
         matmul_flops_per_s=40e12, matmul_tf32_flops_per_s=68e12, matmul_half_work=1.2e6,
-        matmul_bytes_per_s=1.8e12, copy_bytes_per_s=2.0e12, spatial_flops_per_s=35e12,
-        spatial_max_flops_per_s=math.inf, spatial_half_channels=0.0,
-        spatial_bytes_per_s=3.0e12, spatial_overhead_s=100e-6,
+        matmul_bytes_per_s=1.8e12, copy_bytes_per_s=1.0e12, spatial_flops_per_s=50e12,
+        spatial_max_flops_per_s=math.inf, spatial_half_channels=64.0,
+        spatial_bytes_per_s=3.0e12, spatial_overhead_s=250e-6,
         calibration="H200 (benchmarks/NOTES.md); other GPUs use the same constants",
         # Mathieu's k = 7 layer, forward + both gradients: 1.950 ms in float16 and 1.808 ms in
         # bfloat16 (cuDNN on tensor cores) against 2.899 ms with TF32 (h200-2026-11-30-d228f3f).
