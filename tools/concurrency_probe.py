@@ -1,6 +1,7 @@
 """Concurrent eager calls on one device, several threads at once: do the ops see their own size
 inputs? Each thread calls tf.raw_ops.Fill (a TensorFlow op whose `dims` input lives in host memory
-on a GPU, as fft_size does for our ops) and the raw FftconvRfft2d / FftconvIrfft2d ops with random
+on a GPU, as fft_size does for our ops), tf.raw_ops.Range with float scalars (three host-memory
+scalar inputs on a GPU, as FftconvIrfft2d has) and the raw FftconvRfft2d / FftconvIrfft2d ops with random
 power-of-two sizes, and checks every result's shape. Sizes are passed as Python numbers (converted
 by TensorFlow on each call) or, with --host-sizes, as int32 tensors made on the host first (what the
 package's wrappers do).
@@ -22,11 +23,12 @@ import tensorflow as tf
 import tf_fftconv as fc
 
 
-def size(value, host_sizes):
+def size(value, host_sizes, dtype=tf.int32):
     if not host_sizes:
-        return value
+        # A Python number (Range infers its type from its inputs: float tensors in the scope).
+        return value if dtype == tf.int32 else tf.constant(value, dtype)
     with tf.device("/CPU:0"):
-        return tf.constant(value, tf.int32)
+        return tf.constant(value, dtype)
 
 
 def worker(seed, device, calls, host_sizes):
@@ -39,6 +41,11 @@ def worker(seed, device, calls, host_sizes):
             y = tf.raw_ops.Fill(dims=[n, 3], value=1.0)
             if tuple(y.shape) != (n, 3):
                 wrong.append(("Fill", n, tuple(y.shape)))
+            r = tf.raw_ops.Range(start=size(0.0, host_sizes, tf.float32),
+                                 limit=size(float(n), host_sizes, tf.float32),
+                                 delta=size(1.0, host_sizes, tf.float32))
+            if tuple(r.shape) != (n,):
+                wrong.append(("Range", n, tuple(r.shape)))
             s = int(2 ** rng.integers(1, 6))
             x = tf.ones([1, 1, s, s])
             try:
@@ -71,7 +78,7 @@ def main(argv=None):
     total = args.threads * args.calls
     print(f"{args.threads} threads x {args.calls} calls on {args.device}, sizes "
           f"{'made on the host' if args.host_sizes else 'as Python numbers'}:")
-    for kind in ("Fill", "FftconvRfft2d", "FftconvIrfft2d", "refused"):
+    for kind in ("Fill", "Range", "FftconvRfft2d", "FftconvIrfft2d", "refused"):
         print(f"  {kind:15s} {counts.get(kind, 0)} wrong of {total}")
     for entry in wrong[:8]:
         print("   ", entry)
