@@ -230,6 +230,32 @@ __device__ __forceinline__ void MmaTf32(float (&d)[4], const uint32_t (&a)[4], c
 }
 #endif
 
+// The epilogue of both tensor-core kernels: a warp's accumulators, times alpha, into C [M, N] complex
+// (Pair: float2, or a half pair). acc[mi][ni] = (e0, e1) / (e2, e3): (re, im) of rows g / g + 8 of
+// the 16-row tile mi (from row m_first), complex column t of the 4-column tile ni (from n_first).
+template <int kRowTiles, typename Pair>
+__device__ __forceinline__ void StoreWarpTile(const float (&acc)[kRowTiles][4][4], Pair* c,
+                                              int m_first, int n_first, int g, int t,
+                                              const MatmulArgs& args) {
+  const float alpha = static_cast<float>(args.alpha);
+#pragma unroll
+  for (int mi = 0; mi < kRowTiles; ++mi) {
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      const int m = m_first + mi * 16 + g + 8 * half;
+      if (m >= args.m) continue;
+#pragma unroll
+      for (int ni = 0; ni < 4; ++ni) {
+        const int n = n_first + ni * 4 + t;
+        if (n < args.n) {
+          c[static_cast<size_t>(m) * args.n + n] = detail::ToStorage<Pair>(
+              make_float2(alpha * acc[mi][ni][2 * half], alpha * acc[mi][ni][2 * half + 1]));
+        }
+      }
+    }
+  }
+}
+
 template <int kWarpsN, bool kTransA, bool kTransB>
 __global__ void __launch_bounds__(64 * kWarpsN, FFTCONV_TF32_MIN_BLOCKS)
     ComplexGemmTf32(const float2* __restrict__ a, const float2* __restrict__ b, float2* __restrict__ c,
@@ -334,24 +360,7 @@ __global__ void __launch_bounds__(64 * kWarpsN, FFTCONV_TF32_MIN_BLOCKS)
     __syncthreads();
   }
 
-  // Accumulator (e0, e1) / (e2, e3) = (re, im) of rows g / g + 8, complex column t of each 8-wide tile.
-  const float alpha = static_cast<float>(args.alpha);
-#pragma unroll
-  for (int mi = 0; mi < 4; ++mi) {
-#pragma unroll
-    for (int half = 0; half < 2; ++half) {
-      const int m = m0 + warp_m * 64 + mi * 16 + g + 8 * half;
-      if (m >= args.m) continue;
-#pragma unroll
-      for (int ni = 0; ni < 4; ++ni) {
-        const int n = n0 + warp_n * 16 + ni * 4 + t;
-        if (n < args.n) {
-          c[static_cast<size_t>(m) * args.n + n] =
-              make_float2(alpha * acc[mi][ni][2 * half], alpha * acc[mi][ni][2 * half + 1]);
-        }
-      }
-    }
-  }
+  StoreWarpTile(acc, c, m0 + warp_m * 64, n0 + warp_n * 16, g, t, args);
 #endif  // __CUDA_ARCH__ >= 800
 }
 
@@ -475,24 +484,7 @@ __global__ void __launch_bounds__(kHalfThreads)
     __syncthreads();
   }
 
-  // Accumulator (e0, e1) / (e2, e3) = (re, im) of rows g / g + 8, complex column t of each 8-wide tile.
-  const float alpha = static_cast<float>(args.alpha);
-#pragma unroll
-  for (int mi = 0; mi < 2; ++mi) {
-#pragma unroll
-    for (int half = 0; half < 2; ++half) {
-      const int m = m0 + warp_m * 32 + mi * 16 + g + 8 * half;
-      if (m >= args.m) continue;
-#pragma unroll
-      for (int ni = 0; ni < 4; ++ni) {
-        const int n = n0 + warp_n * 16 + ni * 4 + t;
-        if (n < args.n) {
-          c[static_cast<size_t>(m) * args.n + n] = detail::ToStorage<Pair>(
-              make_float2(alpha * acc[mi][ni][2 * half], alpha * acc[mi][ni][2 * half + 1]));
-        }
-      }
-    }
-  }
+  StoreWarpTile(acc, c, m0 + warp_m * 32, n0 + warp_n * 16, g, t, args);
 #endif  // __CUDA_ARCH__ >= 800
 }
 
