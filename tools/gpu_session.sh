@@ -20,6 +20,7 @@
 #   half-accuracy      float16 / bfloat16 errors on a trained LeNet's activations, ours and conv2d's
 #   mixed              the reproduction under mixed_float16
 #   grid               the benchmark's grid (conv2d, the FFT path, auto; issue 10's cases)
+#   frames             frames of 3 * 2^k: Mathieu's SAME layer in 48 and 64 frames, and auto
 #   concurrency        tools/concurrency_probe.py: concurrent eager calls of the raw ops
 # On a host with two GPUs the tests include MirroredStrategy. Logs go to
 # $WORK (build/gpu_session); after each step they are packed into $OUT/gpu_session.tar.gz so that a
@@ -116,6 +117,16 @@ for step in $steps; do
       log "half precision on a trained LeNet's activations"
       timeout 240 python3 -m tf_fftconv.experiments.half_accuracy --dataset "idx:${DATA_DIR:-.data/fashion-mnist}" \
         --json "$WORK/half_accuracy.json" 2>&1 | tee "$WORK/half_accuracy.log" | tail -16 ;;
+    frames)
+      log "frames: Mathieu's layer with SAME padding, S = 48 against S = 64"
+      for size in 48 64; do
+        timeout 150 python3 -m tf_fftconv.bench --cases "${FRAME_CASES:-128:96:256:32:7:same,128:96:256:32:5:same}" \
+          --modes forward,train --impl conv2d,fft --fft-size $size --json "$WORK/bench_frames_$size.json" \
+          --no-progress 2>&1 | tee "$WORK/bench_frames_$size.log" | tail -8
+      done
+      timeout 150 python3 -m tf_fftconv.bench --cases "${FRAME_CASES:-128:96:256:32:7:same,128:96:256:32:5:same}" \
+        --modes train --impl conv2d,auto --json "$WORK/bench_frames_auto.json" --no-progress 2>&1 \
+        | tee "$WORK/bench_frames_auto.log" | tail -6 ;;
     grid)
       log "bench --cases grid"
       timeout 580 python3 -m tf_fftconv.bench --cases grid --modes train --impl conv2d,fft,auto \
