@@ -286,6 +286,24 @@ inline void StoreRow(const LaneImages& images, const typename Simd<Real>::Vec* l
 // ---------------------------------------------------------------------------------------------
 // FFT.
 
+// *re + i *im = (ur + i ui) (c + i s): a butterfly output times its twiddle.
+template <typename Vec, typename Real>
+inline void StoreTwiddled(const Vec& ur, const Vec& ui, Real c, Real s, Vec* re, Vec* im) {
+  *re = ur * c - ui * s;
+  *im = ur * s + ui * c;
+}
+
+// The rows of points first, first + span, ..., first + (kRadix - 1) span of every transform (the
+// inputs of one butterfly column): r[k] = re + (first + k span) stride, i[k] likewise.
+template <int kRadix, typename Vec>
+inline void ButterflyRows(Vec* re, Vec* im, int64_t stride, int first, int span,
+                          Vec* (&r)[kRadix], Vec* (&i)[kRadix]) {
+  for (int k = 0; k < kRadix; ++k) {
+    r[k] = re + (first + k * span) * stride;
+    i[k] = im + (first + k * span) * stride;
+  }
+}
+
 // In-place complex FFT of `batch` transforms of size n = tables.size, each point a vector of lanes:
 // point p of transform t is (re, im)[p * stride + t]. Decimation in frequency: natural order in,
 // output k at position tables.output_position[k]. For n = 3 * 2^k a radix-3 pass comes first: it
@@ -313,12 +331,9 @@ void FftDif(typename Simd<Real>::Vec* re, typename Simd<Real>::Vec* im, int64_t 
     for (int j = 0; j < third; ++j) {
       const Real c1 = cos[j], s1 = sin[j];
       const Real c2 = cos[2 * j], s2 = sin[2 * j];
-      Vec* r0 = re + j * stride;
-      Vec* i0 = im + j * stride;
-      Vec* r1 = r0 + third * stride;
-      Vec* i1 = i0 + third * stride;
-      Vec* r2 = r1 + third * stride;
-      Vec* i2 = i1 + third * stride;
+      Vec *r[3], *i[3];
+      ButterflyRows(re, im, stride, j, third, r, i);
+      Vec *r0 = r[0], *i0 = i[0], *r1 = r[1], *i1 = i[1], *r2 = r[2], *i2 = i[2];
       for (int t = 0; t < batch; ++t) {
         const Vec sr = r1[t] + r2[t], si = i1[t] + i2[t];
         const Vec dr = (r1[t] - r2[t]) * half_sqrt3, di = (i1[t] - i2[t]) * half_sqrt3;
@@ -326,13 +341,8 @@ void FftDif(typename Simd<Real>::Vec* re, typename Simd<Real>::Vec* im, int64_t 
         r0[t] = r0[t] + sr;
         i0[t] = i0[t] + si;
         // -i sqrt(3)/2 (x1 - x2) = (di, -dr).
-        Vec ur = mr + di, ui = mi - dr;
-        r1[t] = ur * c1 - ui * s1;
-        i1[t] = ur * s1 + ui * c1;
-        ur = mr - di;
-        ui = mi + dr;
-        r2[t] = ur * c2 - ui * s2;
-        i2[t] = ur * s2 + ui * c2;
+        StoreTwiddled(mr + di, mi - dr, c1, s1, &r1[t], &i1[t]);
+        StoreTwiddled(mr - di, mi + dr, c2, s2, &r2[t], &i2[t]);
       }
     }
     len = third;
@@ -345,14 +355,10 @@ void FftDif(typename Simd<Real>::Vec* re, typename Simd<Real>::Vec* im, int64_t 
         const Real c1 = cos[j * step], s1 = sin[j * step];
         const Real c2 = cos[2 * j * step], s2 = sin[2 * j * step];
         const Real c3 = cos[3 * j * step], s3 = sin[3 * j * step];
-        Vec* r0 = re + (start + j) * stride;
-        Vec* i0 = im + (start + j) * stride;
-        Vec* r1 = r0 + quarter * stride;
-        Vec* i1 = i0 + quarter * stride;
-        Vec* r2 = r1 + quarter * stride;
-        Vec* i2 = i1 + quarter * stride;
-        Vec* r3 = r2 + quarter * stride;
-        Vec* i3 = i2 + quarter * stride;
+        Vec *r[4], *i[4];
+        ButterflyRows(re, im, stride, start + j, quarter, r, i);
+        Vec *r0 = r[0], *i0 = i[0], *r1 = r[1], *i1 = i[1], *r2 = r[2], *i2 = i[2];
+        Vec *r3 = r[3], *i3 = i[3];
         for (int t = 0; t < batch; ++t) {
           const Vec t0r = r0[t] + r2[t], t0i = i0[t] + i2[t];
           const Vec t1r = r1[t] + r3[t], t1i = i1[t] + i3[t];
@@ -360,17 +366,9 @@ void FftDif(typename Simd<Real>::Vec* re, typename Simd<Real>::Vec* im, int64_t 
           const Vec t3r = i1[t] - i3[t], t3i = r3[t] - r1[t];  // -i (x1 - x3)
           r0[t] = t0r + t1r;
           i0[t] = t0i + t1i;
-          Vec ur = t0r - t1r, ui = t0i - t1i;
-          r1[t] = ur * c2 - ui * s2;
-          i1[t] = ur * s2 + ui * c2;
-          ur = t2r + t3r;
-          ui = t2i + t3i;
-          r2[t] = ur * c1 - ui * s1;
-          i2[t] = ur * s1 + ui * c1;
-          ur = t2r - t3r;
-          ui = t2i - t3i;
-          r3[t] = ur * c3 - ui * s3;
-          i3[t] = ur * s3 + ui * c3;
+          StoreTwiddled(t0r - t1r, t0i - t1i, c2, s2, &r1[t], &i1[t]);
+          StoreTwiddled(t2r + t3r, t2i + t3i, c1, s1, &r2[t], &i2[t]);
+          StoreTwiddled(t2r - t3r, t2i - t3i, c3, s3, &r3[t], &i3[t]);
         }
       }
     }
