@@ -1,9 +1,10 @@
-// Tables of the CPU FFTs, sizes kMinFftSize .. kMaxFftSize (powers of two): the roots of unity and
-// the bit-reversal permutation. The butterflies themselves are in cc/cpu_kernels_impl.h, compiled
-// once per instruction set; these tables are plain data, shared by all of them.
+// Tables of the CPU FFTs, one per allowed size (kFftSizes: powers of two and 3 * 2^k): the roots of
+// unity and where a decimation-in-frequency FFT leaves each output. The butterflies themselves are
+// in cc/cpu_kernels_impl.h, compiled once per instruction set; these tables are plain data, shared by
+// all of them.
 //
 // Twiddles are computed in double precision and rounded once to Real, which keeps the float32 error
-// of a 2-D transform near 1e-7 relative.
+// of a 2-D transform near 1e-7 relative (and float64 near 1e-15).
 #ifndef TF_FFTCONV_CC_CPU_FFT_H_
 #define TF_FFTCONV_CC_CPU_FFT_H_
 
@@ -16,34 +17,47 @@ namespace fftconv {
 
 template <typename Real>
 struct FftTables {
-  explicit FftTables(int n) : size(n), cos(n), sin(n), bit_reversed(n) {
-    const int log2n = Log2(n);
+  explicit FftTables(int n)
+      : size(n), radix3(IsRadix3FftSize(n)), cos(n), sin(n), output_position(n) {
+    // The power-of-two length of the sub-transforms after the radix-3 stage (n itself without one).
+    const int sub = radix3 ? n / 3 : n;
+    const int log2sub = Log2(sub);
     for (int t = 0; t < n; ++t) {
       // exp(-2 pi i t / n) = cos[t] + i sin[t], for every t < n (radix-4 steps use up to 3n/4).
       const double angle = -2.0 * M_PI * t / n;
       cos[t] = static_cast<Real>(std::cos(angle));
       sin[t] = static_cast<Real>(std::sin(angle));
-      int r = 0;
-      for (int bit = 0; bit < log2n; ++bit) r |= ((t >> bit) & 1) << (log2n - 1 - bit);
-      bit_reversed[t] = r;
+    }
+    // A radix-3 DIF stage sends outputs k = 3 q + r to sub-transform r (points [r sub, (r+1) sub)),
+    // whose power-of-two DIF leaves its output q at bit-reversed position. Without the radix-3
+    // stage r is 0 and this is the plain bit reversal (an involution; the mixed one is not).
+    for (int k = 0; k < n; ++k) {
+      const int q = radix3 ? k / 3 : k, r = radix3 ? k % 3 : 0;
+      int reversed = 0;
+      for (int bit = 0; bit < log2sub; ++bit) reversed |= ((q >> bit) & 1) << (log2sub - 1 - bit);
+      output_position[k] = r * sub + reversed;
     }
   }
 
   int size;
+  bool radix3;  // size = 3 * 2^k: one radix-3 stage before the power-of-two passes
   std::vector<Real> cos, sin;
-  // A decimation-in-frequency FFT leaves output k at position bit_reversed[k] (an involution).
-  std::vector<int> bit_reversed;
+  // A decimation-in-frequency FFT (FftDif) leaves output k at position output_position[k].
+  std::vector<int> output_position;
 };
 
-// The tables for size n (a power of two in [kMinFftSize, kMaxFftSize]), built once per process.
+// The tables for size n (one of kFftSizes), built once per process.
 template <typename Real>
 const FftTables<Real>& GetFftTables(int n) {
   static const std::vector<FftTables<Real>>* tables = [] {
     auto* all = new std::vector<FftTables<Real>>();
-    for (int size = 1; size <= kMaxFftSize; size <<= 1) all->emplace_back(size);
+    for (int size : kFftSizes) all->emplace_back(size);
     return all;
   }();
-  return (*tables)[Log2(n)];
+  for (const FftTables<Real>& t : *tables) {
+    if (t.size == n) return t;
+  }
+  return tables->front();  // unreachable: every caller's size was validated
 }
 
 }  // namespace fftconv

@@ -286,11 +286,33 @@ inline void StoreRow(const LaneImages& images, const typename Simd<Real>::Vec* l
 // ---------------------------------------------------------------------------------------------
 // FFT.
 
+// *re + i *im = (ur + i ui) (c + i s): a butterfly output times its twiddle.
+template <typename Vec, typename Real>
+inline void StoreTwiddled(const Vec& ur, const Vec& ui, Real c, Real s, Vec* re, Vec* im) {
+  *re = ur * c - ui * s;
+  *im = ur * s + ui * c;
+}
+
+// The rows of points first, first + span, ..., first + (kRadix - 1) span of every transform (the
+// inputs of one butterfly column): r[k] = re + (first + k span) stride, i[k] likewise.
+template <int kRadix, typename Vec>
+inline void ButterflyRows(Vec* re, Vec* im, int64_t stride, int first, int span,
+                          Vec* (&r)[kRadix], Vec* (&i)[kRadix]) {
+  for (int k = 0; k < kRadix; ++k) {
+    r[k] = re + (first + k * span) * stride;
+    i[k] = im + (first + k * span) * stride;
+  }
+}
+
 // In-place complex FFT of `batch` transforms of size n = tables.size, each point a vector of lanes:
 // point p of transform t is (re, im)[p * stride + t]. Decimation in frequency: natural order in,
-// output k at position tables.bit_reversed[k]. Radix-2^2 passes (two radix-2 stages per pass over
-// the data, three twiddle products per four points), then one radix-2 pass, which needs no twiddle,
-// when log2(n) is odd. The loop over transforms is innermost, so each twiddle is loaded once per
+// output k at position tables.output_position[k]. For n = 3 * 2^k a radix-3 pass comes first: it
+// turns the transform into three of length n / 3 (points [r n/3, (r+1) n/3) give outputs 3 q + r),
+// which the power-of-two passes below then run side by side, as they run the blocks of their own
+// later stages. Radix-2^2 passes (two radix-2 stages per pass over the data, three twiddle products
+// per four points), then one radix-2 pass, which needs no twiddle, when log2 of the power-of-two
+// length is odd. Every twiddle is exp(-2 pi i t / n) from the size-n table (a length-len stage uses
+// t = j n / len). The loop over transforms is innermost, so each twiddle is loaded once per
 // butterfly column. The inverse (unscaled) transform is the same call with re and im swapped.
 template <typename Real>
 void FftDif(typename Simd<Real>::Vec* re, typename Simd<Real>::Vec* im, int64_t stride, int batch,
@@ -300,6 +322,31 @@ void FftDif(typename Simd<Real>::Vec* re, typename Simd<Real>::Vec* im, int64_t 
   const Real* cos = tables.cos.data();
   const Real* sin = tables.sin.data();
   int len = n;
+  if (tables.radix3) {
+    // x0, x1, x2 = points j, j + n/3, j + 2n/3; with w = exp(-2 pi i / 3) = -1/2 - i sqrt(3)/2:
+    //   y0 = x0 + x1 + x2, y1 = (x0 + w x1 + w^2 x2) W^j, y2 = (x0 + w^2 x1 + w x2) W^2j,
+    // W = exp(-2 pi i / n); x0 + w x1 + w^2 x2 = (x0 - (x1 + x2) / 2) - i sqrt(3)/2 (x1 - x2).
+    const int third = n / 3;
+    const Real half_sqrt3 = -sin[third];  // sqrt(3)/2, from the double-built table
+    for (int j = 0; j < third; ++j) {
+      const Real c1 = cos[j], s1 = sin[j];
+      const Real c2 = cos[2 * j], s2 = sin[2 * j];
+      Vec *r[3], *i[3];
+      ButterflyRows(re, im, stride, j, third, r, i);
+      Vec *r0 = r[0], *i0 = i[0], *r1 = r[1], *i1 = i[1], *r2 = r[2], *i2 = i[2];
+      for (int t = 0; t < batch; ++t) {
+        const Vec sr = r1[t] + r2[t], si = i1[t] + i2[t];
+        const Vec dr = (r1[t] - r2[t]) * half_sqrt3, di = (i1[t] - i2[t]) * half_sqrt3;
+        const Vec mr = r0[t] - sr * Real(0.5), mi = i0[t] - si * Real(0.5);
+        r0[t] = r0[t] + sr;
+        i0[t] = i0[t] + si;
+        // -i sqrt(3)/2 (x1 - x2) = (di, -dr).
+        StoreTwiddled(mr + di, mi - dr, c1, s1, &r1[t], &i1[t]);
+        StoreTwiddled(mr - di, mi + dr, c2, s2, &r2[t], &i2[t]);
+      }
+    }
+    len = third;
+  }
   for (; len >= 4; len /= 4) {
     const int quarter = len / 4, step = n / len;
     for (int start = 0; start < n; start += len) {
@@ -308,14 +355,10 @@ void FftDif(typename Simd<Real>::Vec* re, typename Simd<Real>::Vec* im, int64_t 
         const Real c1 = cos[j * step], s1 = sin[j * step];
         const Real c2 = cos[2 * j * step], s2 = sin[2 * j * step];
         const Real c3 = cos[3 * j * step], s3 = sin[3 * j * step];
-        Vec* r0 = re + (start + j) * stride;
-        Vec* i0 = im + (start + j) * stride;
-        Vec* r1 = r0 + quarter * stride;
-        Vec* i1 = i0 + quarter * stride;
-        Vec* r2 = r1 + quarter * stride;
-        Vec* i2 = i1 + quarter * stride;
-        Vec* r3 = r2 + quarter * stride;
-        Vec* i3 = i2 + quarter * stride;
+        Vec *r[4], *i[4];
+        ButterflyRows(re, im, stride, start + j, quarter, r, i);
+        Vec *r0 = r[0], *i0 = i[0], *r1 = r[1], *i1 = i[1], *r2 = r[2], *i2 = i[2];
+        Vec *r3 = r[3], *i3 = i[3];
         for (int t = 0; t < batch; ++t) {
           const Vec t0r = r0[t] + r2[t], t0i = i0[t] + i2[t];
           const Vec t1r = r1[t] + r3[t], t1i = i1[t] + i3[t];
@@ -323,17 +366,9 @@ void FftDif(typename Simd<Real>::Vec* re, typename Simd<Real>::Vec* im, int64_t 
           const Vec t3r = i1[t] - i3[t], t3i = r3[t] - r1[t];  // -i (x1 - x3)
           r0[t] = t0r + t1r;
           i0[t] = t0i + t1i;
-          Vec ur = t0r - t1r, ui = t0i - t1i;
-          r1[t] = ur * c2 - ui * s2;
-          i1[t] = ur * s2 + ui * c2;
-          ur = t2r + t3r;
-          ui = t2i + t3i;
-          r2[t] = ur * c1 - ui * s1;
-          i2[t] = ur * s1 + ui * c1;
-          ur = t2r - t3r;
-          ui = t2i - t3i;
-          r3[t] = ur * c3 - ui * s3;
-          i3[t] = ur * s3 + ui * c3;
+          StoreTwiddled(t0r - t1r, t0i - t1i, c2, s2, &r1[t], &i1[t]);
+          StoreTwiddled(t2r + t3r, t2i + t3i, c1, s1, &r2[t], &i2[t]);
+          StoreTwiddled(t2r - t3r, t2i - t3i, c3, s3, &r3[t], &i3[t]);
         }
       }
     }
@@ -378,7 +413,7 @@ void Rfft2d(const ParallelRunner& parallel, const Rfft2dParams& p, const Io* inp
   const int pairs = (p.height + 1) / 2;
   const int64_t images = static_cast<int64_t>(p.batch) * p.channels;
   const FftTables<Real>& tables = GetFftTables<Real>(n);
-  const int* reversed = tables.bit_reversed.data();
+  const int* position = tables.output_position.data();
   const Real scale = kSameType<Real, Io> ? Real(1) : Real(1) / (Real(n) * Real(n));
   // Frame rows [image_begin, image_end) hold the image; points [window_begin, window_end) of a line.
   const size_t image_begin = static_cast<size_t>(p.offset_h) * half;
@@ -387,10 +422,10 @@ void Rfft2d(const ParallelRunner& parallel, const Rfft2dParams& p, const Io* inp
   const size_t window_end = static_cast<size_t>(p.offset_w + p.width) * pairs;
   auto work = [&](int64_t begin, int64_t end) {
     // lines_re, lines_im: [n points w][pairs], the packed row pairs of the frame; after the row
-    // transform, point kx at position reversed[kx].
+    // transform, point kx at position position[kx].
     VecArray<Real> lines_re(static_cast<size_t>(n) * pairs), lines_im(lines_re.size());
     // frame_re, frame_im: [n rows ky][half columns kx]: each frame row's half spectrum after the
-    // row pass, the spectrum after the column pass (row ky at position reversed[ky]).
+    // row pass, the spectrum after the column pass (row ky at position position[ky]).
     VecArray<Real> frame_re(static_cast<size_t>(n) * half), frame_im(frame_re.size());
     for (int64_t group = begin; group < end; ++group) {
       const int64_t first = group * kLanes;
@@ -417,8 +452,8 @@ void Rfft2d(const ParallelRunner& parallel, const Rfft2dParams& p, const Io* inp
         frame->Zero(image_end, frame->size());
       }
       for (int kx = 0; kx < half; ++kx) {
-        const int64_t at = static_cast<int64_t>(reversed[kx]) * pairs;
-        const int64_t mirror = static_cast<int64_t>(reversed[(n - kx) & (n - 1)]) * pairs;
+        const int64_t at = static_cast<int64_t>(position[kx]) * pairs;
+        const int64_t mirror = static_cast<int64_t>(position[(n - kx) % n]) * pairs;
         for (int q = 0; q < pairs; ++q) {
           const Vec zr = lines_re[at + q], zi = lines_im[at + q];
           const Vec mr = lines_re[mirror + q], mi = lines_im[mirror + q];
@@ -434,7 +469,7 @@ void Rfft2d(const ParallelRunner& parallel, const Rfft2dParams& p, const Io* inp
       FftDif<Real>(frame_re.data(), frame_im.data(), half, half, tables);
 
       for (int ky = 0; ky < n; ++ky) {
-        const int64_t row = static_cast<int64_t>(reversed[ky]) * half;
+        const int64_t row = static_cast<int64_t>(position[ky]) * half;
         for (int kx = 0; kx < half; ++kx) {
           if constexpr (kSameType<Real, Io>) {
             StoreComplexLanes<Real, Io>(frame_re[row + kx], frame_im[row + kx], lanes.lanes,
@@ -471,13 +506,13 @@ void Irfft2d(const ParallelRunner& parallel, const Irfft2dParams& p, const Io* s
   const int64_t images = static_cast<int64_t>(p.batch) * p.channels;
   const Real scale = kSameType<Real, Io> ? Real(1) / (Real(n) * Real(n)) : Real(1);
   const FftTables<Real>& tables = GetFftTables<Real>(n);
-  const int* reversed = tables.bit_reversed.data();
+  const int* position = tables.output_position.data();
   auto work = [&](int64_t begin, int64_t end) {
     // frame_re, frame_im: [n rows ky][half columns kx], the group's spectrum in bin order; after the
-    // column pass, frame row h of the inverse at position reversed[h].
+    // column pass, frame row h of the inverse at position position[h].
     VecArray<Real> frame_re(static_cast<size_t>(n) * half), frame_im(frame_re.size());
     // lines_re, lines_im: [n points kx][pairs], the window rows packed in pairs; after the row pass,
-    // window column j at point reversed[offset_w + j] (real part: row 2q, imaginary: row 2q + 1).
+    // window column j at point position[offset_w + j] (real part: row 2q, imaginary: row 2q + 1).
     VecArray<Real> lines_re(static_cast<size_t>(n) * pairs), lines_im(lines_re.size());
     // window_row: [out_w], one output row of the group, scaled, in natural order.
     VecArray<Real> window_row(p.out_w);
@@ -494,10 +529,10 @@ void Irfft2d(const ParallelRunner& parallel, const Irfft2dParams& p, const Io* s
       // Hermitian extension of rows e1 = a + ib, e2 = c + id as e1 + i e2: (a - d, b + c) at kx and
       // (a + d, c - b) at n - kx; the kx = 0 and n/2 columns keep their real parts only.
       for (int q = 0; q < pairs; ++q) {
-        const int64_t first_row = static_cast<int64_t>(reversed[p.offset_h + 2 * q]) * half;
+        const int64_t first_row = static_cast<int64_t>(position[p.offset_h + 2 * q]) * half;
         const bool pair = 2 * q + 1 < p.out_h;
         const int64_t second_row =
-            pair ? static_cast<int64_t>(reversed[p.offset_h + 2 * q + 1]) * half : 0;
+            pair ? static_cast<int64_t>(position[p.offset_h + 2 * q + 1]) * half : 0;
         for (int kx = 0; kx <= n / 2; ++kx) {
           const Vec a = frame_re[first_row + kx], b = frame_im[first_row + kx];
           const Vec c = pair ? frame_re[second_row + kx] : Vec{};
@@ -520,7 +555,7 @@ void Irfft2d(const ParallelRunner& parallel, const Irfft2dParams& p, const Io* s
       for (int i = 0; i < p.out_h; ++i) {
         const Vec* line = (i % 2 == 0 ? lines_re.data() : lines_im.data()) + i / 2;
         for (int j = 0; j < p.out_w; ++j) {
-          window_row[j] = line[static_cast<int64_t>(reversed[p.offset_w + j]) * pairs] * scale;
+          window_row[j] = line[static_cast<int64_t>(position[p.offset_w + j]) * pairs] * scale;
         }
         StoreRow<Real, Io>(lanes, window_row.data(), i, p.out_w, output);
       }

@@ -3,7 +3,7 @@
 // the CPU-only build and the standalone kernel check both include it as it is.
 //
 // Every size in the parameter structs has been validated by cc/fftconv_shapes.h: element counts fit
-// in int32, fft_size is a power of two in [kMinFftSize, kMaxFftSize], windows lie inside the frame.
+// in int32, fft_size is one of kFftSizes (IsFftSize), windows lie inside the frame.
 #ifndef TF_FFTCONV_CC_FFTCONV_PARAMS_H_
 #define TF_FFTCONV_CC_FFTCONV_PARAMS_H_
 
@@ -17,11 +17,33 @@
 
 namespace fftconv {
 
-// fft_size S: a power of two in [kMinFftSize, kMaxFftSize]. The CUDA kernels have one family per
-// size up to kMaxFftSize and a twiddle table of its roots of unity (cuda/fft_common.cuh);
-// tf_fftconv/conv.py's MAX_FFT_SIZE repeats the value (tests/test_conv.py checks they agree).
+// fft_size S: a power of two in [kMinFftSize, kMaxFftSize], or three times a power of two in
+// [kMinFftSize3, kMaxFftSize3] (a padded image that barely overflows a power of two then needs
+// 0.56x the bins of the next one, e.g. 48 * 25 against 64 * 33). S is always even, so a spectrum
+// keeps S/2 + 1 columns. The CUDA kernels have one family per size and twiddle tables of the
+// 128th and 96th roots of unity (cuda/fft_common.cuh); tf_fftconv/geometry.py's MAX_FFT_SIZE and
+// FFT_SIZES repeat the values (tests/test_conv.py checks they agree).
 constexpr int kMinFftSize = 2;
 constexpr int kMaxFftSize = 128;
+constexpr int kMinFftSize3 = 6;
+constexpr int kMaxFftSize3 = 96;
+// Every allowed size, ascending.
+constexpr int kFftSizes[] = {2, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128};
+// The allowed sizes as the error messages name them.
+#define FFTCONV_FFT_SIZES_TEXT "2, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128"
+
+// True when n is a power of two (n >= 1).
+FFTCONV_HOST_DEVICE constexpr bool IsPowerOfTwo(int64_t n) { return n >= 1 && (n & (n - 1)) == 0; }
+
+// True for the sizes that carry a radix-3 stage: 3 * 2^k in [kMinFftSize3, kMaxFftSize3].
+FFTCONV_HOST_DEVICE constexpr bool IsRadix3FftSize(int64_t n) {
+  return n >= kMinFftSize3 && n <= kMaxFftSize3 && n % 3 == 0 && IsPowerOfTwo(n / 3);
+}
+
+// True for every allowed fft_size.
+FFTCONV_HOST_DEVICE constexpr bool IsFftSize(int64_t n) {
+  return (n >= kMinFftSize && n <= kMaxFftSize && IsPowerOfTwo(n)) || IsRadix3FftSize(n);
+}
 
 // ceil(log2(n)) for n >= 1: the exponent of a power of two, or of the next one up.
 FFTCONV_HOST_DEVICE constexpr int Log2(int64_t n) {

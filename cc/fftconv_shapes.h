@@ -70,11 +70,10 @@ inline ImageDims ImageDimsFrom(const int64_t dims[4], bool nhwc) {
 }
 
 inline absl::Status ValidateFftSize(int64_t fft_size) {
-  if (KnownValue(fft_size) && (fft_size < kMinFftSize || fft_size > kMaxFftSize ||
-                               (fft_size & (fft_size - 1)) != 0)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("fft_size must be a power of two in [", kMinFftSize, ", ", kMaxFftSize,
-                     "], got ", fft_size));
+  if (KnownValue(fft_size) && !IsFftSize(fft_size)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "fft_size must be a power of two in [", kMinFftSize, ", ", kMaxFftSize, "] or 3 * 2^k in [",
+        kMinFftSize3, ", ", kMaxFftSize3, "] (one of " FFTCONV_FFT_SIZES_TEXT "), got ", fft_size));
   }
   return absl::OkStatus();
 }

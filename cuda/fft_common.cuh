@@ -2,12 +2,16 @@
 // complex arithmetic, twiddles, the register radix-2 FFT, the cross-lane (warp shuffle) stages,
 // fast integer division and the one place where tensor / spectrum / shared-memory offsets are computed.
 //
-// A length-S transform is spread over L lanes of a warp (L = 1 keeps it in one thread):
+// A length-S transform is spread over L lanes of a warp (L = 1 keeps it in one thread), L a power of
+// two and P = S / L points per lane:
 //   input  : lane l, register p holds element p * L + l            (InputIndex)
-//   output : lane l, register r holds element BitReverse(r, P) + P * BitReverse(l, L), P = S / L
+//   output : lane l, register r holds element DigitReverse(r, P) + P * BitReverse(l, L)
 //                                                                   (OutputIndex)
 // Each lane first runs a P-point decimation-in-frequency FFT in registers, multiplies by W_S^(l * k1)
 // and then the L lanes finish with log2(L) butterfly stages exchanged through __shfl_xor_sync.
+// S = 3 * 2^k: the factor 3 stays inside the lane, P = 3 * 2^j (j >= 1, so P is even), and the
+// register FFT starts with one radix-3 stage (DifStages); the cross-lane part is unchanged, since
+// X[k1 + P k2] = sum_l W_L^(l k2) W_S^(l k1) sum_p x[p L + l] W_P^(p k1) holds for any P.
 #ifndef TF_FFTCONV_CUDA_FFT_COMMON_CUH_
 #define TF_FFTCONV_CUDA_FFT_COMMON_CUH_
 
@@ -129,46 +133,58 @@ __device__ __forceinline__ C CScale(C a, decltype(a.x) s) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Twiddles: W_128^t = exp(-2*pi*i*t/128) in constant memory. With t known after unrolling the
-// access becomes a constant-bank operand; with a lane-dependent t it is a (cheap) indexed load.
-// Every size S <= kMaxFftSize takes its twiddles from this table with stride kMaxFftSize / S.
+// Twiddles: W_N^t = exp(-2*pi*i*t/N) in constant memory, one table per root base N: N = 128 for
+// the power-of-two sizes, N = 96 for the sizes 3 * 2^k (TwiddleBase). With t known after unrolling
+// the access becomes a constant-bank operand; with a lane-dependent t it is a (cheap) indexed load.
+// Every size S takes its twiddles from its base's table with stride N / S; the cross-lane stages'
+// W_(2h) (2h <= 32) are in both tables.
 static_assert(kMaxFftSize == 128, "twiddle_table.inc holds the 128th roots of unity: regenerate it");
+static_assert(kMaxFftSize3 == 96, "twiddle_table.inc holds the 96th roots of unity: regenerate it");
 #define FFTCONV_TWIDDLE_FLOAT(c, s) {static_cast<float>(c), static_cast<float>(s)},
 #define FFTCONV_TWIDDLE_DOUBLE(c, s) {c, s},
 static __constant__ float2 kTwiddle128Float[128] = {FFTCONV_TWIDDLE_128(FFTCONV_TWIDDLE_FLOAT)};
 static __constant__ double2 kTwiddle128Double[128] = {FFTCONV_TWIDDLE_128(FFTCONV_TWIDDLE_DOUBLE)};
+static __constant__ float2 kTwiddle96Float[96] = {FFTCONV_TWIDDLE_96(FFTCONV_TWIDDLE_FLOAT)};
+static __constant__ double2 kTwiddle96Double[96] = {FFTCONV_TWIDDLE_96(FFTCONV_TWIDDLE_DOUBLE)};
 #undef FFTCONV_TWIDDLE_FLOAT
 #undef FFTCONV_TWIDDLE_DOUBLE
 
-template <typename Real>
-__device__ __forceinline__ complex_t<Real> Twiddle128(int t);
-template <>
-__device__ __forceinline__ float2 Twiddle128<float>(int t) {
-  return kTwiddle128Float[t];
-}
-template <>
-__device__ __forceinline__ double2 Twiddle128<double>(int t) {
-  return kTwiddle128Double[t];
+// The root base of size S's twiddles: a multiple of S whose table exists.
+template <int S>
+constexpr int TwiddleBase() {
+  static_assert(IsFftSize(S), "not an FFT size of the package");
+  return IsRadix3FftSize(S) ? kMaxFftSize3 : kMaxFftSize;
 }
 
-// z * W_128^t (forward) or z * conj(W_128^t) (inverse). Meant for t that folds to a constant.
-template <typename Real, bool kInverse>
+// W_N^t for 0 <= t < N.
+template <typename Real, int N>
+__device__ __forceinline__ complex_t<Real> TwiddleOf(int t) {
+  static_assert(N == 128 || N == 96, "twiddle tables exist for N = 128 and N = 96");
+  if constexpr (std::is_same<Real, float>::value) {
+    return N == 128 ? kTwiddle128Float[t] : kTwiddle96Float[t];
+  } else {
+    return N == 128 ? kTwiddle128Double[t] : kTwiddle96Double[t];
+  }
+}
+
+// z * W_N^t (forward) or z * conj(W_N^t) (inverse), t >= 0. Meant for t that folds to a constant.
+template <typename Real, bool kInverse, int N>
 __device__ __forceinline__ complex_t<Real> MulTwiddle(complex_t<Real> z, int t) {
   using C = complex_t<Real>;
-  t &= 127;
+  t %= N;
   if (t == 0) return z;
-  if (t == 64) return C{-z.x, -z.y};
-  if (t == 32) return kInverse ? C{-z.y, z.x} : C{z.y, -z.x};  // * (+i) or * (-i)
-  if (t == 96) return kInverse ? C{z.y, -z.x} : C{-z.y, z.x};
-  C w = Twiddle128<Real>(t);
+  if (t == N / 2) return C{-z.x, -z.y};
+  if (t == N / 4) return kInverse ? C{-z.y, z.x} : C{z.y, -z.x};  // * (+i) or * (-i)
+  if (t == 3 * N / 4) return kInverse ? C{z.y, -z.x} : C{-z.y, z.x};
+  C w = TwiddleOf<Real, N>(t);
   if (kInverse) w.y = -w.y;
   return CMul(z, w);
 }
 
-// Same for a run-time (lane-dependent) t: a table load, no branches.
-template <typename Real, bool kInverse>
+// Same for a run-time (lane-dependent) t, 0 <= t < N: a table load, no branches.
+template <typename Real, bool kInverse, int N>
 __device__ __forceinline__ complex_t<Real> MulTwiddleDynamic(complex_t<Real> z, int t) {
-  complex_t<Real> w = Twiddle128<Real>(t & 127);
+  complex_t<Real> w = TwiddleOf<Real, N>(N == 128 ? (t & 127) : t);
   if (kInverse) w.y = -w.y;
   return CMul(z, w);
 }
@@ -193,27 +209,67 @@ __host__ __device__ constexpr int BitReverse(int v, int n) {
   return r;
 }
 
+// Output order of the P-point register FFT (DifStages): register r holds output DigitReverse(r, P),
+// and output k sits in register DigitReversePosition(k, P). For P a power of two both are the bit
+// reversal. For P = 3 Q the radix-3 stage sends outputs k = 3 q + a to block a (registers
+// [a Q, (a + 1) Q)), whose Q-point DIF leaves q at bit-reversed position: r = a Q + BitReverse(q, Q).
+// (The same order as the CPU kernels' FftTables::output_position.)
+__host__ __device__ constexpr int DigitReverse(int r, int p) {
+  return p % 3 == 0 ? 3 * BitReverse(r % (p / 3), p / 3) + r / (p / 3) : BitReverse(r, p);
+}
+__host__ __device__ constexpr int DigitReversePosition(int k, int p) {
+  return p % 3 == 0 ? (k % 3) * (p / 3) + BitReverse(k / 3, p / 3) : BitReverse(k, p);
+}
+
 // ---------------------------------------------------------------------------------------------
-// P-point radix-2 decimation-in-frequency FFT in registers: natural order in, bit-reversed out.
-template <typename Real, bool kInverse, int P, int M>
+// P-point decimation-in-frequency FFT in registers: natural order in, DigitReverse order out. Each
+// step runs the length-M butterflies of every block [s, s + M) of x: a radix-3 step when 3 divides
+// M (only the first, M = P = 3 * 2^j), radix-2 steps after; twiddles W_M^j = W_N^(j N / M) from
+// base N (TwiddleBase of the whole transform's size, a multiple of P).
+template <typename Real, bool kInverse, int N, int P, int M>
 struct DifStages {
   __device__ __forceinline__ static void Run(complex_t<Real> (&x)[P]) {
-    constexpr int H = M / 2;
+    using C = complex_t<Real>;
+    if constexpr (M % 3 == 0) {
+      constexpr int T = M / 3;
+      // w = exp(-+2 pi i / 3) = -1/2 -+ i sqrt(3)/2 (forward / inverse):
+      //   y0 = x0 + x1 + x2, y1 = (x0 + w x1 + w^2 x2) W_M^j, y2 = (x0 + w^2 x1 + w x2) W_M^2j,
+      // x0 + w x1 + w^2 x2 = (x0 - (x1 + x2) / 2) -+ i sqrt(3)/2 (x1 - x2).
+      const Real half_sqrt3 = static_cast<Real>(0.86602540378443864676372317075293618);
 #pragma unroll
-    for (int s = 0; s < P; s += M) {
+      for (int s = 0; s < P; s += M) {
 #pragma unroll
-      for (int j = 0; j < H; ++j) {
-        const complex_t<Real> a = x[s + j];
-        const complex_t<Real> b = x[s + j + H];
-        x[s + j] = CAdd(a, b);
-        x[s + j + H] = MulTwiddle<Real, kInverse>(CSub(a, b), j * (kMaxFftSize / M));
+        for (int j = 0; j < T; ++j) {
+          const C x0 = x[s + j], x1 = x[s + j + T], x2 = x[s + j + 2 * T];
+          const C sum = CAdd(x1, x2);
+          const C diff = CScale(CSub(x1, x2), half_sqrt3);
+          const C mid = C{x0.x - Real(0.5) * sum.x, x0.y - Real(0.5) * sum.y};
+          // rot = -i diff (forward) or +i diff (inverse).
+          const C rot = kInverse ? C{-diff.y, diff.x} : C{diff.y, -diff.x};
+          x[s + j] = CAdd(x0, sum);
+          x[s + j + T] = MulTwiddle<Real, kInverse, N>(CAdd(mid, rot), j * (N / M));
+          x[s + j + 2 * T] = MulTwiddle<Real, kInverse, N>(CSub(mid, rot), 2 * j * (N / M));
+        }
       }
+      DifStages<Real, kInverse, N, P, T>::Run(x);
+    } else {
+      constexpr int H = M / 2;
+#pragma unroll
+      for (int s = 0; s < P; s += M) {
+#pragma unroll
+        for (int j = 0; j < H; ++j) {
+          const C a = x[s + j];
+          const C b = x[s + j + H];
+          x[s + j] = CAdd(a, b);
+          x[s + j + H] = MulTwiddle<Real, kInverse, N>(CSub(a, b), j * (N / M));
+        }
+      }
+      DifStages<Real, kInverse, N, P, H>::Run(x);
     }
-    DifStages<Real, kInverse, P, H>::Run(x);
   }
 };
-template <typename Real, bool kInverse, int P>
-struct DifStages<Real, kInverse, P, 1> {
+template <typename Real, bool kInverse, int N, int P>
+struct DifStages<Real, kInverse, N, P, 1> {
   __device__ __forceinline__ static void Run(complex_t<Real> (&)[P]) {}
 };
 
@@ -222,9 +278,14 @@ struct DifStages<Real, kInverse, P, 1> {
 template <int S, int L>
 struct FftLayout {
   static constexpr int kPerLane = S / L;
+  // L a power of two; P even (the kernels split a line at S / 2 = (P / 2) L) and, for S = 3 * 2^k,
+  // holding the factor 3.
+  static_assert(IsFftSize(S) && (L & (L - 1)) == 0 && S % L == 0 && kPerLane % 2 == 0 &&
+                    (!IsRadix3FftSize(S) || kPerLane % 3 == 0),
+                "lanes per transform");
   __device__ __forceinline__ static int InputIndex(int p, int l) { return p * L + l; }
   __device__ __forceinline__ static int OutputIndex(int r, int l) {
-    return BitReverse(r, kPerLane) + kPerLane * BitReverse(l, L);
+    return DigitReverse(r, kPerLane) + kPerLane * BitReverse(l, L);
   }
 };
 
@@ -233,25 +294,27 @@ template <typename Real, bool kInverse, int S, int L>
 __device__ __forceinline__ void DistributedFft(complex_t<Real> (&x)[S / L], int l, int lane_stride,
                                                unsigned group_mask) {
   constexpr int P = S / L;
-  DifStages<Real, kInverse, P, P>::Run(x);
+  constexpr int N = TwiddleBase<S>();
+  (void)FftLayout<S, L>::kPerLane;  // its static_assert
+  DifStages<Real, kInverse, N, P, P>::Run(x);
   if constexpr (L > 1) {
-    // Twiddle between the two factors: W_S^(l * k1), k1 = BitReverse(r, P).
+    // Twiddle between the two factors: W_S^(l * k1), k1 = DigitReverse(r, P); l k1 < L P = S.
 #pragma unroll
     for (int r = 0; r < P; ++r) {
-      const int k1 = BitReverse(r, P);
-      x[r] = MulTwiddleDynamic<Real, kInverse>(x[r], ((l * k1) & (S - 1)) * (kMaxFftSize / S));
+      const int k1 = DigitReverse(r, P);
+      x[r] = MulTwiddleDynamic<Real, kInverse, N>(x[r], (l * k1) * (N / S));
     }
     // L-point DIF across lanes: butterfly partner differs in bit h of l.
 #pragma unroll
     for (int h = L / 2; h >= 1; h >>= 1) {
       const bool upper = (l & h) != 0;
-      const int t = (l & (h - 1)) * (kMaxFftSize / (2 * h));
+      const int t = (l & (h - 1)) * (N / (2 * h));
 #pragma unroll
       for (int r = 0; r < P; ++r) {
         complex_t<Real> y;
         y.x = __shfl_xor_sync(group_mask, x[r].x, h * lane_stride);
         y.y = __shfl_xor_sync(group_mask, x[r].y, h * lane_stride);
-        x[r] = upper ? MulTwiddleDynamic<Real, kInverse>(CSub(y, x[r]), t) : CAdd(x[r], y);
+        x[r] = upper ? MulTwiddleDynamic<Real, kInverse, N>(CSub(y, x[r]), t) : CAdd(x[r], y);
       }
     }
   }
@@ -263,8 +326,8 @@ template <typename Real, int S, int L>
 __device__ __forceinline__ complex_t<Real> MirrorOutput(const complex_t<Real> (&x)[S / L], int r, int l,
                                                         int lane_stride, unsigned group_mask) {
   constexpr int P = S / L;
-  const int k1 = BitReverse(r, P);
-  const int r_mirror = BitReverse((P - k1) & (P - 1), P);
+  const int k1 = DigitReverse(r, P);
+  const int r_mirror = DigitReversePosition(k1 == 0 ? 0 : P - k1, P);
   if constexpr (L == 1) {
     return x[r_mirror];
   } else {
@@ -433,34 +496,74 @@ struct FftShape;
 #ifndef FFTCONV_SHAPE_float_64_INV
 #define FFTCONV_SHAPE_float_64_INV 40801
 #endif
+// The 3 * 2^k sizes: shapes of the power-of-two neighbours, with P = S / L a multiple of 6 (the
+// factor 3 stays in registers; FftLayout). Not yet timed against other shapes.
+#ifndef FFTCONV_SHAPE_float_24_FWD
+#define FFTCONV_SHAPE_float_24_FWD 10804
+#endif
+#ifndef FFTCONV_SHAPE_float_24_INV
+#define FFTCONV_SHAPE_float_24_INV 10804
+#endif
+#ifndef FFTCONV_SHAPE_float_48_FWD
+#define FFTCONV_SHAPE_float_48_FWD 40801
+#endif
+#ifndef FFTCONV_SHAPE_float_48_INV
+#define FFTCONV_SHAPE_float_48_INV 40801
+#endif
+#ifndef FFTCONV_SHAPE_float_96_FWD
+#define FFTCONV_SHAPE_float_96_FWD 40201
+#endif
+#ifndef FFTCONV_SHAPE_float_96_INV
+#define FFTCONV_SHAPE_float_96_INV 40201
+#endif
 
 //                REAL    S    INV    L    G  MINB
 FFTCONV_FFT_SHAPE(float, 2, false, 1, 128, 4)
 FFTCONV_FFT_SHAPE(float, 2, true, 1, 128, 4)
 FFTCONV_FFT_SHAPE(float, 4, false, 1, 64, 4)
 FFTCONV_FFT_SHAPE(float, 4, true, 1, 64, 4)
+FFTCONV_FFT_SHAPE(float, 6, false, 1, 32, 4)
+FFTCONV_FFT_SHAPE(float, 6, true, 1, 32, 4)
 FFTCONV_FFT_SHAPE(float, 8, false, 1, 32, 4)
 FFTCONV_FFT_SHAPE(float, 8, true, 1, 32, 4)
+FFTCONV_FFT_SHAPE(float, 12, false, 1, 16, 4)
+FFTCONV_FFT_SHAPE(float, 12, true, 1, 16, 4)
 FFTCONV_FFT_SHAPE_CODE(float, 16, false, FFTCONV_SHAPE_float_16_FWD)
 FFTCONV_FFT_SHAPE_CODE(float, 16, true, FFTCONV_SHAPE_float_16_INV)
+FFTCONV_FFT_SHAPE_CODE(float, 24, false, FFTCONV_SHAPE_float_24_FWD)
+FFTCONV_FFT_SHAPE_CODE(float, 24, true, FFTCONV_SHAPE_float_24_INV)
 FFTCONV_FFT_SHAPE_CODE(float, 32, false, FFTCONV_SHAPE_float_32_FWD)
 FFTCONV_FFT_SHAPE_CODE(float, 32, true, FFTCONV_SHAPE_float_32_INV)
+FFTCONV_FFT_SHAPE_CODE(float, 48, false, FFTCONV_SHAPE_float_48_FWD)
+FFTCONV_FFT_SHAPE_CODE(float, 48, true, FFTCONV_SHAPE_float_48_INV)
 FFTCONV_FFT_SHAPE_CODE(float, 64, false, FFTCONV_SHAPE_float_64_FWD)
 FFTCONV_FFT_SHAPE_CODE(float, 64, true, FFTCONV_SHAPE_float_64_INV)
+FFTCONV_FFT_SHAPE_CODE(float, 96, false, FFTCONV_SHAPE_float_96_FWD)
+FFTCONV_FFT_SHAPE_CODE(float, 96, true, FFTCONV_SHAPE_float_96_INV)
 FFTCONV_FFT_SHAPE(float, 128, false, 4, 2, 1)
 FFTCONV_FFT_SHAPE(float, 128, true, 4, 2, 1)
 FFTCONV_FFT_SHAPE(double, 2, false, 1, 128, 4)
 FFTCONV_FFT_SHAPE(double, 2, true, 1, 128, 4)
 FFTCONV_FFT_SHAPE(double, 4, false, 1, 64, 4)
 FFTCONV_FFT_SHAPE(double, 4, true, 1, 64, 4)
+FFTCONV_FFT_SHAPE(double, 6, false, 1, 32, 4)
+FFTCONV_FFT_SHAPE(double, 6, true, 1, 32, 4)
 FFTCONV_FFT_SHAPE(double, 8, false, 1, 32, 4)
 FFTCONV_FFT_SHAPE(double, 8, true, 1, 32, 4)
+FFTCONV_FFT_SHAPE(double, 12, false, 1, 16, 4)
+FFTCONV_FFT_SHAPE(double, 12, true, 1, 16, 4)
 FFTCONV_FFT_SHAPE(double, 16, false, 1, 16, 4)
 FFTCONV_FFT_SHAPE(double, 16, true, 1, 16, 4)
+FFTCONV_FFT_SHAPE(double, 24, false, 2, 8, 2)
+FFTCONV_FFT_SHAPE(double, 24, true, 2, 8, 2)
 FFTCONV_FFT_SHAPE(double, 32, false, 2, 8, 2)
 FFTCONV_FFT_SHAPE(double, 32, true, 2, 8, 2)
+FFTCONV_FFT_SHAPE(double, 48, false, 4, 4, 1)
+FFTCONV_FFT_SHAPE(double, 48, true, 4, 4, 1)
 FFTCONV_FFT_SHAPE(double, 64, false, 4, 4, 1)
 FFTCONV_FFT_SHAPE(double, 64, true, 4, 4, 1)
+FFTCONV_FFT_SHAPE(double, 96, false, 8, 1, 1)
+FFTCONV_FFT_SHAPE(double, 96, true, 8, 1, 1)
 FFTCONV_FFT_SHAPE(double, 128, false, 8, 1, 1)
 FFTCONV_FFT_SHAPE(double, 128, true, 8, 1, 1)
 #undef FFTCONV_FFT_SHAPE_CODE
@@ -474,10 +577,15 @@ int DispatchFftSize(int s, Launch&& launch) {
   switch (s) {
     case 2: return launch(std::integral_constant<int, 2>{});
     case 4: return launch(std::integral_constant<int, 4>{});
+    case 6: return launch(std::integral_constant<int, 6>{});
     case 8: return launch(std::integral_constant<int, 8>{});
+    case 12: return launch(std::integral_constant<int, 12>{});
     case 16: return launch(std::integral_constant<int, 16>{});
+    case 24: return launch(std::integral_constant<int, 24>{});
     case 32: return launch(std::integral_constant<int, 32>{});
+    case 48: return launch(std::integral_constant<int, 48>{});
     case 64: return launch(std::integral_constant<int, 64>{});
+    case 96: return launch(std::integral_constant<int, 96>{});
     case 128: return launch(std::integral_constant<int, 128>{});
     default: return static_cast<int>(cudaErrorInvalidValue);
   }

@@ -173,7 +173,7 @@ __global__ void __launch_bounds__(G * L * S / 2,
 #pragma unroll
       for (int p = 0; p < P; ++p) {
         const int ky = Layout::InputIndex(p, l);
-        const int ky_mirror = (S - ky) & (S - 1);
+        const int ky_mirror = ky == 0 ? 0 : S - ky;  // (S - ky) mod S
         const C x0 = detail::ToCompute(in[detail::SpectrumIndex(S, ky, 0, a.images, 0)]);
         const C x0m = detail::ToCompute(in[detail::SpectrumIndex(S, ky_mirror, 0, a.images, 0)]);
         const C xn = detail::ToCompute(in[detail::SpectrumIndex(S, ky, kHalf, a.images, 0)]);

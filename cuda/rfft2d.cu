@@ -362,7 +362,9 @@ int LaunchRfft2dSized(const Rfft2dParams& p, const Io* input, Io* spectrum, cuda
   }
   a.vector_io = detail::UseVectorIo<Io>(input, a.use_stage, G, p.nhwc, p.channels);
 
-  const dim3 grid(static_cast<unsigned>((images + G - 1) / G), static_cast<unsigned>(kHalf / a.chunk_jobs));
+  // Chunks of column jobs; the last one may be partial (S / 2 = 3 * 2^(k-1) halves to odd counts).
+  const dim3 grid(static_cast<unsigned>((images + G - 1) / G),
+                  static_cast<unsigned>((kHalf + a.chunk_jobs - 1) / a.chunk_jobs));
   return detail::LaunchWithSharedMemory(Rfft2dKernel<Io, S, L, G>, grid, kThreads, smem, stream, input,
                                         reinterpret_cast<Pair*>(spectrum), a);
 }

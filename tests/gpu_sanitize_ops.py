@@ -28,7 +28,7 @@ def main():
     worst = 0.0
     for tf32 in (False, True):
         tf.config.experimental.enable_tensor_float_32_execution(tf32)
-        for size in (2, 4, 8, 16, 32, 64, 128):
+        for size in fc.geometry.FFT_SIZES:
             for fmt in ("NCHW", "NHWC"):
                 h, w = max(1, size - 3), size
                 shape = (3, 5, h, w) if fmt == "NCHW" else (3, h, w, 5)

@@ -115,9 +115,40 @@ def test_dynamic_batch_in_tf_function(rng):
 def test_geometry_picks_the_smallest_frame_without_wrap_around():
     assert fc.conv_geometry(28, 28, 5, 5, "VALID") == (24, 24, 0, 0, 32)
     assert fc.conv_geometry(32, 32, 5, 5, "VALID").fft_size == 32
-    assert fc.conv_geometry(32, 32, 5, 5, "SAME") == (32, 32, 2, 2, 64)
-    assert fc.conv_geometry(14, 14, 4, 4, "SAME") == (14, 14, 1, 1, 32)
+    # The smallest allowed size: 3 * 2^k frames included (36 -> 48, 17 -> 24, 38 -> 48).
+    assert fc.conv_geometry(32, 32, 5, 5, "SAME") == (32, 32, 2, 2, 48)
+    assert fc.conv_geometry(14, 14, 4, 4, "SAME") == (14, 14, 1, 1, 24)
+    assert fc.conv_geometry(32, 32, 7, 7, "SAME").fft_size == 48
+    assert fc.conv_geometry(60, 60, 5, 5, "SAME").fft_size == 64
+    assert fc.conv_geometry(90, 90, 7, 7, "VALID").fft_size == 96
     assert fc.conv_geometry(1, 1, 1, 1, "VALID").fft_size == 2
+    assert fc.conv_geometry(5, 5, 1, 1, "VALID").fft_size == 6
+
+
+@pytest.mark.parametrize("fft_size", [24, 48])
+@pytest.mark.parametrize("data_format", ["NHWC", "NCHW"])
+@pytest.mark.parametrize("dtype,tolerance", [(np.float32, 5e-6), (np.float64, 1e-11)],
+                         ids=["float32", "float64"])
+def test_radix3_frames_match_conv2d_with_both_gradients(rng, device, fft_size, data_format, dtype,
+                                                        tolerance):
+    """fft_size = 3 * 2^k: one frame (Mathieu's layer's 38 samples need 48, not 64) or tiles."""
+    for case, padding in [((2, 20, 17, 3, 4, 5, 5), "SAME"), ((2, 32, 32, 3, 2, 7, 7), "SAME"),
+                          ((1, 40, 33, 2, 3, 3, 4), "VALID")]:
+        check_against_conv2d(rng, case, padding, data_format, dtype, tolerance, fft_size=fft_size)
+
+
+@pytest.mark.parametrize("fft_size", [24, 48])
+def test_radix3_frames_under_xla_equal_eager(rng, device, fft_size):
+    x = tf.constant(rng.standard_normal((2, 32, 30, 3)).astype(np.float32))
+    w = tf.constant(rng.standard_normal((7, 7, 3, 4)).astype(np.float32))
+    dy = tf.constant(rng.standard_normal((2, 32, 30, 4)).astype(np.float32))
+    conv = lambda a, b, d: _conv_and_grads(
+        lambda p, q: fc.fft_conv2d(p, q, "SAME", fft_size=fft_size), a, b, d)
+    eager = conv(x, w, dy)
+    compiled = tf.function(conv, jit_compile=True)(x, w, dy)
+    for got, want in zip(compiled, eager):
+        assert rel_error(got.numpy(), want.numpy()) <= 1e-6
+    assert rel_error(eager[0].numpy(), tf.nn.conv2d(x, w, 1, "SAME").numpy()) <= 5e-6
 
 
 @pytest.mark.gpu
@@ -160,3 +191,16 @@ def test_max_fft_size_matches_the_ops():
         found = re.findall(r"constexpr int kMaxFftSize = (\d+);", f.read())
     assert found, "kMaxFftSize not found in %s" % header
     assert int(found[0]) == fc.conv.MAX_FFT_SIZE
+
+
+def test_fft_sizes_match_the_ops():
+    """geometry.FFT_SIZES repeats kFftSizes of cc/fftconv_params.h; both must say the same."""
+    header = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                          "cc", "fftconv_params.h")
+    with open(header) as f:
+        text = f.read()
+    found = re.findall(r"constexpr int kFftSizes\[\] = \{([\d, ]+)\};", text)
+    assert found, "kFftSizes not found in %s" % header
+    assert tuple(int(s) for s in found[0].split(",")) == fc.geometry.FFT_SIZES
+    listed = re.findall(r'#define FFTCONV_FFT_SIZES_TEXT "([\d, ]+)"', text)
+    assert listed and listed[0] == ", ".join(map(str, fc.geometry.FFT_SIZES))

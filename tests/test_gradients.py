@@ -19,7 +19,8 @@ def _max_jacobian_error(fn, args):
 
 @pytest.mark.parametrize("data_format", ["NCHW", "NHWC"])
 @pytest.mark.parametrize("fft_size,height,width,offset_h,offset_w", [
-    (2, 1, 2, 1, 0), (4, 3, 2, 1, 2), (8, 5, 8, 3, 0), (16, 7, 3, 9, 13)])
+    (2, 1, 2, 1, 0), (4, 3, 2, 1, 2), (8, 5, 8, 3, 0), (16, 7, 3, 9, 13),
+    (6, 5, 3, 1, 2), (12, 7, 12, 4, 0), (24, 5, 6, 17, 9)])
 def test_rfft2d_gradient(rng, device, data_format, fft_size, height, width, offset_h, offset_w):
     shape = (2, 3, height, width) if data_format == "NCHW" else (2, height, width, 3)
     x = tf.constant(rng.standard_normal(shape))
@@ -29,7 +30,8 @@ def test_rfft2d_gradient(rng, device, data_format, fft_size, height, width, offs
 
 @pytest.mark.parametrize("data_format", ["NCHW", "NHWC"])
 @pytest.mark.parametrize("fft_size,out_h,out_w,offset_h,offset_w", [
-    (2, 2, 1, 0, 1), (4, 2, 3, 1, 0), (8, 8, 5, 0, 2), (16, 4, 9, 11, 6)])
+    (2, 2, 1, 0, 1), (4, 2, 3, 1, 0), (8, 8, 5, 0, 2), (16, 4, 9, 11, 6),
+    (6, 6, 4, 0, 1), (12, 3, 5, 8, 7), (24, 5, 3, 19, 20)])
 def test_irfft2d_gradient(rng, device, data_format, fft_size, out_h, out_w, offset_h, offset_w):
     spectrum = tf.constant(ref.random_complex(rng, (fft_size * (fft_size // 2 + 1), 2, 3)))
     fn = lambda s: fc.ops.irfft2d(s, fft_size, out_h, out_w, offset_h, offset_w, data_format)
@@ -55,6 +57,16 @@ def test_fft_conv2d_gradient(rng, device, padding, data_format):
     x = tf.constant(rng.standard_normal(x_shape))
     w = tf.constant(rng.standard_normal((3, 2, 3, 4)))
     fn = lambda a, b: fc.fft_conv2d(a, b, padding, data_format, algorithm="fft")
+    assert _max_jacobian_error(fn, [x, w]) < 1e-7
+
+
+@pytest.mark.parametrize("fft_size", [6, 12, 24])
+@pytest.mark.parametrize("padding", ["VALID", "SAME"])
+def test_fft_conv2d_gradient_in_radix3_frames(rng, device, fft_size, padding):
+    """Frames of 3 * 2^k: one frame (12, 24) or tiles (6) of the same convolution."""
+    x = tf.constant(rng.standard_normal((2, 7, 6, 2)))
+    w = tf.constant(rng.standard_normal((3, 3, 2, 3)))
+    fn = lambda a, b: fc.fft_conv2d(a, b, padding, "NHWC", fft_size=fft_size)
     assert _max_jacobian_error(fn, [x, w]) < 1e-7
 
 

@@ -8,7 +8,8 @@ import np_reference as ref
 import tf_fftconv as fc
 from conftest import rel_error
 
-FFT_SIZES = [2, 4, 8, 16, 32, 64, 128]
+# Powers of two and 3 * 2^k (a radix-3 stage before the power-of-two ones).
+FFT_SIZES = [2, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128]
 
 
 def _tolerance(dtype, fft_size):

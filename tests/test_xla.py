@@ -53,6 +53,27 @@ def test_rfft2d_and_irfft2d_under_xla(rng, device, dtype, data_format):
     assert 'custom_call_target="tf_fftconv_irfft2d"' in hlo
 
 
+@pytest.mark.parametrize("fft_size", [6, 12, 24, 48, 96])
+@pytest.mark.parametrize("data_format", ["NCHW", "NHWC"])
+def test_radix3_frames_under_xla(rng, device, fft_size, data_format):
+    """3 * 2^k frames through the custom calls: the same kernels as eagerly, float64 exact."""
+    height, width = fft_size - 3, fft_size - 1
+    shape = (2, 3, height, width) if data_format == "NCHW" else (2, height, width, 3)
+    x = tf.constant(rng.standard_normal(shape))
+
+    def round_trip(x):
+        spectrum = fc.ops.rfft2d(x, fft_size, 2, 1, data_format)
+        return spectrum, fc.ops.irfft2d(spectrum, fft_size, height - 1, width - 2, 3, 1, data_format)
+
+    (spectrum, window), (spectrum_eager, window_eager), compiled = _xla_and_eager(round_trip, x)
+    assert rel_error(spectrum, spectrum_eager) <= SAME_KERNELS
+    assert rel_error(window, window_eager) <= SAME_KERNELS
+    assert rel_error(spectrum, ref.rfft2d(x.numpy(), fft_size, 2, 1, data_format)) <= 1e-12
+    expected = ref.irfft2d(spectrum_eager, fft_size, height - 1, width - 2, 3, 1, data_format)
+    assert rel_error(window, expected) <= 1e-12
+    assert 'custom_call_target="tf_fftconv_rfft2d"' in _hlo(compiled, x)
+
+
 @pytest.mark.parametrize("flags", [{}, {"adjoint_a": True}, {"transpose_b": True},
                                    {"adjoint_a": True, "adjoint_b": True}])
 def test_spectral_matmul_under_xla(rng, device, flags):
@@ -98,10 +119,11 @@ def test_xla_errors_are_the_kernels_errors(device):
     # lowering meets it when XLA compiles for the concrete shapes.
     unknown = [tf.TensorSpec(None, tf.float32)]
     x = tf.zeros([1, 1, 4, 4])
-    bad_size = tf.function(lambda x: fc.ops.rfft2d(x, tf.shape(x)[2] * 3), jit_compile=True,
+    bad_size = tf.function(lambda x: fc.ops.rfft2d(x, tf.shape(x)[2] * 9), jit_compile=True,
                            input_signature=unknown)
     with pytest.raises(tf.errors.InvalidArgumentError,
-                       match="fft_size must be a power of two in \\[2, 128\\], got 12"):
+                       match="fft_size must be a power of two in \\[2, 128\\] or 3 \\* 2\\^k in "
+                             "\\[6, 96\\] .*, got 36"):
         bad_size(x)
     no_fit = tf.function(lambda x: fc.ops.rfft2d(x, 4, offset_h=1), jit_compile=True,
                          input_signature=unknown)

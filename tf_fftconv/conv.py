@@ -34,7 +34,7 @@ from tf_fftconv import geometry as _geometry
 from tf_fftconv import ops
 from tf_fftconv import planning
 from tf_fftconv.geometry import (  # noqa: F401  (conv_geometry: public here, as before)
-    MAX_FFT_SIZE, ConvGeometry, check_padding, conv_geometry)
+    FFT_SIZES, MAX_FFT_SIZE, ConvGeometry, check_padding, conv_geometry)
 from tf_fftconv.ops import invalid_argument as _invalid
 
 _DTYPES = (tf.float32, tf.float64, tf.float16, tf.bfloat16)
@@ -58,7 +58,7 @@ def _optional_int(value, name, smallest):
     return value
 
 
-_FRAME_SIZES = tuple(2 ** i for i in range(1, MAX_FFT_SIZE.bit_length()))   # 2 .. MAX_FFT_SIZE
+_FRAME_SIZES = FFT_SIZES   # every fft_size of the ops, ascending: 2, 4, 6, 8, 12, ... 96, 128
 # float16 weights are multiplied by at most this power of two before their transform (below).
 _MAX_WEIGHT_GAIN = 2 ** 8
 
@@ -81,7 +81,7 @@ def _weight_gain(dtype, fft_size, kernel_size):
 
 
 def _frame_index(fft_size):
-    """Index of a run-time power-of-two ``fft_size`` in ``_FRAME_SIZES``."""
+    """Index of a run-time ``fft_size`` (one of ``_FRAME_SIZES``) in ``_FRAME_SIZES``."""
     return tf.reduce_sum(tf.cast(tf.constant(_FRAME_SIZES, tf.int32) < fft_size, tf.int32))
 
 
@@ -129,8 +129,8 @@ def _run_time_geometry(x, data_format, k_h, k_w, padding):
 
     The sizes are computed in the graph from ``tf.shape(x)``; under XLA they fold to constants
     when the program is compiled for a concrete shape, which is all the ops' size inputs need.
-    The frame is the smallest power of two that is large enough; inputs needing more than
-    ``MAX_FFT_SIZE`` get that op's own error for the frame size they would need.
+    The frame is the smallest allowed size that is large enough (as ``conv_geometry``'s); inputs
+    needing more than ``MAX_FFT_SIZE`` get that op's own error for the frame size they would need.
     """
     padding = check_padding(padding)
     shape = tf.shape(x, out_type=tf.int32)
@@ -141,8 +141,8 @@ def _run_time_geometry(x, data_format, k_h, k_w, padding):
     else:
         out_h, out_w, pad_top, pad_left = in_h, in_w, (k_h - 1) // 2, (k_w - 1) // 2
         need = tf.maximum(in_h + k_h - 1, in_w + k_w - 1)
-    # Powers of two from 2 up to twice the largest frame: the first one >= need.
-    frames = tf.constant([2 ** i for i in range(1, MAX_FFT_SIZE.bit_length() + 1)], tf.int32)
+    # The allowed sizes and then twice the largest frame: the first one >= need.
+    frames = tf.constant(_FRAME_SIZES + (2 * MAX_FFT_SIZE,), tf.int32)
     fft_size = tf.gather(frames, tf.reduce_sum(tf.cast(frames < need, tf.int32)))
     return ConvGeometry(out_h, out_w, pad_top, pad_left, fft_size), (in_h, in_w)
 
@@ -160,8 +160,9 @@ def fft_conv2d(x, w, padding="VALID", data_format="NHWC", fft_size=None, algorit
       w: filters ``[kh, kw, Cin, Cout]``, the same dtype as ``x``, with a static shape.
       padding: "VALID" or "SAME".
       data_format: "NHWC" or "NCHW".
-      fft_size: the FFT frame (a power of two in [2, 128]); an image that does not fit is cut
-        into tiles. Default: chosen by the cost model. Needs a static height and width.
+      fft_size: the FFT frame (a power of two in [2, 128] or 3 * 2^k in [6, 96]); an image
+        that does not fit is cut into tiles. Default: chosen by the cost model. Needs a static
+        height and width.
       algorithm: "auto" (the cost model, or timings from ``tf_fftconv.autotune``, choose per
         shape, device and dtype), "fft" (always the FFT path) or "spatial" (``tf.nn.conv2d``).
         ``fft_size`` or ``tile`` given: the FFT path with them.

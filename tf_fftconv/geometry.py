@@ -21,6 +21,11 @@ from tf_fftconv.ops import invalid_argument as _invalid
 
 # The largest fft_size of the ops: kMaxFftSize in cc/fftconv_params.h (tests/test_conv.py checks).
 MAX_FFT_SIZE = 128
+# Every fft_size the ops take: the powers of two in [2, 128] and 3 * 2^k in [6, 96] (kFftSizes in
+# cc/fftconv_params.h; tests/test_conv.py checks). A 3 * 2^k frame carries one radix-3 stage; it
+# saves bins where a padded image barely overflows a power of two (38 samples: 48 * 25 bins
+# instead of 64 * 33).
+FFT_SIZES = (2, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128)
 # The smallest frame the cost model tiles with: in smaller ones the k - 1 overlap of the tiles
 # outweighs the output (an explicit fft_size may still ask for one).
 SMALLEST_TILE_FFT_SIZE = 8
@@ -36,6 +41,11 @@ def next_power_of_two(n):
     while size < n:
         size *= 2
     return size
+
+
+def next_fft_size(n):
+    """The smallest fft_size >= n; past the largest, the next power of two (for the messages)."""
+    return next((s for s in FFT_SIZES if s >= n), next_power_of_two(n))
 
 
 def check_padding(padding):
@@ -69,16 +79,19 @@ def output_geometry(in_h, in_w, k_h, k_w, padding):
 def conv_geometry(in_h, in_w, k_h, k_w, padding, fft_size=None, max_fft_size=MAX_FFT_SIZE):
     """Output size, padding offsets and FFT frame of a stride-1 convolution in one frame.
 
-    The frame ``S`` is the smallest power of two that holds the padded input and the kernel, so
-    the circular correlation computed by the FFT never wraps around: ``S >= H + pad_total`` and
-    ``S >= k``. ``max_fft_size=None`` lifts the limit of the custom ops and accepts any explicit
-    ``fft_size`` that is large enough (the ``tf.signal`` reference transforms any length).
+    The frame ``S`` is the smallest allowed size (``FFT_SIZES``: a power of two or 3 * 2^k) that
+    holds the padded input and the kernel, so the circular correlation computed by the FFT never
+    wraps around: ``S >= H + pad_total`` and ``S >= k``. (The cost model agrees: a single frame's
+    every op scales with its bins, and the smaller frame has the fewer, even with the radix-3
+    transform's extra work.) ``max_fft_size=None`` lifts the limit of the custom ops and accepts
+    any explicit ``fft_size`` that is large enough (the ``tf.signal`` reference transforms any
+    length).
     Images needing more than the largest frame are what ``tile_geometry`` is for.
     """
     out = output_geometry(in_h, in_w, k_h, k_w, padding)
     need = max(out.need_h, out.need_w)
     if fft_size is None:
-        fft_size = next_power_of_two(need)
+        fft_size = next_fft_size(need)
         if max_fft_size is not None and fft_size > max_fft_size:
             raise _invalid(
                 "input %dx%d with kernel %dx%d (%s) needs a single FFT frame of %d > %d, the "
@@ -95,10 +108,12 @@ def conv_geometry(in_h, in_w, k_h, k_w, padding, fft_size=None, max_fft_size=MAX
 
 
 def check_fft_size(fft_size, max_fft_size=MAX_FFT_SIZE):
-    if max_fft_size is not None and (
-            fft_size < 2 or fft_size > max_fft_size or fft_size & (fft_size - 1)):
-        raise _invalid("fft_size must be a power of two in [2, %d], got %d"
-                       % (max_fft_size, fft_size))
+    """The ops' check (ValidateFftSize in cc/fftconv_shapes.h), with the same message;
+    ``max_fft_size=None`` skips it."""
+    if max_fft_size is not None and fft_size not in FFT_SIZES:
+        raise _invalid("fft_size must be a power of two in [2, %d] or 3 * 2^k in [6, %d] (one of "
+                       "%s), got %d" % (MAX_FFT_SIZE, max(s for s in FFT_SIZES if s % 3 == 0),
+                                        ", ".join(map(str, FFT_SIZES)), fft_size))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -192,7 +207,7 @@ def tile_geometry(in_h, in_w, k_h, k_w, padding, fft_size, tile=None):
 
 def tile_fft_size(tile, k_h, k_w):
     """The smallest frame for an explicit output tile side."""
-    size = next_power_of_two(tile + max(k_h, k_w) - 1)
+    size = next_fft_size(tile + max(k_h, k_w) - 1)
     if size > MAX_FFT_SIZE:
         raise _invalid("tile %d with kernel %dx%d needs a frame of %d > %d, the largest supported"
                        % (tile, k_h, k_w, size, MAX_FFT_SIZE))

@@ -244,11 +244,22 @@ def estimate_spatial(problem, costs):
     return Estimate(3 * per_pass, 0, 0, 3 * flops, 3 * moved)
 
 
+# A 3 * 2^k frame's transform (one radix-3 stage, then radix-2^2 passes) costed as this many times
+# the ``5 S log2 S`` flops per line of a power-of-two frame: a radix-3 butterfly takes about 12
+# real additions and 4 multiplications per point against a radix-2's 3, and its stage cannot be
+# paired into a radix-4 one. A first estimate, not yet measured: timing both kinds of frame with
+# ``python -m tf_fftconv.bench --fft-size N`` (and ``make cpu-kernel-check``'s timer) replaces it.
+RADIX3_TRANSFORM_FACTOR = 1.25
+
+
 def _transform_flops(fft_size, rows):
     """Arithmetic of one frame's rfft2d or irfft2d with ``rows`` image rows (the rest zeros, or
     cropped): ``rows / 2`` row FFTs (two real rows per complex FFT) and ``S/2 + 1`` column FFTs,
-    each ``5 S log2 S``, as the CPU kernels do them."""
-    return 5.0 * fft_size * math.log2(fft_size) * (min(rows, fft_size) / 2 + fft_size / 2 + 1)
+    each ``5 S log2 S`` (times ``RADIX3_TRANSFORM_FACTOR`` for ``S = 3 * 2^k``), as the CPU
+    kernels do them."""
+    factor = RADIX3_TRANSFORM_FACTOR if fft_size % 3 == 0 else 1.0
+    return (factor * 5.0 * fft_size * math.log2(fft_size)
+            * (min(rows, fft_size) / 2 + fft_size / 2 + 1))
 
 
 def estimate_fft(problem, config, costs):
@@ -383,11 +394,12 @@ def _fft_configs(problem, fft_size=None, tile=None):
         sizes = [geometry.tile_fft_size(tile, problem.k_h, problem.k_w)]
     else:
         # From the smallest tiling frame (or the single frame of a tiny image) to the single frame.
-        single = geometry.next_power_of_two(max(out.need_h, out.need_w))
-        smallest = max(geometry.next_power_of_two(max(problem.k_h, problem.k_w, 2)),
+        # Every allowed size, powers of two and 3 * 2^k alike, as single frames and as tiles.
+        single = geometry.next_fft_size(max(out.need_h, out.need_w))
+        smallest = max(geometry.next_fft_size(max(problem.k_h, problem.k_w, 2)),
                        min(geometry.SMALLEST_TILE_FFT_SIZE, single))
         largest = min(single, geometry.MAX_FFT_SIZE)
-        sizes = [s for s in (2 ** i for i in range(1, 8)) if smallest <= s <= largest]
+        sizes = [s for s in geometry.FFT_SIZES if smallest <= s <= largest]
     configs = []
     for size in sizes:
         tiles = geometry.tile_geometry(problem.in_h, problem.in_w, problem.k_h, problem.k_w,

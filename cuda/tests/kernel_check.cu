@@ -328,9 +328,10 @@ void RandomBatch(int S, bool quick, int* batch, int* channels) {
   }
 }
 
+// Every FFT size of the package: the powers of two and 3 * 2^k (fftconv::kFftSizes).
 template <typename T>
 void FftSuite(bool quick, const char* tag) {
-  for (int S = fftconv::kMinFftSize; S <= fftconv::kMaxFftSize; S *= 2) {
+  for (const int S : fftconv::kFftSizes) {
     const int reps = quick ? 1 : (S >= 128 ? 2 : 4);
     for (int nhwc = 0; nhwc < 2; ++nhwc) {
       for (int rep = 0; rep < reps; ++rep) {
@@ -563,7 +564,7 @@ void CheckMatmulHalf(const SpectralMatmulParams& p, const char* path) {
 // mean-normalised float16 spectrum in the subnormal range, which is not what this checks.
 template <typename H>
 void HalfFftSuite(bool quick, const char* tag) {
-  for (int S = fftconv::kMinFftSize; S <= fftconv::kMaxFftSize; S *= 2) {
+  for (const int S : fftconv::kFftSizes) {
     const int reps = quick ? 1 : 3;
     for (int nhwc = 0; nhwc < 2; ++nhwc) {
       for (int rep = 0; rep < reps; ++rep) {
@@ -751,6 +752,13 @@ void FftTimingSuite() {
   TimeIrfft(128, 96, 32, 32, 32, false);
   TimeIrfft(128, 64, 16, 16, 16, false);
   TimeIrfft(128, 32, 56, 56, 64, false);
+  // Mathieu's layer with SAME padding (32 + 7 - 1 = 38 samples): a 48 frame against a 64 one.
+  TimeRfft(128, 96, 32, 32, 48, false);
+  TimeRfft(128, 96, 32, 32, 48, true);
+  TimeRfft(128, 96, 32, 32, 64, true);
+  TimeIrfft(128, 256, 32, 32, 48, true);
+  TimeIrfft(128, 256, 32, 32, 64, true);
+  TimeRfft(128, 32, 56, 56, 96, false);
 }
 
 // One launch of each main kernel (for a profiler run).

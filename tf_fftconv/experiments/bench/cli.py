@@ -8,6 +8,8 @@ tf_fftconv.fft_conv2d (the FFT path, and algorithm="auto"), in one run.
                                                       # Keras train steps of a small convnet
     python -m tf_fftconv.bench --cases grid --modes train --impl conv2d,fft,auto
                                                       # where auto must hold up (issue 10)
+    python -m tf_fftconv.bench --cases 128:96:256:32:7:same --modes train --impl conv2d,fft \
+        --fft-size 48                                 # force the fft frame
 
 Prints the table; writes the JSON report (--json) and the plot (--plot) only when asked to.
 """
@@ -25,6 +27,7 @@ import tensorflow as tf
 from tf_fftconv._loader import load_library
 from tf_fftconv.experiments import environment
 from tf_fftconv.experiments.bench import measure
+from tf_fftconv.geometry import FFT_SIZES
 from tf_fftconv.experiments.bench.report import Progress, format_report, write_plot
 
 SCHEMA = "tf_fftconv.bench/1"
@@ -95,6 +98,10 @@ def parse_args(argv=None):
     parser.add_argument("--model-batch", type=int, default=None,
                         help="batch of the --model steps (default: the model's own; a small batch "
                              "shows what a step costs the host)")
+    parser.add_argument("--fft-size", type=int, default=None, metavar="N",
+                        help="force the frame of the fft implementation (an fft_size of the ops: "
+                             "a power of two in [2, 128] or 3 * 2^k in [6, 96]); default: the "
+                             "cost model's. auto is not affected")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     args = parser.parse_args(argv)
     args.command = " ".join(["python -m tf_fftconv.bench"]
@@ -113,6 +120,8 @@ def parse_args(argv=None):
                              + ", ".join(sorted(measure.MODEL_CASES)))
         if args.model_batch is not None and (args.model is None or args.model_batch < 1):
             raise ValueError("--model-batch needs --model and a batch >= 1")
+        if args.fft_size is not None and args.fft_size not in FFT_SIZES:
+            raise ValueError("--fft-size must be one of " + ", ".join(map(str, FFT_SIZES)))
     except ValueError as error:
         parser.error(str(error))
     args.repeats = args.repeats if args.repeats is not None else (3 if args.quick else 20)
@@ -168,6 +177,7 @@ def run(args):
             "data_format": args.data_format,
             "dtype": args.dtype,
             "xla": args.xla,
+            "fft_size": args.fft_size,
             "model": args.model,
             "model_batch": args.model_batch,
             "ops": args.ops,
@@ -200,11 +210,11 @@ def run(args):
                     data_format=args.data_format, input_sets=args.input_sets,
                     warmup=args.warmup, repeats=args.repeats, calls=args.iters,
                     jit_compile=args.xla, unavailable=unavailable, status=progress.status,
-                    dtype=tf.as_dtype(args.dtype))
+                    dtype=tf.as_dtype(args.dtype), fft_size=args.fft_size)
                 if with_floors and mode == "train":
                     with tf.device(args.device):
                         moved = measure.fft_bytes_moved(case, args.data_format,
-                                                        tf.as_dtype(args.dtype))
+                                                        tf.as_dtype(args.dtype), args.fft_size)
                     measure.add_floor(record, moved, report["copy_bandwidth_bytes_per_s"])
                 report["results"].append(record)
                 progress.advance()
@@ -212,7 +222,8 @@ def run(args):
                 report.setdefault("fft_ops", []).append(measure.run_fft_ops(
                     case, device=args.device, generator=generator, data_format=args.data_format,
                     input_sets=args.input_sets, warmup=args.warmup, repeats=args.repeats,
-                    calls=args.iters, status=progress.status, dtype=tf.as_dtype(args.dtype)))
+                    calls=args.iters, status=progress.status, dtype=tf.as_dtype(args.dtype),
+                    fft_size=args.fft_size))
                 progress.advance()
         if args.model is not None:
             model_impls = [impl for impl in ("conv2d", "fft", "auto")

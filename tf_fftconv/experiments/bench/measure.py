@@ -196,12 +196,16 @@ def summarize(samples, calls):
 # ---------------------------------------------------------------------------------------------
 # The implementations and the timed steps.
 
-def conv_function(impl, padding, data_format):
+def conv_function(impl, padding, data_format, fft_size=None):
+    """The timed convolution of `impl`; `fft_size` forces the frame of the "fft" one."""
     if impl == "conv2d":
         return lambda x, w: tf.nn.conv2d(x, w, strides=1, padding=padding, data_format=data_format)
     if impl == "signal":
         return lambda x, w: signal_fft_conv2d(x, w, padding=padding, data_format=data_format)
-    if impl in ("fft", "auto"):
+    if impl == "fft":
+        return lambda x, w: fft_conv2d(x, w, padding=padding, data_format=data_format,
+                                       algorithm=impl, fft_size=fft_size)
+    if impl == "auto":
         return lambda x, w: fft_conv2d(x, w, padding=padding, data_format=data_format,
                                        algorithm=impl)
     raise ValueError(impl)
@@ -222,10 +226,11 @@ def auto_plan(case, data_format, dtype=tf.float32):
     return {"label": made.label, "source": made.source}
 
 
-def fft_bytes_moved(case, data_format, dtype=tf.float32):
+def fft_bytes_moved(case, data_format, dtype=tf.float32, fft_size=None):
     """Bytes the FFT path's train step moves (each op reading its inputs once and writing its
-    outputs once: the cost model's count for the plan algorithm="fft" follows on this device)."""
-    made = planning.plan(_problem(case, data_format, dtype), "fft")
+    outputs once: the cost model's count for the plan algorithm="fft" follows on this device,
+    in `fft_size` frames when given)."""
+    made = planning.plan(_problem(case, data_format, dtype), "fft", fft_size)
     return made.candidate(made.label).estimate.bytes_moved
 
 
@@ -323,11 +328,11 @@ def first_line(error):
 
 def run_case(case, mode, impls, *, device, generator, data_format, input_sets, warmup, repeats,
              calls, jit_compile=False, unavailable=None, status=lambda text: None,
-             dtype=tf.float32):
+             dtype=tf.float32, fft_size=None):
     """Times every implementation on one case and mode; returns the JSON record.
 
     `unavailable` maps an implementation that cannot run here to the reason (recorded as skipped);
-    `status` is told what is being measured.
+    `status` is told what is being measured; `fft_size` forces the "fft" implementation's frame.
     """
     unavailable = unavailable or {}
     record = {"case": {**dataclasses.asdict(case), "name": case.name, "spec": case.spec,
@@ -342,7 +347,8 @@ def run_case(case, mode, impls, *, device, generator, data_format, input_sets, w
             if impl in unavailable:
                 record["skipped"][impl] = unavailable[impl]
                 continue
-            step = make_step(conv_function(impl, case.padding, data_format), mode, jit_compile)
+            step = make_step(conv_function(impl, case.padding, data_format, fft_size), mode,
+                             jit_compile)
             try:
                 if impl == "auto":
                     record["auto_plan"] = auto_plan(case, data_format, dtype)
@@ -381,15 +387,16 @@ def run_case(case, mode, impls, *, device, generator, data_format, input_sets, w
 # ---------------------------------------------------------------------------------------------
 # The fft train step op by op: where its time goes.
 
-def fft_op_steps(case, data_format):
+def fft_op_steps(case, data_format, fft_size=None):
     """The ops of fft_conv2d's train step (tf_fftconv/conv.py) in one frame, the smallest that
-    holds the padded image (the path `fft_size=` of that size forces), each alone.
+    holds the padded image or `fft_size` (the path `fft_size=` of that size forces), each alone.
 
     Returns (steps, arguments): `steps` maps each op's name to a tf.function of the tensors it reads;
     `arguments(x, w, dy)` computes every op's arguments from one input set with the same ops.
     tests/test_bench.py checks that composing them gives fft_conv2d's y, dx and dw.
     """
-    geometry = conv_geometry(case.size, case.size, case.kernel, case.kernel, case.padding)
+    geometry = conv_geometry(case.size, case.size, case.kernel, case.kernel, case.padding,
+                             fft_size)
     size, top, left, k = geometry.fft_size, geometry.pad_top, geometry.pad_left, case.kernel
     # The weight spectrum and the products as fft_conv2d makes them (for half precision: the
     # float16 weight gain and alpha; for float32 plain rfft2d and spectral_matmul).
@@ -421,12 +428,13 @@ def fft_op_steps(case, data_format):
 
 
 def run_fft_ops(case, *, device, generator, data_format, input_sets, warmup, repeats, calls,
-                status=lambda text: None, dtype=tf.float32):
-    """Times each op of the fft train step alone on `case`; returns the JSON record."""
+                status=lambda text: None, dtype=tf.float32, fft_size=None):
+    """Times each op of the fft train step alone on `case` (in `fft_size` frames when given: one
+    frame must then hold the padded image); returns the JSON record."""
     record = {"case": {**dataclasses.asdict(case), "name": case.name, "spec": case.spec,
                        "out_size": case.out_size}, "timings": {}}
     with tf.device(device):
-        steps, arguments = fft_op_steps(case, data_format)
+        steps, arguments = fft_op_steps(case, data_format, fft_size)
         per_set = [arguments(*inputs)
                    for inputs in make_inputs(case, data_format, input_sets, generator, dtype)]
         for name, step in steps.items():
