@@ -147,7 +147,7 @@ def test_tiling_beats_the_single_frame_by_the_model(rng):
         single = next(c for c in found if not c.config.tiles.tiled and c.config.memory == "keep")
         assert single.config.tiles.fft_size == 96
         assert found[0].config.tiles.tiled
-        assert found[0].estimate.time_s < 0.6 * single.estimate.time_s, device
+        assert found[0].estimate.time_s < 0.7 * single.estimate.time_s, device
         forced = planning.candidates(problem, "fft", fft_size=128)[0]   # the 128 frame
         assert found[0].estimate.time_s < 0.5 * forced.estimate.time_s, device
     chosen = planning.plan(planning.make_problem((8, 64, 64, 16), (3, 3, 16, 16), "SAME"), "fft")

@@ -12,10 +12,12 @@ header() {
   echo "# $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | head -1)"
   echo "# $(date -u '+%Y-%m-%d %H:%M:%S UTC')  $(nvcc --version 2>/dev/null | tail -1)"
 }
-make kernel-check DEV_ARCH="${DEV_ARCH:-90}" 2>&1 | tail -20
+# SKIP_BUILD=1 runs the build/kernel_check that is there (built elsewhere and copied here).
+[ "${SKIP_BUILD:-0}" = 1 ] || make kernel-check DEV_ARCH="${DEV_ARCH:-90}" 2>&1 | tail -20
 SEED="${SEED:-$(date +%s)}"
 { header; timeout "${CHECK_TIMEOUT:-150}" build/kernel_check --seed "$SEED"; echo "exit status: $?"; } 2>&1 | tee "$OUT/kernel_check.log" | grep -E "FAIL|SUMMARY|exit status|device:" | head -60
 { header; timeout "${TIME_TIMEOUT:-60}" build/kernel_check --time --seed "$SEED"; echo "exit status: $?"; } 2>&1 | tee "$OUT/timing.log"
+{ header; timeout "${CHECK_TIMEOUT:-150}" build/kernel_check --half --seed "$SEED"; echo "exit status: $?"; } 2>&1 | tee "$OUT/kernel_check_half.log" | grep -E "FAIL|SUMMARY|exit status" | head -30
 {
   header
   for tool in memcheck racecheck synccheck; do
