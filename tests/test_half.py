@@ -291,11 +291,14 @@ def test_fft_conv2d_float16_at_the_edges_of_the_range_within_twice_conv2d(reques
                                                                         scale):
     """The error stays within twice conv2d's. A known miss on the GPU, where cuDNN rounds once
     (float32 accumulation) and the FFT path four times (X, W and the product spectrum, then y):
-    measured 2.2-2.3x (benchmarks/NOTES.md, "Half precision")."""
+    2.2-2.3x measured on random draws (benchmarks/NOTES.md, "Half precision")."""
     if device == "/GPU:0":
-        request.applymarker(pytest.mark.xfail(strict=True, reason=(
-            "float16 spectra: 2.2-2.3x cuDNN's error at the edges of the range")))
-        rng = np.random.default_rng(20261130)   # fixed, so that the known miss is not flaky
+        # Fixed inputs on the GPU, where the ratio is near 2 and depends on the draw: at this seed
+        # the large inputs pass and the small ones miss.
+        rng = np.random.default_rng(20261130)
+        if scale < 1:
+            request.applymarker(pytest.mark.xfail(strict=True, reason=(
+                "float16 spectra: above 2x cuDNN's error for small inputs")))
     errors = _edge_of_range_errors(rng, scale)
     for ours, theirs, what in zip(errors["fft"], errors["conv2d"], ("y", "dx", "dw")):
         assert ours <= 2 * theirs, (what, ours, theirs)

@@ -434,7 +434,8 @@ def test_keras_model_of_auto_layers_under_xla(rng):
 @pytest.mark.gpu
 def test_a_real_out_of_memory_on_the_gpu_falls_back_and_training_goes_on():
     # A process whose GPU has 2 GiB: the batch is chosen so that the fastest FFT plan's spectra
-    # (kept between the passes) cannot fit, while the recomputing plan's fit easily. Eagerly, the
+    # (kept between the passes) cannot fit, while the recomputing plan's fit easily. The frame is
+    # pinned at 64 (a 48 frame would need twice the batch, whose activations alone fill 2 GiB). Eagerly, the
     # allocator's refusal must switch the layer to a smaller plan, and fit must go on training.
     code = """
         import numpy as np, tensorflow as tf
@@ -447,7 +448,7 @@ def test_a_real_out_of_memory_on_the_gpu_falls_back_and_training_goes_on():
 
         def workspaces(batch):
             problem = planning.make_problem((batch, 32, 32, 64), (7, 7, 64, 64), "SAME")
-            found = planning.candidates(problem, "fft")
+            found = planning.candidates(problem, "fft", fft_size=64)
             keep = [c.estimate.workspace_bytes for c in found if c.config.memory == "keep"]
             recompute = [c.estimate.workspace_bytes for c in found
                          if c.config.memory == "recompute"]
@@ -461,7 +462,7 @@ def test_a_real_out_of_memory_on_the_gpu_falls_back_and_training_goes_on():
         x = rng.standard_normal((batch, 32, 32, 64)).astype("float32")
         y = (x[:, :, :, 0].mean(axis=(1, 2)) > 0).astype("int32")
         model = keras.Sequential([keras.Input((32, 32, 64)),
-                                  fc.FFTConv2D(64, 7, padding="same", algorithm="fft"),
+                                  fc.FFTConv2D(64, 7, padding="same", algorithm="fft", fft_size=64),
                                   keras.layers.GlobalAveragePooling2D(), keras.layers.Dense(2)])
         model.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True),
                       run_eagerly=True)

@@ -8,8 +8,8 @@ package's wrappers do).
 
     python3 tools/concurrency_probe.py [--device /GPU:0] [--threads 4] [--calls 600] [--host-sizes]
 
-Prints one line per op kind (wrong results of calls) and the first few wrong calls; exit status 1
-when any call went wrong.
+Prints one line per op kind (wrong shapes and refusals of valid calls) and the first few wrong
+calls; exit status 1 when any call went wrong.
 """
 
 import argparse
@@ -35,30 +35,36 @@ def worker(seed, device, calls, host_sizes):
     rng = np.random.default_rng(seed)
     library = fc.load_library()
     wrong = []
+
+    def check(kind, size_asked, call, expected_shape):
+        """Runs call(); a wrong shape or a refusal is counted for `kind` (a refusal carrying
+        another call's message is how crossed statuses show)."""
+        try:
+            result = call()
+        except tf.errors.InvalidArgumentError as error:
+            wrong.append(("refused", kind, size_asked, str(error).splitlines()[0][:200]))
+            return None
+        if tuple(result.shape) != expected_shape:
+            wrong.append((kind, size_asked, tuple(result.shape)))
+            return None
+        return result
+
     with tf.device(device):
         for _ in range(calls):
             n = int(rng.integers(1, 64))
-            y = tf.raw_ops.Fill(dims=[n, 3], value=1.0)
-            if tuple(y.shape) != (n, 3):
-                wrong.append(("Fill", n, tuple(y.shape)))
-            r = tf.raw_ops.Range(start=size(0.0, host_sizes, tf.float32),
-                                 limit=size(float(n), host_sizes, tf.float32),
-                                 delta=size(1.0, host_sizes, tf.float32))
-            if tuple(r.shape) != (n,):
-                wrong.append(("Range", n, tuple(r.shape)))
+            check("Fill", n, lambda: tf.raw_ops.Fill(dims=[n, 3], value=1.0), (n, 3))
+            check("Range", n, lambda: tf.raw_ops.Range(
+                start=size(0.0, host_sizes, tf.float32), limit=size(float(n), host_sizes,
+                                                                    tf.float32),
+                delta=size(1.0, host_sizes, tf.float32)), (n,))
             s = int(2 ** rng.integers(1, 6))
             x = tf.ones([1, 1, s, s])
-            try:
-                spectrum = library.fftconv_rfft2d(x=x, fft_size=size(s, host_sizes))
-                if spectrum.shape[0] != s * (s // 2 + 1):
-                    wrong.append(("FftconvRfft2d", s, tuple(spectrum.shape)))
-                    continue
-                out = library.fftconv_irfft2d(spectrum=spectrum, fft_size=size(s, host_sizes),
-                                              out_h=size(s, host_sizes), out_w=size(s, host_sizes))
-                if tuple(out.shape) != (1, 1, s, s):
-                    wrong.append(("FftconvIrfft2d", s, tuple(out.shape)))
-            except tf.errors.InvalidArgumentError as error:
-                wrong.append(("refused", s, str(error).splitlines()[0][:200]))
+            spectrum = check("FftconvRfft2d", s, lambda: library.fftconv_rfft2d(
+                x=x, fft_size=size(s, host_sizes)), (s * (s // 2 + 1), 1, 1))
+            if spectrum is not None:
+                check("FftconvIrfft2d", s, lambda: library.fftconv_irfft2d(
+                    spectrum=spectrum, fft_size=size(s, host_sizes), out_h=size(s, host_sizes),
+                    out_w=size(s, host_sizes)), (1, 1, s, s))
     return wrong
 
 
@@ -74,12 +80,14 @@ def main(argv=None):
         results = list(pool.map(lambda seed: worker(seed, args.device, args.calls,
                                                     args.host_sizes), range(args.threads)))
     wrong = [entry for result in results for entry in result]
-    counts = collections.Counter(entry[0] for entry in wrong)
+    counts = collections.Counter(entry[0] if entry[0] != "refused" else "refused " + entry[1]
+                                 for entry in wrong)
     total = args.threads * args.calls
     print(f"{args.threads} threads x {args.calls} calls on {args.device}, sizes "
           f"{'made on the host' if args.host_sizes else 'as Python numbers'}:")
-    for kind in ("Fill", "Range", "FftconvRfft2d", "FftconvIrfft2d", "refused"):
-        print(f"  {kind:15s} {counts.get(kind, 0)} wrong of {total}")
+    for kind in ("Fill", "Range", "FftconvRfft2d", "FftconvIrfft2d"):
+        print(f"  {kind:15s} {counts.get(kind, 0)} wrong shapes, "
+              f"{counts.get('refused ' + kind, 0)} refused, of {total}")
     for entry in wrong[:8]:
         print("   ", entry)
     return 1 if wrong else 0
