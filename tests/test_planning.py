@@ -317,9 +317,8 @@ def test_allocator_refusal_in_eager_mode_falls_back(rng, monkeypatch):
     assert made.algorithm == "spatial" and rel_error(y.numpy(), expected) <= 1e-12
 
 
-def test_an_active_tape_keeps_no_spectra_in_recompute_mode(rng, monkeypatch):
-    """Eagerly under a GradientTape, the recomputing plan's forward spectra are not kept: the
-    backward pass makes its own (the tape would otherwise hold every piece's until it is done)."""
+def _record_spectra(monkeypatch):
+    """A list that receives a weak reference to every spectrum `conv`'s rfft2d makes from now on."""
     import weakref  # noqa: PLC0415
 
     made = []
@@ -331,6 +330,13 @@ def test_an_active_tape_keeps_no_spectra_in_recompute_mode(rng, monkeypatch):
         return spectrum
 
     monkeypatch.setattr(conv.ops, "rfft2d", rfft2d)
+    return made
+
+
+def test_an_active_tape_keeps_no_spectra_in_recompute_mode(rng, monkeypatch):
+    """Eagerly under a GradientTape, the recomputing plan's forward spectra are not kept: the
+    backward pass makes its own (the tape would otherwise hold every piece's until it is done)."""
+    made = _record_spectra(monkeypatch)
     x = tf.constant(rng.standard_normal((4, 12, 12, 3)))
     w = tf.Variable(rng.standard_normal((5, 5, 3, 2)))
     expected = tf.nn.conv2d(x, w, 1, "SAME").numpy()
@@ -348,15 +354,8 @@ def test_a_refused_keep_attempt_leaves_no_spectra_on_an_active_tape(rng, monkeyp
     """Eagerly under a GradientTape, an allocator refusal in the middle of the keeping plan's
     forward pass frees that attempt's spectra before the lower-memory plan runs (the tape must not
     hold them), and the gradients and second-order gradients stay right."""
-    import weakref  # noqa: PLC0415
-
-    made, refused_after = [], []
-    real_rfft2d, real_irfft2d = conv.ops.rfft2d, conv.ops.irfft2d
-
-    def rfft2d(*args, **kwargs):
-        spectrum = real_rfft2d(*args, **kwargs)
-        made.append(weakref.ref(spectrum))
-        return spectrum
+    made, refused_after = _record_spectra(monkeypatch), []
+    real_irfft2d = conv.ops.irfft2d
 
     def irfft2d(*args, **kwargs):
         if not refused_after:             # the keeping plan's inverse: X and W exist by now
@@ -364,7 +363,6 @@ def test_a_refused_keep_attempt_leaves_no_spectra_on_an_active_tape(rng, monkeyp
             raise tf.errors.ResourceExhaustedError(None, None, "out of memory")
         return real_irfft2d(*args, **kwargs)
 
-    monkeypatch.setattr(conv.ops, "rfft2d", rfft2d)
     monkeypatch.setattr(conv.ops, "irfft2d", irfft2d)
     x = tf.constant(rng.standard_normal((3, 13, 11, 2)))
     w = tf.Variable(rng.standard_normal((5, 3, 2, 4)))
@@ -381,17 +379,7 @@ def test_keep_mode_holds_only_its_own_spectra_on_an_active_tape(rng, monkeypatch
     """Eagerly in mode "keep", a tape holds the forward's X and W (for the backward pass), none of
     the ops' other results; a (non-persistent) tape frees them with its gradient, as it frees the
     backward pass's own spectra."""
-    import weakref  # noqa: PLC0415
-
-    made = []
-    real_rfft2d = conv.ops.rfft2d
-
-    def rfft2d(*args, **kwargs):
-        spectrum = real_rfft2d(*args, **kwargs)
-        made.append(weakref.ref(spectrum))
-        return spectrum
-
-    monkeypatch.setattr(conv.ops, "rfft2d", rfft2d)
+    made = _record_spectra(monkeypatch)
     x = tf.constant(rng.standard_normal((3, 12, 12, 2)))
     w = tf.Variable(rng.standard_normal((5, 5, 2, 4)))
     with tf.GradientTape() as tape:
