@@ -58,7 +58,6 @@ def _optional_int(value, name, smallest):
     return value
 
 
-_FRAME_SIZES = FFT_SIZES   # every fft_size of the ops, ascending: 2, 4, 6, 8, 12, ... 96, 128
 # float16 weights are multiplied by at most this power of two before their transform (below).
 _MAX_WEIGHT_GAIN = 2 ** 8
 
@@ -81,8 +80,8 @@ def _weight_gain(dtype, fft_size, kernel_size):
 
 
 def _frame_index(fft_size):
-    """Index of a run-time ``fft_size`` (one of ``_FRAME_SIZES``) in ``_FRAME_SIZES``."""
-    return tf.reduce_sum(tf.cast(tf.constant(_FRAME_SIZES, tf.int32) < fft_size, tf.int32))
+    """Index of a run-time ``fft_size`` in ``FFT_SIZES`` (every fft_size of the ops, ascending)."""
+    return tf.reduce_sum(tf.cast(tf.constant(FFT_SIZES, tf.int32) < fft_size, tf.int32))
 
 
 def _static_size(fft_size):
@@ -99,7 +98,7 @@ def _weight_spectrum(w, fft_size, kernel_size):
     if size is not None:
         gain = tf.constant(_weight_gain(w.dtype, size, kernel_size), w.dtype)
     else:
-        gains = [_weight_gain(w.dtype, s, kernel_size) for s in _FRAME_SIZES]
+        gains = [_weight_gain(w.dtype, s, kernel_size) for s in FFT_SIZES]
         gain = tf.gather(tf.constant(gains, w.dtype), _frame_index(fft_size))
     return ops.rfft2d(w * gain, fft_size)
 
@@ -121,7 +120,7 @@ def _spectral_product(a, b, fft_size, kernel_size=None, **flags):
         return ops.spectral_matmul(a, b, alpha=alpha(size), **flags)
     return tf.switch_case(_frame_index(fft_size), [
         (lambda size=size: ops.spectral_matmul(a, b, alpha=alpha(size), **flags))
-        for size in _FRAME_SIZES])
+        for size in FFT_SIZES])
 
 
 def _run_time_geometry(x, data_format, k_h, k_w, padding):
@@ -142,7 +141,7 @@ def _run_time_geometry(x, data_format, k_h, k_w, padding):
         out_h, out_w, pad_top, pad_left = in_h, in_w, (k_h - 1) // 2, (k_w - 1) // 2
         need = tf.maximum(in_h + k_h - 1, in_w + k_w - 1)
     # The allowed sizes and then twice the largest frame: the first one >= need.
-    frames = tf.constant(_FRAME_SIZES + (2 * MAX_FFT_SIZE,), tf.int32)
+    frames = tf.constant(FFT_SIZES + (2 * MAX_FFT_SIZE,), tf.int32)
     fft_size = tf.gather(frames, tf.reduce_sum(tf.cast(frames < need, tf.int32)))
     return ConvGeometry(out_h, out_w, pad_top, pad_left, fft_size), (in_h, in_w)
 

@@ -247,8 +247,10 @@ def estimate_spatial(problem, costs):
 # A 3 * 2^k frame's transform (one radix-3 stage, then radix-2^2 passes) costed as this many times
 # the ``5 S log2 S`` flops per line of a power-of-two frame: a radix-3 butterfly takes about 12
 # real additions and 4 multiplications per point against a radix-2's 3, and its stage cannot be
-# paired into a radix-4 one. A first estimate, not yet measured: timing both kinds of frame with
-# ``python -m tf_fftconv.bench --fft-size N`` (and ``make cpu-kernel-check``'s timer) replaces it.
+# paired into a radix-4 one. A first estimate: on the H200, where the transforms are bound by
+# bandwidth, the S = 48 estimate of Mathieu's SAME layer came within 10% of the measurement
+# (benchmarks/NOTES.md, "3 * 2^k frames"); not timed on a CPU yet (``python -m tf_fftconv.bench
+# --fft-size N`` and ``make cpu-kernel-check``'s timer would refit it).
 RADIX3_TRANSFORM_FACTOR = 1.25
 
 

@@ -119,12 +119,13 @@ for step in $steps; do
         --json "$WORK/half_accuracy.json" 2>&1 | tee "$WORK/half_accuracy.log" | tail -16 ;;
     frames)
       log "frames: Mathieu's layer with SAME padding, S = 48 against S = 64"
+      frame_cases=${FRAME_CASES:-128:96:256:32:7:same,128:96:256:32:5:same}
       for size in 48 64; do
-        timeout 150 python3 -m tf_fftconv.bench --cases "${FRAME_CASES:-128:96:256:32:7:same,128:96:256:32:5:same}" \
+        timeout 150 python3 -m tf_fftconv.bench --cases "$frame_cases" \
           --modes forward,train --impl conv2d,fft --fft-size $size --json "$WORK/bench_frames_$size.json" \
           --no-progress 2>&1 | tee "$WORK/bench_frames_$size.log" | tail -8
       done
-      timeout 150 python3 -m tf_fftconv.bench --cases "${FRAME_CASES:-128:96:256:32:7:same,128:96:256:32:5:same}" \
+      timeout 150 python3 -m tf_fftconv.bench --cases "$frame_cases" \
         --modes train --impl conv2d,auto --json "$WORK/bench_frames_auto.json" --no-progress 2>&1 \
         | tee "$WORK/bench_frames_auto.log" | tail -6 ;;
     grid)
