@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from tf_fftconv import planning
 from tf_fftconv.conv import conv_geometry, fft_conv2d
 from tf_fftconv.experiments import environment
 from tf_fftconv.experiments.bench import cli, measure
@@ -41,7 +42,7 @@ def check_report(report, cases, modes, repeats):
     assert isinstance(env["tf32_enabled"], bool)
     assert isinstance(env["git_commit"], str) and env["git_commit"]
     settings = report["settings"]
-    assert settings["impls"] == list(measure.IMPLS)
+    assert settings["impls"] == list(measure.DEFAULT_IMPLS)
     assert settings["modes"] == modes
     assert settings["repeats"] == repeats
     assert settings["cases"] == [case.spec for case in measure.parse_cases(cases)]
@@ -321,3 +322,29 @@ def test_train_cases_carry_the_fft_floor(tmp_path):
                         1e3 * floor["bytes_moved"] / report["copy_bandwidth_bytes_per_s"])
     assert math.isclose(floor["percent_of_floor"],
                         100 * floor["floor_ms"] / train["timings"]["fft"]["median_ms"])
+
+
+def test_tuned_times_the_candidates_and_leaves_auto_to_the_model(tmp_path, capsys):
+    """"tuned" is auto after tf_fftconv.autotune: its plan comes from timings on the device, and
+    the timings are forgotten afterwards, so "auto" of the next mode still plans from the model."""
+    json_path = tmp_path / "bench.json"
+    argv = ["--cases", "2:3:4:12:5", "--modes", "train,forward", "--impl", "conv2d,fft,auto,tuned",
+            "--repeats", "2", "--warmup", "3", "--iters", "1", "--device", "cpu",
+            "--no-progress", "--json", str(json_path)]
+    assert cli.main(argv) == 0
+    assert "tuned/best" in capsys.readouterr().out
+    report = json.loads(json_path.read_text())
+    assert report["settings"]["impls"] == ["conv2d", "fft", "auto", "tuned"]
+    for record in report["results"]:
+        assert record["auto_plan"]["source"] == "the cost model"
+        tuned = record["tuned_plan"]
+        assert tuned["source"].startswith("timing on this device")
+        assert "spatial" in tuned["timings_ms"] and len(tuned["timings_ms"]) >= 2
+        assert all(positive(ms) for ms in tuned["timings_ms"].values())
+        # The label it ran is the fastest it timed.
+        assert tuned["label"] == min(tuned["timings_ms"], key=tuned["timings_ms"].get)
+        best = min(record["timings"][impl]["median_ms"] for impl in ("conv2d", "fft"))
+        assert record["ratios"]["tuned/best"] == pytest.approx(
+            record["timings"]["tuned"]["median_ms"] / best)
+    assert not planning.cached_timings(planning.make_problem(
+        (2, 12, 12, 3), (5, 5, 3, 4), "VALID", "NHWC", "float32"))

@@ -19,7 +19,8 @@
 #   half               the float16 / bfloat16 kernel check and benchmark
 #   half-accuracy      float16 / bfloat16 errors on a trained LeNet's activations, ours and conv2d's
 #   mixed              the reproduction under mixed_float16
-#   grid               the benchmark's grid (conv2d, the FFT path, auto; issue 10's cases)
+#   grid               the benchmark's grid (conv2d, the FFT path, auto, auto after timing; issue
+#                      10's cases); GRID_CASES and GRID_IMPLS choose others
 #   frames             frames of 3 * 2^k: Mathieu's SAME layer in 48 and 64 frames, and auto
 #   concurrency        tools/concurrency_probe.py: concurrent eager calls of the raw ops
 # On a host with two GPUs the tests include MirroredStrategy. Logs go to
@@ -130,8 +131,8 @@ for step in $steps; do
         | tee "$WORK/bench_frames_auto.log" | tail -6 ;;
     grid)
       log "bench --cases grid"
-      timeout 580 python3 -m tf_fftconv.bench --cases grid --modes train --impl conv2d,fft,auto \
-        --json "$WORK/grid.json" --no-progress 2>&1 | tee "$WORK/grid.log" | tail -50 ;;
+      timeout 580 python3 -m tf_fftconv.bench --cases "${GRID_CASES:-grid}" --modes train \
+        --impl "${GRID_IMPLS:-conv2d,fft,auto,tuned}" --json "$WORK/grid.json" --no-progress 2>&1 | tee "$WORK/grid.log" | tail -50 ;;
     mixed)
       log "reproduce --precision mixed_float16"
       timeout 400 python3 -m tf_fftconv.reproduce --dataset "idx:${DATA_DIR:-.data/fashion-mnist}" \

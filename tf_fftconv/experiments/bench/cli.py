@@ -50,7 +50,7 @@ def parse_args(argv=None):
         "--cases", default=None,
         help="comma-separated presets (" + ", ".join(sorted(measure.PRESETS)) + ") and specs "
              "BATCH:CIN:COUT:SIZE:K[:valid|same]; default 'all' ('quick' with --quick)")
-    parser.add_argument("--impl", default=",".join(measure.IMPLS),
+    parser.add_argument("--impl", default=",".join(measure.DEFAULT_IMPLS),
                         help="implementations to time, comma-separated from: "
                              + ", ".join(measure.IMPLS))
     parser.add_argument("--modes", default=",".join(measure.MODES),

@@ -15,11 +15,13 @@ import time
 import tensorflow as tf
 
 from tf_fftconv import conv as conv_module
-from tf_fftconv import ops, planning
+from tf_fftconv import ops, planning, tuning
 from tf_fftconv.conv import conv_geometry, fft_conv2d
 from tf_fftconv.reference import signal_fft_conv2d
 
-IMPLS = ("conv2d", "signal", "fft", "auto")
+IMPLS = ("conv2d", "signal", "fft", "auto", "tuned")
+# What runs without --impl: "tuned" times candidates before it is timed itself, so it is asked for.
+DEFAULT_IMPLS = ("conv2d", "signal", "fft", "auto")
 IMPL_LABELS = {
     "conv2d": "tf.nn.conv2d",
     "signal": "tf.signal FFT conv (tf_fftconv.reference.signal_fft_conv2d)",
@@ -27,9 +29,11 @@ IMPL_LABELS = {
            "model",
     "auto": "tf_fftconv.fft_conv2d(algorithm=\"auto\"): FFT or tf.nn.conv2d by the cost model "
             "(or timings cached by tf_fftconv.autotune)",
+    "tuned": "tf_fftconv.fft_conv2d(algorithm=\"auto\") after tf_fftconv.autotune timed the "
+             "case's candidates on the device: the plan the timings choose",
 }
 # Implementations that need the op library.
-LIBRARY_IMPLS = ("fft", "auto")
+LIBRARY_IMPLS = ("fft", "auto", "tuned")
 MODES = ("forward", "train")  # train: forward and the gradients wrt input and weights
 
 
@@ -205,9 +209,9 @@ def conv_function(impl, padding, data_format, fft_size=None):
     if impl == "fft":
         return lambda x, w: fft_conv2d(x, w, padding=padding, data_format=data_format,
                                        algorithm=impl, fft_size=fft_size)
-    if impl == "auto":
+    if impl in ("auto", "tuned"):
         return lambda x, w: fft_conv2d(x, w, padding=padding, data_format=data_format,
-                                       algorithm=impl)
+                                       algorithm="auto")
     raise ValueError(impl)
 
 
@@ -352,6 +356,13 @@ def run_case(case, mode, impls, *, device, generator, data_format, input_sets, w
             try:
                 if impl == "auto":
                     record["auto_plan"] = auto_plan(case, data_format, dtype)
+                if impl == "tuned":
+                    # Eagerly, before the step is traced: the trace then plans from the timings.
+                    # "auto" comes first in IMPLS, so its own plan was made from the model alone.
+                    tuning.tune_problem(_problem(case, data_format, dtype))
+                    record["tuned_plan"] = {
+                        **auto_plan(case, data_format, dtype),
+                        "timings_ms": planning.plan(_problem(case, data_format, dtype)).timings_ms}
                 _reset_peak_memory(device)
                 outputs = step(*arg_sets[0])
                 if reference is None:
@@ -359,8 +370,14 @@ def run_case(case, mode, impls, *, device, generator, data_format, input_sets, w
                 else:
                     record["max_rel_diff"][impl] = max_rel_diff(outputs, reference)
                 del outputs
-                samples, used_calls = time_per_call(step, arg_sets, warmup=warmup,
-                                                    repeats=repeats, calls=calls)
+                try:
+                    samples, used_calls = time_per_call(step, arg_sets, warmup=warmup,
+                                                        repeats=repeats, calls=calls)
+                finally:
+                    if impl == "tuned":
+                        # Forgotten again, so that "auto" of the next mode or case plans as
+                        # before (from the model, or from $TF_FFTCONV_AUTOTUNE_CACHE).
+                        planning.clear()
                 # Inputs of every set included, as for every implementation.
                 record["peak_memory_bytes"][impl] = _peak_memory(device)
             except (KeyboardInterrupt, SystemExit):
@@ -375,11 +392,13 @@ def run_case(case, mode, impls, *, device, generator, data_format, input_sets, w
     record["ratios"] = {
         f"{a}/{b}": (medians[a] / medians[b] if a in medians and b in medians else None)
         for a, b in (("fft", "conv2d"), ("fft", "signal"), ("signal", "conv2d"),
-                     ("auto", "conv2d"))}
-    # auto against the faster of its two candidates measured here (issue 10: <= 1.05).
+                     ("auto", "conv2d"), ("tuned", "conv2d"))}
+    # auto (and auto after timing) against the faster of the two paths measured here
+    # (issue 10: <= 1.05).
     best = [medians[impl] for impl in ("conv2d", "fft") if impl in medians]
-    record["ratios"]["auto/best"] = (medians["auto"] / min(best)
-                                     if "auto" in medians and best else None)
+    for impl in ("auto", "tuned"):
+        record["ratios"][f"{impl}/best"] = (medians[impl] / min(best)
+                                            if impl in medians and best else None)
     record["fastest"] = min(medians, key=medians.get) if medians else None
     return record
 

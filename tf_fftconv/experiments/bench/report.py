@@ -35,12 +35,14 @@ def _floor_cells(floor):
 def format_table(report):
     impls = report["settings"]["impls"]
     with_auto = "auto" in impls
+    with_tuned = "tuned" in impls
     with_memory = any(value is not None for record in report["results"]
                       for value in record.get("peak_memory_bytes", {}).values())
     with_floors = any("fft_floor" in record for record in report["results"])
     header = (["case", "mode"] + [f"{impl} ms" for impl in impls]
               + (["fft floor ms", "% of floor"] if with_floors else [])
               + ["fft/conv2d", "fft/signal"] + (["auto/best", "auto chose"] if with_auto else [])
+              + (["tuned/best", "tuned chose"] if with_tuned else [])
               + ([f"{impl} MB" for impl in impls] if with_memory else []) + ["fastest"])
     rows = []
     for record in report["results"]:
@@ -53,6 +55,8 @@ def format_table(report):
                        _cell_ratio(record["ratios"]["fft/signal"])]
                     + ([_cell_ratio(record["ratios"].get("auto/best")),
                         record.get("auto_plan", {}).get("label", "-")] if with_auto else [])
+                    + ([_cell_ratio(record["ratios"].get("tuned/best")),
+                        record.get("tuned_plan", {}).get("label", "-")] if with_tuned else [])
                     + ([_cell_mb(memory.get(impl)) for impl in impls] if with_memory else [])
                     + [record["fastest"] or "-"])
     widths = [max(len(str(row[i])) for row in [header] + rows) for i in range(len(header))]
@@ -73,7 +77,8 @@ def format_report(report):
         f"commit {env['git_commit'][:12]}",
         f"ms per call: median over {settings['repeats']} samples of N calls between device syncs "
         f"({settings['input_sets']} rotating input sets, {settings['warmup']} warm-up calls); "
-        "±: (max - min) / median; auto/best: auto against the faster of conv2d and fft; "
+        "±: (max - min) / median; auto/best (tuned/best): auto (auto after tf_fftconv.autotune) "
+        "against the faster of conv2d and fft; "
         "MB: peak device memory of each step, inputs included (GPU only)"
         + (f"; fft floor: the bytes the FFT path's ops move (train mode: each op reading its "
            f"inputs and writing its outputs once) at the copy bandwidth measured in this run, "
