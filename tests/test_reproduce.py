@@ -127,6 +127,8 @@ def test_cli_smoke(tmp_path):
     for label in ("baseline", "fft", "auto", "baseline seed 6"):
         for epoch in (1, 2):
             assert f"[{label}] epoch {epoch}/2:" in stdout
+    # Epochs alternate between the models (the default order).
+    assert stdout.index("[baseline seed 6] epoch 1/2:") < stdout.index("[baseline] epoch 2/2:")
     assert "| Experiment | Description | Avg epoch time | Wall time | Acc |" in stdout
     assert re.search(r"^\| Synthetic LeNet \| Baseline \| [\d.]+ s \| [\d.]+ s \| [\d.]+% \|$",
                      stdout, re.M)
@@ -141,6 +143,8 @@ def test_cli_smoke(tmp_path):
     assert result["dataset"]["num_train"] == 512 and result["dataset"]["num_test"] == 256
     assert result["environment"]["tf_version"] and result["environment"]["description"]
     assert result["settings"]["seed"] == 5 and result["settings"]["steps_per_execution"] == 4
+    assert result["settings"]["order"] == "interleaved"
+    assert "epochs of the models alternating" in result["table"]
     assert "4 steps per call of the train function" in result["table"]
     baseline, fft, auto = (result["runs"][key] for key in ("baseline", "fft", "auto"))
     for run in (baseline, fft, auto):
@@ -174,3 +178,22 @@ def test_mixed_precision_run_restores_the_policy():
         assert math.isfinite(result["runs"][key]["train_loss"][0])
     with pytest.raises(ValueError, match="precision must be one of"):
         reproduce.run(dataset="synthetic", precision="float16")
+
+
+def test_sequential_order_trains_one_model_after_the_other():
+    lines = []
+    result = reproduce.run(dataset="synthetic", epochs=2, batch_size=64, limit_train=256,
+                           limit_test=128, warm_up=False, jit_compile=False,
+                           order="sequential", progress=lines.append)
+    epochs = [line.split("]")[0] + "]" + line.split("]")[1].split(":")[0]
+              for line in lines if "] epoch " in line]
+    assert epochs == ["[baseline] epoch 1/2", "[baseline] epoch 2/2", "[fft] epoch 1/2",
+                      "[fft] epoch 2/2", "[auto] epoch 1/2", "[auto] epoch 2/2"]
+    assert result["settings"]["order"] == "sequential"
+    assert "alternating" not in result["table"]
+    for key in ("baseline", "fft", "auto"):
+        record = result["runs"][key]
+        assert len(record["epoch_times_s"]) == 2 and record["wall_time_s"] >= sum(
+            record["epoch_times_s"])
+    with pytest.raises(ValueError, match="order must be one of interleaved, sequential"):
+        reproduce.run(dataset="synthetic", order="random")

@@ -18,6 +18,9 @@ where
                   is that epoch's time;
   Wall time       `model.fit` from call to return, all epochs (tracing included);
   Acc             accuracy on the test split after the last epoch.
+The models' epochs alternate (every model's epoch 1, then every model's epoch 2, ...: one
+`model.fit` call per epoch), so that a change in the machine's speed during the run reaches all
+models alike; `--order sequential` trains one model after the other.
 All models are compiled with Keras' defaults besides optimizer, loss and metrics
 (`jit_compile="auto"`: XLA for no model on CPU, for all on a GPU, the FFT layers through
 the ops' XLA custom calls; each run records and prints which path each model took).
@@ -48,6 +51,8 @@ AUTO_DESCRIPTION = "Automatic choice per layer (tf_fftconv, algorithm=\"auto\")"
 # The timed models: result["runs"] key, the `conv` of models.lenet5.
 PRECISIONS = ("float32", "mixed_float16", "mixed_bfloat16")
 MODELS = (("baseline", "spatial"), ("fft", "fft"), ("auto", "auto"))
+# How the models' epochs follow one another (train_all).
+ORDERS = ("interleaved", "sequential")
 TABLE_HEADER = ("| Experiment | Description | Avg epoch time | Wall time | Acc |\n"
                 "|---|---|---|---|---|")
 
@@ -100,36 +105,75 @@ def _warm_up(batches, info, fft_size, jit_compile="auto", steps_per_execution=1)
         model.train_on_batch(images, labels)
 
 
+class TimedRun:
+    """One model's training, an epoch (one ``model.fit`` call) at a time, so that the epochs of
+    several models can alternate; then its evaluation and record."""
+
+    def __init__(self, model, label, train, test, epochs, seed, progress):
+        self.model, self.label, self.train, self.test = model, label, train, test
+        self.epochs, self.seed = epochs, seed
+        self.log = _epoch_logger(label, epochs, progress)
+        self.wall = 0.0
+
+    def fit_epoch(self, epoch):
+        import keras
+
+        if epoch == 0:
+            keras.utils.set_random_seed(self.seed)
+        start = time.perf_counter()
+        self.model.fit(self.train, initial_epoch=epoch, epochs=epoch + 1, verbose=0,
+                       callbacks=[self.log], shuffle=False)  # data pre-shuffled
+        self.wall += time.perf_counter() - start
+
+    def record(self):
+        """Evaluates the trained model; the run's record."""
+        start = time.perf_counter()
+        scores = self.model.evaluate(self.test, verbose=0, return_dict=True)
+        eval_time = time.perf_counter() - start
+        times = self.log.times
+        later = times[1:] or times
+        return {
+            "label": self.label,
+            "seed": self.seed,
+            "epochs": self.epochs,
+            "epoch_times_s": times,
+            "first_epoch_time_s": times[0],
+            "avg_epoch_time_s": statistics.fmean(later),
+            "avg_epoch_time_excludes_first": len(times) > 1,
+            "avg_epoch_time_all_s": statistics.fmean(times),
+            "wall_time_s": self.wall,
+            "train_loss": self.log.loss,
+            "train_accuracy": self.log.accuracy,
+            "test_loss": float(scores["loss"]),
+            "test_accuracy": float(scores["accuracy"]),
+            "eval_time_s": eval_time,
+            "jit_compile": bool(self.model.jit_compile),
+        }
+
+
 def train_and_evaluate(model, label, train, test, epochs, seed, progress):
     """Fits `model` (compiled) for `epochs` and evaluates it; returns the run's record."""
-    import keras
+    timed = TimedRun(model, label, train, test, epochs, seed, progress)
+    for epoch in range(epochs):
+        timed.fit_epoch(epoch)
+    return timed.record()
 
-    keras.utils.set_random_seed(seed)
-    log = _epoch_logger(label, epochs, progress)
-    start = time.perf_counter()
-    model.fit(train, epochs=epochs, verbose=0, callbacks=[log], shuffle=False)  # data pre-shuffled
-    wall = time.perf_counter() - start
-    start = time.perf_counter()
-    scores = model.evaluate(test, verbose=0, return_dict=True)
-    eval_time = time.perf_counter() - start
-    later = log.times[1:] or log.times
-    return {
-        "label": label,
-        "seed": seed,
-        "epochs": epochs,
-        "epoch_times_s": log.times,
-        "first_epoch_time_s": log.times[0],
-        "avg_epoch_time_s": statistics.fmean(later),
-        "avg_epoch_time_excludes_first": len(log.times) > 1,
-        "avg_epoch_time_all_s": statistics.fmean(log.times),
-        "wall_time_s": wall,
-        "train_loss": log.loss,
-        "train_accuracy": log.accuracy,
-        "test_loss": float(scores["loss"]),
-        "test_accuracy": float(scores["accuracy"]),
-        "eval_time_s": eval_time,
-        "jit_compile": bool(model.jit_compile),
-    }
+
+def train_all(timed_runs, epochs, order):
+    """Trains every run: "interleaved" runs epoch 1 of each, then epoch 2 of each, ..., so that a
+    drift of the host's speed during the run reaches every model alike; "sequential" trains one
+    model after the other. Returns their records, in order."""
+    if order not in ORDERS:
+        raise ValueError(f"order must be one of {', '.join(ORDERS)}, got {order!r}")
+    if order == "interleaved":
+        for epoch in range(epochs):
+            for timed in timed_runs:
+                timed.fit_epoch(epoch)
+    else:
+        for timed in timed_runs:
+            for epoch in range(epochs):
+                timed.fit_epoch(epoch)
+    return [timed.record() for timed in timed_runs]
 
 
 def _auto_choices(model):
@@ -154,7 +198,7 @@ def _dtype_policy(keras, name):
 def run(dataset="mnist", epochs=10, batch_size=128, seed=0, limit_train=None, limit_test=None,
         baseline_seeds=1, fallback=True, data_dir=None, data_format=None, fft_size=None,
         warm_up=True, jit_compile="auto", xla_auto_clustering=False, steps_per_execution=1,
-        precision="float32", progress=print):
+        precision="float32", order="interleaved", progress=print):
     """Trains the baseline, the FFT and the automatic LeNet-5 (and extra baselines); returns the
     results dict.
 
@@ -164,6 +208,8 @@ def run(dataset="mnist", epochs=10, batch_size=128, seed=0, limit_train=None, li
     ("float32", "mixed_float16" or "mixed_bfloat16"; the policy in force before is restored).
     steps_per_execution: passed to model.compile for every model (1, Keras' default: one call of
     the train function per batch; more amortises the host's work per call over that many steps).
+    order: "interleaved" (default) trains every model's first epoch, then every model's second,
+    ...; "sequential" one model after the other (train_all).
     xla_auto_clustering: turn on TensorFlow's XLA auto-clustering, which compiles the parts of a
     graph XLA supports and leaves the custom ops outside (the FFT model's dense layers, pooling and
     optimizer then get fused kernels too).
@@ -179,6 +225,8 @@ def run(dataset="mnist", epochs=10, batch_size=128, seed=0, limit_train=None, li
         raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
     if baseline_seeds < 1:
         raise ValueError(f"baseline_seeds must be >= 1, got {baseline_seeds}")
+    if order not in ORDERS:
+        raise ValueError(f"order must be one of {', '.join(ORDERS)}, got {order!r}")
     with _dtype_policy(keras, precision):
         arrays = data.load_arrays(dataset, data_dir=data_dir, fallback=fallback)
 
@@ -201,8 +249,7 @@ def run(dataset="mnist", epochs=10, batch_size=128, seed=0, limit_train=None, li
         compile_options = {"jit_compile": jit_compile, "steps_per_execution": steps_per_execution}
         baseline = models.compile_lenet(_build("spatial", info), **compile_options)
         initial_weights = baseline.get_weights()
-        runs = {}
-        trained = {}
+        timed_runs, trained = [], {}
         for key, conv in MODELS:
             if key == "baseline":
                 model = baseline
@@ -212,18 +259,19 @@ def run(dataset="mnist", epochs=10, batch_size=128, seed=0, limit_train=None, li
                 models.compile_lenet(model, **compile_options)
             # A pipeline per model with the same seed: the same batches in the same order.
             model_train, model_test = (train, test) if key == "baseline" else pipelines(seed)[:2]
-            runs[key] = train_and_evaluate(model, key, model_train, model_test, epochs, seed,
-                                           progress)
+            timed_runs.append(TimedRun(model, key, model_train, model_test, epochs, seed,
+                                       progress))
             trained[key] = model
-
-        extra = []
         for k in range(1, baseline_seeds):
             s = seed + k
             keras.utils.set_random_seed(s)
             model = models.compile_lenet(_build("spatial", info), **compile_options)
             extra_train, extra_test, _ = pipelines(s)
-            extra.append(train_and_evaluate(model, f"baseline seed {s}", extra_train, extra_test,
-                                            epochs, s, progress))
+            timed_runs.append(TimedRun(model, f"baseline seed {s}", extra_train, extra_test,
+                                       epochs, s, progress))
+        records = train_all(timed_runs, epochs, order)
+        runs = {key: record for (key, _), record in zip(MODELS, records)}
+        extra = records[len(MODELS):]
         runs["baseline_extra_seeds"] = extra
 
         result = {
@@ -235,7 +283,8 @@ def run(dataset="mnist", epochs=10, batch_size=128, seed=0, limit_train=None, li
                          "data_format": data_format or keras.config.image_data_format(),
                          "warm_up": warm_up, "jit_compile": jit_compile,
                          "xla_auto_clustering": xla_auto_clustering,
-                         "steps_per_execution": steps_per_execution, "precision": precision},
+                         "steps_per_execution": steps_per_execution, "precision": precision,
+                         "order": order},
             "runs": runs,
             "auto_choices": _auto_choices(trained["auto"]),
         }
@@ -276,7 +325,9 @@ def format_table(result):
         epoch_note = "Avg epoch time: the single epoch, tracing included."
     notes = [
         "",
-        epoch_note + " Wall time: model.fit, all epochs. "
+        epoch_note + " Wall time: model.fit, all epochs"
+        + (", epochs of the models alternating" if settings.get("order") == "interleaved"
+           else "") + ". "
         f"Acc: test accuracy on {info['num_test']} images after the last epoch.",
         f"FFT / baseline epoch time: {fft['avg_epoch_time_s'] / base['avg_epoch_time_s']:.2f}x; "
         f"accuracy difference (FFT - baseline): "
@@ -360,6 +411,10 @@ def build_parser():
                         help="Keras dtype policy of every model (default float32; the mixed "
                              "policies run FFTConv2D's half-precision kernels and conv2d in the "
                              "same half type)")
+    parser.add_argument("--order", choices=ORDERS, default="interleaved",
+                        help="interleaved (default): every model's epoch 1, then every model's "
+                             "epoch 2, ..., so that a change in the machine's speed during the "
+                             "run reaches all models alike; sequential: one model after another")
     parser.add_argument("--xla-auto-clustering", action="store_true",
                         help="turn on TensorFlow's XLA auto-clustering (XLA for everything but "
                              "the custom ops)")
@@ -395,6 +450,7 @@ def main(argv=None):
                      jit_compile="auto" if args.jit_compile == "auto" else False,
                      xla_auto_clustering=args.xla_auto_clustering,
                      steps_per_execution=args.steps_per_execution, precision=args.precision,
+                     order=args.order,
                      progress=lambda line: print(line, flush=True))
     except (data.DatasetUnavailableError, data.IdxFormatError) as error:
         # What --dataset (or --no-fallback) asked for cannot be had or read here.
