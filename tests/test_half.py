@@ -511,10 +511,23 @@ def test_half_accuracy_experiment_on_a_trained_lenet(tmp_path):
 
     out = tmp_path / "half_accuracy.json"
     status = half_accuracy.main(["--dataset", "synthetic", "--limit-train", "512",
-                                 "--device", "/CPU:0", "--json", str(out)])
-    rows = json.loads(out.read_text())["rows"]
+                                 "--device", "/CPU:0", "--json", str(out), "--emulate"])
+    result = json.loads(out.read_text())
+    rows = result["rows"]
     assert len(rows) == len(half_accuracy.LAYERS) * len(half_accuracy.DTYPES) * 3
     for layer, dtype, tensor, ours, theirs, ratio in rows:
         assert 0 < ours < 0.05 and 0 < theirs < 0.05, (layer, dtype, tensor, ours, theirs)
         assert ratio == pytest.approx(ours / theirs)
     assert status == (0 if max(row[5] for row in rows) <= 2 else 1)
+    # The emulation rounds where the kernels store: its "as built" errors are the CPU kernels'.
+    measured = {(layer, dtype): [] for layer, dtype, *_ in rows}
+    for layer, dtype, _, ours, _, _ in rows:
+        measured[layer, dtype].append(ours)
+    emulated = {(layer, dtype): errors for layer, dtype, storage, errors, _ in result["emulated"]
+                if storage == "as built"}
+    assert emulated.keys() == measured.keys()
+    for key, errors in emulated.items():
+        assert errors == pytest.approx(measured[key], rel=0.1), key
+    for layer, dtype, storage, ours, once in result["emulated"]:
+        if storage == "all float32":     # one rounding of a float32-exact result: the output's
+            assert ours == pytest.approx(once, rel=0.05), (layer, dtype)

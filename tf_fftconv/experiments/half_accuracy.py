@@ -10,10 +10,16 @@ the same type on the same rounded inputs, are compared with the float64 convolut
 rounded inputs.
 
     python -m tf_fftconv.experiments.half_accuracy [--dataset fashion_mnist] [--epochs 1]
-        [--limit-train 60000] [--device /GPU:0] [--json FILE]
+        [--limit-train 60000] [--device /GPU:0] [--json FILE] [--emulate]
 
 Prints one row per (layer, dtype, tensor): both relative errors (max |error| / max |reference|)
 and their ratio; exit status 1 when a ratio is above 2 (issue: "no worse than 2x conv2d's error").
+
+`--emulate` adds where the error comes from: the FFT path written out in float64 NumPy, rounding
+only where the kernels store a value (the image, weight and output-gradient spectra, the three
+per-bin products, the outputs), once as the kernels store them (`STORAGE["as built"]`) and once
+for each other storage choice in `STORAGE`, each against the error of rounding the exact result
+once (what a float32-accumulating convolution does).
 """
 
 import argparse
@@ -22,10 +28,12 @@ import json
 import sys
 
 import keras
+import ml_dtypes
 import numpy as np
 import tensorflow as tf
 
 import tf_fftconv as fc
+from tf_fftconv.conv import _weight_gain
 from tf_fftconv.experiments import data, models
 
 LAYERS = ("c1", "c3")
@@ -103,6 +111,85 @@ def conv_errors(x, w, dy, dtype, padding="VALID"):
     return errors
 
 
+# Where the FFT path rounds, for --emulate: the type each stored value is rounded to, as a name in
+# _ROUND ("io": the input / output half type). "spectra": the image, weight and output-gradient
+# spectra (rfft2d's outputs); "products": the per-bin products Y, dX, dW (spectral_matmul's).
+STORAGE = {
+    "as built": {"spectra": "io", "products": "io"},
+    "products float32": {"spectra": "io", "products": "float32"},
+    "spectra float32": {"spectra": "float32", "products": "io"},
+    "float16 spectra and products": {"spectra": "float16", "products": "float16"},
+    "all float32": {"spectra": "float32", "products": "float32"},
+}
+_ROUND = {"float16": np.float16, "bfloat16": ml_dtypes.bfloat16, "float32": np.float32}
+
+
+def _rounded(values, type_name):
+    """`values` (real or complex float64) rounded to `type_name`, returned as float64."""
+    if np.iscomplexobj(values):
+        return _rounded(values.real, type_name) + 1j * _rounded(values.imag, type_name)
+    return values.astype(_ROUND[type_name]).astype(np.float64)
+
+
+def emulated_errors(x, w, dy, io, storage, fft_size):
+    """[y, dx, dw] relative errors of the FFT path (VALID, NHWC, in one `fft_size` frame) written
+    out in float64 with the roundings of `storage` (a STORAGE entry), and the same for rounding
+    the exact result once to `io`; x, w, dy already hold `io` values.
+
+    As the kernels: spectra mean-normalised (divided by S^2), float16 weights multiplied by
+    conv._weight_gain before their transform, each product scaled by alpha = S^2 (/ gain), the
+    inverse of a product spectrum scaled by S^2 (docs/architecture.md, "Half precision")."""
+    spectrum_type, product_type = (io if storage[k] == "io" else storage[k]
+                                   for k in ("spectra", "products"))
+    size = fft_size
+    kernel = w.shape[:2]
+    gain = _weight_gain(tf.float16, size, kernel) if spectrum_type == "float16" else 1
+    out_h, out_w = x.shape[1] - kernel[0] + 1, x.shape[2] - kernel[1] + 1
+
+    def rfft(images):                   # [B, H, W, C] -> [B, S, S/2 + 1, C]
+        return np.fft.rfft2(images, s=(size, size), axes=(1, 2))
+
+    def irfft(spectrum, height, width):
+        return np.fft.irfft2(spectrum, s=(size, size), axes=(1, 2))[:, :height, :width]
+
+    w_images = w.transpose(3, 0, 1, 2)  # [Cout, kh, kw, Cin]: one image per output channel
+    exact = (rfft(x), rfft(w_images), rfft(dy))
+    xs, ws, dys = (_rounded(s * scale / size ** 2, spectrum_type)
+                   for s, scale in zip(exact, (1, gain, 1)))
+    products = (np.einsum("bijc,oijc->bijo", xs, np.conj(ws)) * size ** 2 / gain,
+                np.einsum("bijo,oijc->bijc", dys, ws) * size ** 2 / gain,
+                np.einsum("bijo,bijc->oijc", np.conj(dys), xs) * size ** 2)
+    windows = ((out_h, out_w), x.shape[1:3], kernel)
+    ours = [_rounded(irfft(_rounded(p, product_type) * size ** 2, *hw), io)
+            for p, hw in zip(products, windows)]
+    xe, we, dye = exact
+    references = [irfft(p, *hw) for p, hw in zip(
+        (np.einsum("bijc,oijc->bijo", xe, np.conj(we)), np.einsum("bijo,oijc->bijc", dye, we),
+         np.einsum("bijo,bijc->oijc", np.conj(dye), xe)), windows)]
+    ours[2], references[2] = (t.transpose(1, 2, 3, 0) for t in (ours[2], references[2]))
+
+    def error(value, reference):
+        return float(np.max(np.abs(value - reference)) / np.max(np.abs(reference)))
+    return ([error(o, r) for o, r in zip(ours, references)],
+            [error(_rounded(r, io), r) for r in references])
+
+
+def emulate(problems):
+    """Rows (layer, dtype, storage, [y, dx, dw] emulated errors of the FFT path, [y, dx, dw]
+    errors of one rounding)."""
+    rows = []
+    for name in LAYERS:
+        x, w, dy, _ = problems[name]
+        size = fc.conv_geometry(x.shape[1], x.shape[2], w.shape[0], w.shape[1],
+                                "VALID").fft_size
+        for dtype in DTYPES:
+            rounded = [_rounded(v, dtype.name) for v in (x, w, dy)]
+            for storage_name, storage in STORAGE.items():
+                ours, once = emulated_errors(*rounded, dtype.name, storage, size)
+                rows.append((name, dtype.name, storage_name, ours, once))
+    return rows
+
+
 def measure(problems):
     """Rows (layer, dtype, tensor, fft error, conv2d error, ratio)."""
     rows = []
@@ -124,6 +211,8 @@ def main(argv=None):
     parser.add_argument("--limit-train", type=int, default=None)
     parser.add_argument("--device", default=None, help="e.g. /GPU:0 (default: TensorFlow's)")
     parser.add_argument("--json", default=None)
+    parser.add_argument("--emulate", action="store_true",
+                        help="also the float64 emulation of each storage choice (STORAGE)")
     args = parser.parse_args(argv)
     arrays = data.load_arrays(args.dataset, fallback=False)
     with tf.device(args.device) if args.device else contextlib.nullcontext():
@@ -142,10 +231,17 @@ def main(argv=None):
         print(f"{name:6s}{dtype:10s}{tensor:8s}{ours:12.3e}{theirs:14.3e}{ratio:8.2f}")
     worst = max(row[5] for row in rows)
     print(f"worst ratio {worst:.2f} (at most 2 asked)")
+    emulated = emulate(problems) if args.emulate else None
+    if emulated:
+        print("\nemulated in float64: FFT path error / error of one rounding, y / dx / dw")
+        for name, dtype, storage, ours, once in emulated:
+            print(f"{name:6s}{dtype:10s}{storage:30s}"
+                  + "".join(f"{a / b:7.2f}" for a, b in zip(ours, once)))
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"device": device, "dataset": arrays.name, "epochs": args.epochs,
-                       "tensorflow": tf.__version__, "rows": rows}, f, indent=1)
+                       "tensorflow": tf.__version__, "rows": rows, "emulated": emulated},
+                      f, indent=1)
     return 0 if worst <= 2.0 else 1
 
 
