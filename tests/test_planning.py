@@ -293,6 +293,78 @@ def test_autotune_a_model(rng):
     assert "decided by: timing on this device" in fc.explain(model.layers[0])
 
 
+def _count_timings(monkeypatch):
+    """A list that receives each problem tuning.tune_problem times from now on."""
+    timed = []
+    real = tuning.tune_problem
+
+    def tune_problem(problem, *args, **kwargs):
+        timed.append(problem)
+        return real(problem, *args, **kwargs)
+
+    monkeypatch.setattr(tuning, "tune_problem", tune_problem)
+    return timed
+
+
+def _close_call_model(**layer_arguments):
+    return keras.Sequential([keras.Input((12, 12, 2)),
+                             fc.FFTConv2D(3, 5, padding="same", **layer_arguments)])
+
+
+def test_a_close_call_is_timed_once_when_the_layer_is_built(monkeypatch):
+    """On the devices of CLOSE_CALL_DEVICES (the GPU; the CPU here, for the test) a layer whose
+    FFT and spatial estimates are within CLOSE_CALL_FACTOR is timed when built, once per
+    problem, and its traces follow the timings."""
+    monkeypatch.setattr(planning, "CLOSE_CALL_DEVICES", ("CPU", "GPU"))
+    monkeypatch.setattr(planning, "CLOSE_CALL_FACTOR", float("inf"))   # every choice is close
+    timed = _count_timings(monkeypatch)
+    model = _close_call_model()
+    problem = planning.make_problem((None, 12, 12, 2), (5, 5, 2, 3), "SAME")
+    assert timed == [problem]
+    assert "spatial" in planning.cached_timings(problem)
+    model(tf.zeros([2, 12, 12, 2]))                                # traced or eager: timings
+    assert "decided by: timing on this device" in fc.explain(model.layers[0])
+    _close_call_model()                                            # the same problem: not again
+    assert timed == [problem]
+
+
+@pytest.mark.parametrize("setting", ["default devices", "clear choice", "environment 0",
+                                     "fft asked", "fft_size given", "inside a trace"])
+def test_no_close_call_timing(monkeypatch, setting):
+    """Timed only for algorithm="auto" with the model's own frame, eagerly, where the choice is
+    close, on a device of CLOSE_CALL_DEVICES (not the CPU by default: CI sees no timing), and
+    not with TF_FFTCONV_AUTOTUNE=0."""
+    if setting != "default devices":
+        monkeypatch.setattr(planning, "CLOSE_CALL_DEVICES", ("CPU", "GPU"))
+        monkeypatch.setattr(planning, "CLOSE_CALL_FACTOR", float("inf"))
+    if setting == "clear choice":
+        monkeypatch.setattr(planning, "CLOSE_CALL_FACTOR", 1.0)      # only an exact tie
+    if setting == "environment 0":
+        monkeypatch.setenv(planning.AUTOTUNE_ENV, "0")
+    timed = _count_timings(monkeypatch)
+    if setting == "inside a trace":
+        layer = fc.FFTConv2D(3, 5, padding="same")
+        tf.function(layer)(tf.zeros([2, 12, 12, 2]))
+    else:
+        _close_call_model(**{"fft asked": {"algorithm": "fft"},
+                             "fft_size given": {"fft_size": 16}}.get(setting, {}))
+    assert timed == []
+    assert planning.cached_timings(
+        planning.make_problem((None, 12, 12, 2), (5, 5, 2, 3), "SAME")) == {}
+
+
+def test_is_close_call_compares_the_best_fft_and_spatial_estimates():
+    problem = _h200(128, 96, 256, 32, 7, "SAME")
+    made = planning.plan(problem)
+    spatial = made.candidate(planning.SPATIAL).estimate.time_s
+    fft = next(c for c in made.candidates if c.config is not None).estimate.time_s
+    ratio = max(spatial / fft, fft / spatial)
+    assert planning.is_close_call(made) == (ratio <= planning.CLOSE_CALL_FACTOR)
+    assert not planning.is_close_call(planning.plan(problem, "fft"))     # nothing to choose
+    planning.record_timings(problem, {"spatial": 1.0})
+    assert not planning.is_close_call(planning.plan(problem))            # timed already
+
+
 def test_allocator_refusal_in_eager_mode_falls_back(rng, monkeypatch):
     real = conv.run_plan
     refused = []

@@ -8,6 +8,7 @@ import tensorflow as tf
 
 from tf_fftconv import conv as _conv
 from tf_fftconv import planning as _planning
+from tf_fftconv import tuning as _tuning
 
 _DATA_FORMATS = {"channels_last": "NHWC", "channels_first": "NCHW"}
 # Dtypes the ops run in (float16 and bfloat16 store half precision and compute in float32).
@@ -26,7 +27,8 @@ class FFTConv2D(keras.layers.Conv2D):
     Args (beyond Conv2D's), passed to `tf_fftconv.fft_conv2d`:
       algorithm: "auto" (default: FFT or `tf.nn.conv2d`, whichever the cost model or a timing
         from `tf_fftconv.autotune` says is faster for the shape, device and dtype), "fft" or
-        "spatial".
+        "spatial". On a GPU, a shape for which the model's two estimates are close is timed
+        once when the layer is built (`TF_FFTCONV_AUTOTUNE=0`: the model alone decides).
       fft_size: FFT frame size; None lets the cost model choose. Images that do not fit are
         tiled.
       tile: output tile side for tiling; None lets the cost model choose.
@@ -93,6 +95,11 @@ class FFTConv2D(keras.layers.Conv2D):
     def build(self, input_shape):
         super().build(input_shape)
         self._built_input_shape = tuple(input_shape)
+        if self.algorithm == "auto" and self.fft_size is None and self.tile is None:
+            # A close call of the cost model on a GPU is timed once, here, where Python runs
+            # eagerly (traces of the layer plan from the timings; tuning.confirm_close_call).
+            arguments = self.tuning_arguments(input_shape)
+            _tuning.confirm_close_call(arguments["problem"], self.memory_budget)
 
     def convolution_op(self, inputs, kernel):
         compute_dtype = inputs.dtype

@@ -11,7 +11,9 @@ candidate from the bytes each op moves and the arithmetic it does, with per-devi
 (``DEVICE_COSTS``); every op costs at least the per-op overhead. Its numbers and their sources are
 in ``benchmarks/NOTES.md`` ("The cost model"). A one-time timing of the best candidates on the device
 (``tf_fftconv.autotune``) overrides the model for the problems it timed; its results are kept in
-the process and, with ``TF_FFTCONV_AUTOTUNE_CACHE`` set, in a JSON file.
+the process and, with ``TF_FFTCONV_AUTOTUNE_CACHE`` set, in a JSON file. ``FFTConv2D`` runs that
+timing itself, once, when it is built on a GPU for a problem the model calls close
+(``is_close_call``).
 
 Memory: the FFT path's workspace is the complex spectra it holds at once (with tiling, also the
 tiled copies of the input and output), layout
@@ -47,6 +49,13 @@ ASSUMED_BATCH = 64
 # than spatial convolution: the model is within about 20% on the H200 anchors (NOTES.md), and a
 # near tie is better left to cuDNN / oneDNN.
 FFT_MARGIN = 1.2
+# A close call: the cost model's best FFT estimate and its spatial estimate within this factor of
+# each other. The model's error on the H200 grid (RMS of the log ratio 0.23-0.25 per path, NOTES.md)
+# is enough to flip such a choice, so FFTConv2D confirms it by timing (``is_close_call``).
+CLOSE_CALL_FACTOR = 1.6
+# Where FFTConv2D times close calls by default: on a CPU a timing of a large layer takes long and
+# the model's CPU constants were fitted on the machine the tests run on.
+CLOSE_CALL_DEVICES = ("GPU",)
 BUDGET_ENV = "TF_FFTCONV_MEMORY_BUDGET"
 CACHE_ENV = "TF_FFTCONV_AUTOTUNE_CACHE"
 AUTOTUNE_ENV = "TF_FFTCONV_AUTOTUNE"
@@ -537,15 +546,45 @@ def resolve_budget(memory_budget):
     return parse_budget(os.environ.get(BUDGET_ENV) or None, BUDGET_ENV)
 
 
+def _autotune_setting():
+    """``TF_FFTCONV_AUTOTUNE``: "1" times every problem an eager ``algorithm="auto"`` call
+    meets; "0" times nothing unasked; unset, ``FFTConv2D`` times its close calls on a GPU."""
+    value = os.environ.get(AUTOTUNE_ENV, "").strip().lower()
+    if value == "":
+        return "close calls"
+    if value in ("0", "off", "false", "no"):
+        return "off"
+    if value in ("1", "on", "true", "yes"):
+        return "all"
+    raise _invalid("%s must be 0 or 1, got %r" % (AUTOTUNE_ENV, value))
+
+
 def autotune_enabled():
     """``TF_FFTCONV_AUTOTUNE=1``: eager calls of ``algorithm="auto"`` time the candidates of a
     problem not timed yet (off by default)."""
-    value = os.environ.get(AUTOTUNE_ENV, "").strip().lower()
-    if value in ("", "0", "off", "false", "no"):
+    return _autotune_setting() == "all"
+
+
+def close_call_timing_enabled():
+    """Whether ``FFTConv2D`` times its close calls when built (``TF_FFTCONV_AUTOTUNE`` not 0)."""
+    return _autotune_setting() != "off"
+
+
+def is_close_call(plan_made):
+    """Whether ``plan_made`` is the cost model's choice between the FFT path and spatial
+    convolution with the two best estimates (within the budget) within ``CLOSE_CALL_FACTOR`` of
+    each other, and no timings yet."""
+    if (plan_made.requested != "auto" or plan_made.timings_ms
+            or plan_made.problem.device not in CLOSE_CALL_DEVICES):
         return False
-    if value in ("1", "on", "true", "yes"):
-        return True
-    raise _invalid("%s must be 0 or 1, got %r" % (AUTOTUNE_ENV, value))
+    within = [c for c in plan_made.candidates
+              if plan_made.budget is None or c.estimate.workspace_bytes <= plan_made.budget]
+    spatial = next((c for c in within if c.config is None), None)
+    fft = next((c for c in within if c.config is not None), None)   # fastest first
+    if spatial is None or fft is None:
+        return False
+    ratio = spatial.estimate.time_s / fft.estimate.time_s
+    return 1 / CLOSE_CALL_FACTOR <= ratio <= CLOSE_CALL_FACTOR
 
 
 def check_algorithm(algorithm):
@@ -600,6 +639,13 @@ def _make_plan(problem, algorithm, fft_size, tile, budget):
     if problem.batch is None:
         notes.append("batch unknown while tracing: estimates assume %d images" % ASSUMED_BATCH)
     timings = cached_timings(problem)
+    if not timings and problem.batch is not None:
+        # A layer is timed when built, with its batch unknown: those timings stand for every
+        # batch not timed itself.
+        timings = cached_timings(dataclasses.replace(problem, batch=None))
+        if timings:
+            notes.append("timings made for the batch unknown (when the layer was built, or by "
+                         "autotune), none at batch %d" % problem.batch)
     timed = [c for c in within if c.label in timings]
     if timed:
         best = min(timed, key=lambda c: timings[c.label])

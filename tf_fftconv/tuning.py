@@ -6,14 +6,18 @@ from eager Python (never inside a function being traced), and stores the medians
 the process (and in ``$TF_FFTCONV_AUTOTUNE_CACHE`` when set). Later plans for that problem take
 the fastest timed candidate within the memory budget.
 
-Timing is opt-in: ``tf_fftconv.autotune(...)`` before training, or ``TF_FFTCONV_AUTOTUNE=1`` to
-time every problem an eager ``fft_conv2d(algorithm="auto")`` call meets for the first time. It is
-not on by default because a timing runs each candidate several times at full size, costing
-seconds and device memory at a moment the caller did not choose.
+When it runs: ``tf_fftconv.autotune(...)`` before training; ``TF_FFTCONV_AUTOTUNE=1`` to time
+every problem an eager ``fft_conv2d(algorithm="auto")`` call meets for the first time; and, unless
+``TF_FFTCONV_AUTOTUNE=0``, ``FFTConv2D`` on a GPU times its problem once when it is built if the
+cost model calls it close (``planning.is_close_call``: the FFT and spatial estimates within a
+factor ``planning.CLOSE_CALL_FACTOR``), since the model's error can flip such a choice. A timing
+runs each candidate several times at full size, costing about a second per layer and device
+memory, so clear choices are left to the model; ``fft_conv2d`` itself never times unasked.
 """
 
 import contextlib
 import dataclasses
+import logging
 import statistics
 import time
 
@@ -100,6 +104,20 @@ def tune_problem(problem, fft_size=None, tile=None, memory_budget=None, algorith
     for key_problem in {problem, concrete}:
         planning.record_timings(key_problem, timings)
     return planning.plan(problem, algorithm, fft_size, tile, memory_budget)
+
+
+def confirm_close_call(problem, memory_budget=None):
+    """Times ``problem``'s candidates if the cost model calls its choice close (and nothing has
+    timed it yet), eagerly; returns the plan ``algorithm="auto"`` follows for it."""
+    made = planning.plan(problem, "auto", None, None, memory_budget)
+    if (tf.inside_function() or not problem.sizes_known or not planning.is_close_call(made)
+            or not planning.close_call_timing_enabled()):
+        return made
+    logging.getLogger("tf_fftconv").info(
+        "timing the candidates of %s once: the cost model's FFT and spatial estimates are "
+        "within %.1fx (TF_FFTCONV_AUTOTUNE=0 leaves the choice to the model)",
+        problem.describe(), planning.CLOSE_CALL_FACTOR)
+    return tune_problem(problem, memory_budget=memory_budget)
 
 
 def _layers(model_or_layer):
