@@ -21,7 +21,8 @@
 #   mixed              the reproduction under mixed_float16
 #   grid               the benchmark's grid (conv2d, the FFT path, auto, auto after timing; issue
 #                      10's cases); GRID_CASES and GRID_IMPLS choose others
-#   frames             frames of 3 * 2^k: Mathieu's SAME layer in 48 and 64 frames, and auto
+#   frames             frames that are not powers of two: Mathieu's SAME layer in $FRAME_SIZES
+#                      frames (default 40 and 48), and auto
 #   concurrency        tools/concurrency_probe.py: concurrent eager calls of the raw ops
 # On a host with two GPUs the tests include MirroredStrategy. Logs go to
 # $WORK (build/gpu_session); after each step they are packed into $OUT/gpu_session.tar.gz so that a
@@ -119,9 +120,9 @@ for step in $steps; do
       timeout 240 python3 -m tf_fftconv.experiments.half_accuracy --dataset "idx:${DATA_DIR:-.data/fashion-mnist}" \
         --json "$WORK/half_accuracy.json" 2>&1 | tee "$WORK/half_accuracy.log" | tail -16 ;;
     frames)
-      log "frames: Mathieu's layer with SAME padding, S = 48 against S = 64"
+      log "frames: Mathieu's layer with SAME padding in frames of ${FRAME_SIZES:-40 48} (38 samples needed)"
       frame_cases=${FRAME_CASES:-128:96:256:32:7:same,128:96:256:32:5:same}
-      for size in 48 64; do
+      for size in ${FRAME_SIZES:-40 48}; do
         timeout 150 python3 -m tf_fftconv.bench --cases "$frame_cases" \
           --modes forward,train --impl conv2d,fft --fft-size $size --json "$WORK/bench_frames_$size.json" \
           --no-progress 2>&1 | tee "$WORK/bench_frames_$size.log" | tail -8
