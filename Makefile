@@ -188,32 +188,34 @@ $(CHECK_DIR)/%.o: cuda/%.cu $(CU_DEPS)
 	@mkdir -p $(dir $@)
 	$(CHECK_NVCC) -c $< -o $@
 
-# FFT block shapes to time against the defaults, as FFTCONV_SHAPE_<real>_<S>_<FWD|INV> overrides
-# L * 10000 + G * 100 + MINB (lanes per transform, images per block, minimum blocks per SM: FftShape
-# in cuda/fft_common.cuh). Only the two FFT kernels are rebuilt for each; the rest is shared.
-VARIANTS := n0_default n1_f3_i2 n2_lanes2 n3_mixed
+# Kernel shapes to time against the defaults (make kernel-variants VARIANTS="..." builds a subset):
+# FFT block shapes as FFTCONV_SHAPE_<real>_<S>_<FWD|INV> overrides L * 10000 + G * 100 + MINB (lanes
+# per transform, images per block, minimum blocks per SM: FftShape in cuda/fft_common.cuh), and the
+# matmul's tile switches (cuda/spectral_matmul.cu). Only the kernels' own objects are rebuilt for each.
+VARIANTS := n0_default n1_f3_i2 n2_lanes2 n3_mixed m1_narrow96
 VARIANT_FLAGS_n0_default :=
 VARIANT_FLAGS_n1_f3_i2   := -DFFTCONV_SHAPE_float_32_FWD=10803 -DFFTCONV_SHAPE_float_32_INV=21602
 VARIANT_FLAGS_n2_lanes2  := -DFFTCONV_SHAPE_float_32_FWD=20804 -DFFTCONV_SHAPE_float_32_INV=20804 \
                             -DFFTCONV_SHAPE_float_16_FWD=21604 -DFFTCONV_SHAPE_float_16_INV=21604
 VARIANT_FLAGS_n3_mixed   := -DFFTCONV_SHAPE_float_32_FWD=21602 -DFFTCONV_SHAPE_float_32_INV=11603 \
                             -DFFTCONV_SHAPE_float_64_FWD=40402 -DFFTCONV_SHAPE_float_64_INV=40402
+VARIANT_FLAGS_m1_narrow96 := -DFFTCONV_TF32_WIDE96=0
 VARIANT_DIR := $(BUILD)/variants
+VARIANT_KERNELS := rfft2d irfft2d spectral_matmul
 
 kernel-variants: $(VARIANTS:%=$(VARIANT_DIR)/kc_%)
 
-$(VARIANT_DIR)/kc_%: $(VARIANT_DIR)/rfft2d_%.o $(VARIANT_DIR)/irfft2d_%.o $(CHECK_DIR)/kernel_check.o \
-                     $(filter-out $(CHECK_DIR)/rfft2d.o $(CHECK_DIR)/irfft2d.o,$(CHECK_OBJS))
+$(VARIANT_DIR)/kc_%: $(VARIANT_DIR)/rfft2d_%.o $(VARIANT_DIR)/irfft2d_%.o $(VARIANT_DIR)/spectral_matmul_%.o \
+                     $(CHECK_DIR)/kernel_check.o $(filter-out $(VARIANT_KERNELS:%=$(CHECK_DIR)/%.o),$(CHECK_OBJS))
 	$(CHECK_NVCC) -o $@ $^
 
-.PRECIOUS: $(VARIANT_DIR)/rfft2d_%.o $(VARIANT_DIR)/irfft2d_%.o
-$(VARIANT_DIR)/rfft2d_%.o: cuda/rfft2d.cu $(CU_DEPS)
-	@mkdir -p $(dir $@)
-	$(CHECK_NVCC) $(VARIANT_FLAGS_$*) -c $< -o $@
-
-$(VARIANT_DIR)/irfft2d_%.o: cuda/irfft2d.cu $(CU_DEPS)
-	@mkdir -p $(dir $@)
-	$(CHECK_NVCC) $(VARIANT_FLAGS_$*) -c $< -o $@
+define variant_kernel_rule
+.PRECIOUS: $(VARIANT_DIR)/$(1)_%.o
+$(VARIANT_DIR)/$(1)_%.o: cuda/$(1).cu $(CU_DEPS)
+	@mkdir -p $$(dir $$@)
+	$$(CHECK_NVCC) $$(VARIANT_FLAGS_$$*) -c $$< -o $$@
+endef
+$(foreach kernel,$(VARIANT_KERNELS),$(eval $(call variant_kernel_rule,$(kernel))))
 else
 cuda-check kernel-check kernel-variants:
 	@echo "error: nvcc not found (make $@ compiles CUDA code)"; exit 1

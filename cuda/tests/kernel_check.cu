@@ -370,8 +370,12 @@ void MatmulSuite(bool quick) {
   struct Shape {
     int bins, m, n, k;
   };
-  std::vector<Shape> shapes = {{3, 37, 45, 29}, {2, 128, 6, 1}, {2, 128, 16, 6}, {1, 1, 1, 1}, {0, 4, 4, 4}};
+  // n = 96, 95 and 288 take the TF32 kernel's 96-column tile (one, a partial and three per row).
+  std::vector<Shape> shapes = {{3, 37, 45, 29}, {2, 128, 6, 1}, {2, 128, 16, 6}, {1, 1, 1, 1}, {0, 4, 4, 4},
+                               {2, 40, 96, 12}};
   if (!quick) {
+    shapes.push_back({1, 131, 95, 19});
+    shapes.push_back({1, 64, 288, 24});
     shapes.push_back({2, 130, 70, 33});
     shapes.push_back({3, 64, 96, 17});
     shapes.push_back({1, 257, 129, 40});
