@@ -26,14 +26,14 @@ SEED="${SEED:-$(date +%s)}"
     echo "exit status: ${PIPESTATUS[0]}"
   done
 } 2>&1 | tee "$OUT/sanitizer.log" | grep -E "==|ERROR|SUMMARY|exit status|FAIL" | head -60
-# Tuning builds (make kernel-variants), if present: quick correctness + FFT timings of each.
+# Tuning builds (make kernel-variants), if present: quick correctness + FFT and matmul timings of each.
 if ls build/variants/kc_* >/dev/null 2>&1; then
   {
     header
     for b in build/variants/kc_*; do
       echo "== $b"
       timeout 60 "$b" --quick --failures-only --seed "$SEED" | tail -1
-      timeout 60 "$b" --time-fft | grep TIME
+      timeout 60 "$b" --time | grep TIME
     done
-  } 2>&1 | tee "$OUT/variants.log" | grep -E "==|SUMMARY|rfft2d  f32 NCHW \[128,96,26|irfft2d f32 NCHW S=32 -> \[128,256" 
+  } 2>&1 | tee "$OUT/variants.log" | grep -E "==|SUMMARY|rfft2d  f32 NCHW \[128,96,26|irfft2d f32 NCHW S=32 -> \[128,256|matmul .*tf32=1" 
 fi
