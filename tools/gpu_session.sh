@@ -20,7 +20,8 @@
 #   half-accuracy      float16 / bfloat16 errors on a trained LeNet's activations, ours and conv2d's
 #   mixed              the reproduction under mixed_float16
 #   grid               the benchmark's grid (conv2d, the FFT path, auto, auto after timing; issue
-#                      10's cases); GRID_CASES and GRID_IMPLS choose others
+#                      10's cases); GRID_CASES, GRID_IMPLS and GRID_NAME (the files' name) for
+#                      others, e.g. a part of the grid
 #   frames             frames that are not powers of two: Mathieu's SAME layer in $FRAME_SIZES
 #                      frames (default 40 and 48), and auto
 #   concurrency        tools/concurrency_probe.py: concurrent eager calls of the raw ops
@@ -133,7 +134,8 @@ for step in $steps; do
     grid)
       log "bench --cases grid"
       timeout 580 python3 -m tf_fftconv.bench --cases "${GRID_CASES:-grid}" --modes train \
-        --impl "${GRID_IMPLS:-conv2d,fft,auto,tuned}" --json "$WORK/grid.json" --no-progress 2>&1 | tee "$WORK/grid.log" | tail -50 ;;
+        --impl "${GRID_IMPLS:-conv2d,fft,auto,tuned}" --json "$WORK/${GRID_NAME:-grid}.json" --no-progress 2>&1 \
+        | tee "$WORK/${GRID_NAME:-grid}.log" | tail -50 ;;
     mixed)
       log "reproduce --precision mixed_float16"
       timeout 400 python3 -m tf_fftconv.reproduce --dataset "idx:${DATA_DIR:-.data/fashion-mnist}" \
