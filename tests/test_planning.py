@@ -69,8 +69,8 @@ def test_model_leaves_the_measured_losses_of_fft_to_conv2d(case, why):
 def test_model_takes_a_40_frame_for_mathieus_same_layer():
     """32 + 7 - 1 = 38 samples: in one 64 frame (2112 bins) the FFT path measured 0.91x conv2d
     (issue 10) and the model left it to conv2d; a 48 frame has 1200 bins (measured 1.56x ahead of
-    conv2d on the H200), a 40 frame 840, and the model takes it. (An estimate until a GPU run
-    measures the 40 frames.)"""
+    conv2d on the H200), a 40 frame 840, and the model takes it even with the radix-5 transform's
+    extra work. (An estimate until a GPU run measures the 40 frames.)"""
     problem = _h200(128, 96, 256, 32, 7, "SAME")
     found = {c.label: c.estimate.time_s for c in planning.candidates(problem)}
     # A larger single frame is never a candidate.
@@ -80,9 +80,11 @@ def test_model_takes_a_40_frame_for_mathieus_same_layer():
     assert found["spatial"] >= planning.FFT_MARGIN * found["fft S=40 single keep"]
 
 
-def test_radix3_transforms_cost_more_per_point():
+def test_radix3_and_radix5_transforms_cost_more_per_point():
     assert planning._transform_flops(48, 48) == pytest.approx(
         planning.RADIX3_TRANSFORM_FACTOR * 5 * 48 * np.log2(48) * (24 + 25))
+    assert planning._transform_flops(40, 40) == pytest.approx(
+        planning.RADIX5_TRANSFORM_FACTOR * 5 * 40 * np.log2(40) * (20 + 21))
     assert planning._transform_flops(64, 64) == pytest.approx(5 * 64 * 6 * (32 + 33))
     sizes = {c.config.tiles.fft_size for c in planning.candidates(_h200(8, 4, 4, 90, 5, "SAME"))
              if c.config is not None}
