@@ -1,7 +1,7 @@
-// Tables of the CPU FFTs, one per allowed size (kFftSizes: powers of two and 3 * 2^k): the roots of
-// unity and where a decimation-in-frequency FFT leaves each output. The butterflies themselves are
-// in cc/cpu_kernels_impl.h, compiled once per instruction set; these tables are plain data, shared by
-// all of them.
+// Tables of the CPU FFTs, one per allowed size (kFftSizes: powers of two, 3 * 2^k and 5 * 2^k): the
+// roots of unity and where a decimation-in-frequency FFT leaves each output. The butterflies
+// themselves are in cc/cpu_kernels_impl.h, compiled once per instruction set; these tables are
+// plain data, shared by all of them.
 //
 // Twiddles are computed in double precision and rounded once to Real, which keeps the float32 error
 // of a 2-D transform near 1e-7 relative (and float64 near 1e-15).
@@ -18,9 +18,10 @@ namespace fftconv {
 template <typename Real>
 struct FftTables {
   explicit FftTables(int n)
-      : size(n), radix3(IsRadix3FftSize(n)), cos(n), sin(n), output_position(n) {
-    // The power-of-two length of the sub-transforms after the radix-3 stage (n itself without one).
-    const int sub = radix3 ? n / 3 : n;
+      : size(n), odd_radix(OddFftFactor(n)), cos(n), sin(n), output_position(n) {
+    // The power-of-two length of the sub-transforms after the radix-3 or radix-5 stage (n itself
+    // without one).
+    const int sub = n / odd_radix;
     const int log2sub = Log2(sub);
     for (int t = 0; t < n; ++t) {
       // exp(-2 pi i t / n) = cos[t] + i sin[t], for every t < n (radix-4 steps use up to 3n/4).
@@ -28,11 +29,12 @@ struct FftTables {
       cos[t] = static_cast<Real>(std::cos(angle));
       sin[t] = static_cast<Real>(std::sin(angle));
     }
-    // A radix-3 DIF stage sends outputs k = 3 q + r to sub-transform r (points [r sub, (r+1) sub)),
-    // whose power-of-two DIF leaves its output q at bit-reversed position. Without the radix-3
-    // stage r is 0 and this is the plain bit reversal (an involution; the mixed one is not).
+    // A radix-m DIF stage (m = odd_radix, 3 or 5) sends outputs k = m q + r to sub-transform r
+    // (points [r sub, (r+1) sub)), whose power-of-two DIF leaves its output q at bit-reversed
+    // position. Without one (m = 1) r is 0 and this is the plain bit reversal (an involution; the
+    // mixed one is not).
     for (int k = 0; k < n; ++k) {
-      const int q = radix3 ? k / 3 : k, r = radix3 ? k % 3 : 0;
+      const int q = k / odd_radix, r = k % odd_radix;
       int reversed = 0;
       for (int bit = 0; bit < log2sub; ++bit) reversed |= ((q >> bit) & 1) << (log2sub - 1 - bit);
       output_position[k] = r * sub + reversed;
@@ -40,7 +42,9 @@ struct FftTables {
   }
 
   int size;
-  bool radix3;  // size = 3 * 2^k: one radix-3 stage before the power-of-two passes
+  // size = odd_radix * 2^k: 3 or 5, one radix-3 or radix-5 stage before the power-of-two passes;
+  // 1 for the powers of two.
+  int odd_radix;
   std::vector<Real> cos, sin;
   // A decimation-in-frequency FFT (FftDif) leaves output k at position output_position[k].
   std::vector<int> output_position;

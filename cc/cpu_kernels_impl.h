@@ -306,14 +306,15 @@ inline void ButterflyRows(Vec* re, Vec* im, int64_t stride, int first, int span,
 
 // In-place complex FFT of `batch` transforms of size n = tables.size, each point a vector of lanes:
 // point p of transform t is (re, im)[p * stride + t]. Decimation in frequency: natural order in,
-// output k at position tables.output_position[k]. For n = 3 * 2^k a radix-3 pass comes first: it
-// turns the transform into three of length n / 3 (points [r n/3, (r+1) n/3) give outputs 3 q + r),
-// which the power-of-two passes below then run side by side, as they run the blocks of their own
-// later stages. Radix-2^2 passes (two radix-2 stages per pass over the data, three twiddle products
-// per four points), then one radix-2 pass, which needs no twiddle, when log2 of the power-of-two
-// length is odd. Every twiddle is exp(-2 pi i t / n) from the size-n table (a length-len stage uses
-// t = j n / len). The loop over transforms is innermost, so each twiddle is loaded once per
-// butterfly column. The inverse (unscaled) transform is the same call with re and im swapped.
+// output k at position tables.output_position[k]. For n = m * 2^k (m = tables.odd_radix, 3 or 5)
+// a radix-m pass comes first: it turns the transform into m of length n / m (points
+// [r n/m, (r+1) n/m) give outputs m q + r), which the power-of-two passes below then run side by
+// side, as they run the blocks of their own later stages. Radix-2^2 passes (two radix-2 stages per
+// pass over the data, three twiddle products per four points), then one radix-2 pass, which needs
+// no twiddle, when log2 of the power-of-two length is odd. Every twiddle is exp(-2 pi i t / n) from
+// the size-n table (a length-len stage uses t = j n / len). The loop over transforms is innermost,
+// so each twiddle is loaded once per butterfly column. The inverse (unscaled) transform is the
+// same call with re and im swapped.
 template <typename Real>
 void FftDif(typename Simd<Real>::Vec* re, typename Simd<Real>::Vec* im, int64_t stride, int batch,
             const FftTables<Real>& tables) {
@@ -322,7 +323,7 @@ void FftDif(typename Simd<Real>::Vec* re, typename Simd<Real>::Vec* im, int64_t 
   const Real* cos = tables.cos.data();
   const Real* sin = tables.sin.data();
   int len = n;
-  if (tables.radix3) {
+  if (tables.odd_radix == 3) {
     // x0, x1, x2 = points j, j + n/3, j + 2n/3; with w = exp(-2 pi i / 3) = -1/2 - i sqrt(3)/2:
     //   y0 = x0 + x1 + x2, y1 = (x0 + w x1 + w^2 x2) W^j, y2 = (x0 + w^2 x1 + w x2) W^2j,
     // W = exp(-2 pi i / n); x0 + w x1 + w^2 x2 = (x0 - (x1 + x2) / 2) - i sqrt(3)/2 (x1 - x2).
@@ -346,6 +347,44 @@ void FftDif(typename Simd<Real>::Vec* re, typename Simd<Real>::Vec* im, int64_t 
       }
     }
     len = third;
+  } else if (tables.odd_radix == 5) {
+    // x0 .. x4 = points j + m n/5; with w = exp(-2 pi i / 5) = c1 - i s1, w^2 = c2 - i s2
+    // (c1 = cos(2 pi/5), s1 = sin(2 pi/5), c2 = cos(4 pi/5), s2 = sin(4 pi/5)), w^3 and w^4 their
+    // conjugates, a1 = x1 + x4, b1 = x1 - x4, a2 = x2 + x3, b2 = x2 - x3:
+    //   y0 = x0 + a1 + a2,
+    //   y1, y4 = x0 + c1 a1 + c2 a2 -+ i (s1 b1 + s2 b2),
+    //   y2, y3 = x0 + c2 a1 + c1 a2 -+ i (s2 b1 - s1 b2),
+    // each y_m stored times W^mj, W = exp(-2 pi i / n): 16 real multiplies before the twiddles,
+    // where the plain 5-point sums of products take 64.
+    const int fifth = n / 5;
+    // From the double-built table, like the twiddles.
+    const Real c1 = cos[fifth], s1 = -sin[fifth], c2 = cos[2 * fifth], s2 = -sin[2 * fifth];
+    for (int j = 0; j < fifth; ++j) {
+      // W^mj for m = 1 .. 4 (mj < 4n/5).
+      Real wc[5], ws[5];
+      for (int m = 1; m < 5; ++m) wc[m] = cos[m * j], ws[m] = sin[m * j];
+      Vec *r[5], *i[5];
+      ButterflyRows(re, im, stride, j, fifth, r, i);
+      for (int t = 0; t < batch; ++t) {
+        const Vec x0r = r[0][t], x0i = i[0][t];
+        const Vec a1r = r[1][t] + r[4][t], a1i = i[1][t] + i[4][t];
+        const Vec b1r = r[1][t] - r[4][t], b1i = i[1][t] - i[4][t];
+        const Vec a2r = r[2][t] + r[3][t], a2i = i[2][t] + i[3][t];
+        const Vec b2r = r[2][t] - r[3][t], b2i = i[2][t] - i[3][t];
+        const Vec m1r = x0r + a1r * c1 + a2r * c2, m1i = x0i + a1i * c1 + a2i * c2;
+        const Vec m2r = x0r + a1r * c2 + a2r * c1, m2i = x0i + a1i * c2 + a2i * c1;
+        const Vec n1r = b1r * s1 + b2r * s2, n1i = b1i * s1 + b2i * s2;
+        const Vec n2r = b1r * s2 - b2r * s1, n2i = b1i * s2 - b2i * s1;
+        r[0][t] = x0r + a1r + a2r;
+        i[0][t] = x0i + a1i + a2i;
+        // -i (n_r + i n_i) = (n_i, -n_r).
+        StoreTwiddled(m1r + n1i, m1i - n1r, wc[1], ws[1], &r[1][t], &i[1][t]);
+        StoreTwiddled(m2r + n2i, m2i - n2r, wc[2], ws[2], &r[2][t], &i[2][t]);
+        StoreTwiddled(m2r - n2i, m2i + n2r, wc[3], ws[3], &r[3][t], &i[3][t]);
+        StoreTwiddled(m1r - n1i, m1i + n1r, wc[4], ws[4], &r[4][t], &i[4][t]);
+      }
+    }
+    len = fifth;
   }
   for (; len >= 4; len /= 4) {
     const int quarter = len / 4, step = n / len;

@@ -17,20 +17,23 @@
 
 namespace fftconv {
 
-// fft_size S: a power of two in [kMinFftSize, kMaxFftSize], or three times a power of two in
-// [kMinFftSize3, kMaxFftSize3] (a padded image that barely overflows a power of two then needs
-// 0.56x the bins of the next one, e.g. 48 * 25 against 64 * 33). S is always even, so a spectrum
-// keeps S/2 + 1 columns. The CUDA kernels have one family per size and twiddle tables of the
-// 128th and 96th roots of unity (cuda/fft_common.cuh); tf_fftconv/geometry.py's MAX_FFT_SIZE and
-// FFT_SIZES repeat the values (tests/test_conv.py checks they agree).
+// fft_size S: a power of two in [kMinFftSize, kMaxFftSize], three times a power of two in
+// [kMinFftSize3, kMaxFftSize3] or five times one in [kMinFftSize5, kMaxFftSize5] (a padded image
+// that barely overflows a power of two then needs fewer bins than the next one, e.g. 48 * 25 or
+// 40 * 21 against 64 * 33). S is always even, so a spectrum keeps S/2 + 1 columns. The CUDA
+// kernels have one family per size and twiddle tables of the 128th, 96th and 80th roots of unity
+// (cuda/fft_common.cuh); tf_fftconv/geometry.py's MAX_FFT_SIZE and FFT_SIZES repeat the values
+// (tests/test_conv.py checks they agree).
 constexpr int kMinFftSize = 2;
 constexpr int kMaxFftSize = 128;
 constexpr int kMinFftSize3 = 6;
 constexpr int kMaxFftSize3 = 96;
+constexpr int kMinFftSize5 = 10;
+constexpr int kMaxFftSize5 = 80;
 // Every allowed size, ascending.
-constexpr int kFftSizes[] = {2, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128};
+constexpr int kFftSizes[] = {2, 4, 6, 8, 10, 12, 16, 20, 24, 32, 40, 48, 64, 80, 96, 128};
 // The allowed sizes as the error messages name them.
-#define FFTCONV_FFT_SIZES_TEXT "2, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128"
+#define FFTCONV_FFT_SIZES_TEXT "2, 4, 6, 8, 10, 12, 16, 20, 24, 32, 40, 48, 64, 80, 96, 128"
 
 // True when n is a power of two (n >= 1).
 FFTCONV_HOST_DEVICE constexpr bool IsPowerOfTwo(int64_t n) { return n >= 1 && (n & (n - 1)) == 0; }
@@ -40,9 +43,21 @@ FFTCONV_HOST_DEVICE constexpr bool IsRadix3FftSize(int64_t n) {
   return n >= kMinFftSize3 && n <= kMaxFftSize3 && n % 3 == 0 && IsPowerOfTwo(n / 3);
 }
 
+// True for the sizes that carry a radix-5 stage: 5 * 2^k in [kMinFftSize5, kMaxFftSize5].
+FFTCONV_HOST_DEVICE constexpr bool IsRadix5FftSize(int64_t n) {
+  return n >= kMinFftSize5 && n <= kMaxFftSize5 && n % 5 == 0 && IsPowerOfTwo(n / 5);
+}
+
 // True for every allowed fft_size.
 FFTCONV_HOST_DEVICE constexpr bool IsFftSize(int64_t n) {
-  return (n >= kMinFftSize && n <= kMaxFftSize && IsPowerOfTwo(n)) || IsRadix3FftSize(n);
+  return (n >= kMinFftSize && n <= kMaxFftSize && IsPowerOfTwo(n)) || IsRadix3FftSize(n) ||
+         IsRadix5FftSize(n);
+}
+
+// The odd factor of an allowed size: 3 or 5 for the sizes with a radix-3 or radix-5 stage, 1 for
+// the powers of two.
+FFTCONV_HOST_DEVICE constexpr int OddFftFactor(int64_t n) {
+  return IsRadix3FftSize(n) ? 3 : IsRadix5FftSize(n) ? 5 : 1;
 }
 
 // ceil(log2(n)) for n >= 1: the exponent of a power of two, or of the next one up.

@@ -72,8 +72,9 @@ inline ImageDims ImageDimsFrom(const int64_t dims[4], bool nhwc) {
 inline absl::Status ValidateFftSize(int64_t fft_size) {
   if (KnownValue(fft_size) && !IsFftSize(fft_size)) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "fft_size must be a power of two in [", kMinFftSize, ", ", kMaxFftSize, "] or 3 * 2^k in [",
-        kMinFftSize3, ", ", kMaxFftSize3, "] (one of " FFTCONV_FFT_SIZES_TEXT "), got ", fft_size));
+        "fft_size must be a power of two in [", kMinFftSize, ", ", kMaxFftSize, "], 3 * 2^k in [",
+        kMinFftSize3, ", ", kMaxFftSize3, "] or 5 * 2^k in [", kMinFftSize5, ", ", kMaxFftSize5,
+        "] (one of " FFTCONV_FFT_SIZES_TEXT "), got ", fft_size));
   }
   return absl::OkStatus();
 }

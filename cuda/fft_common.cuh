@@ -9,9 +9,10 @@
 //                                                                   (OutputIndex)
 // Each lane first runs a P-point decimation-in-frequency FFT in registers, multiplies by W_S^(l * k1)
 // and then the L lanes finish with log2(L) butterfly stages exchanged through __shfl_xor_sync.
-// S = 3 * 2^k: the factor 3 stays inside the lane, P = 3 * 2^j (j >= 1, so P is even), and the
-// register FFT starts with one radix-3 stage (DifStages); the cross-lane part is unchanged, since
-// X[k1 + P k2] = sum_l W_L^(l k2) W_S^(l k1) sum_p x[p L + l] W_P^(p k1) holds for any P.
+// S = m * 2^k with m = 3 or 5: the factor m stays inside the lane, P = m * 2^j (j >= 1, so P is
+// even), and the register FFT starts with one radix-m stage (DifStages); the cross-lane part is
+// unchanged, since X[k1 + P k2] = sum_l W_L^(l k2) W_S^(l k1) sum_p x[p L + l] W_P^(p k1) holds for
+// any P.
 #ifndef TF_FFTCONV_CUDA_FFT_COMMON_CUH_
 #define TF_FFTCONV_CUDA_FFT_COMMON_CUH_
 
@@ -134,18 +135,21 @@ __device__ __forceinline__ C CScale(C a, decltype(a.x) s) {
 
 // ---------------------------------------------------------------------------------------------
 // Twiddles: W_N^t = exp(-2*pi*i*t/N) in constant memory, one table per root base N: N = 128 for
-// the power-of-two sizes, N = 96 for the sizes 3 * 2^k (TwiddleBase). With t known after unrolling
-// the access becomes a constant-bank operand; with a lane-dependent t it is a (cheap) indexed load.
-// Every size S takes its twiddles from its base's table with stride N / S; the cross-lane stages'
-// W_(2h) (2h <= 32) are in both tables.
+// the power-of-two sizes, N = 96 for the sizes 3 * 2^k, N = 80 for 5 * 2^k (TwiddleBase). With t
+// known after unrolling the access becomes a constant-bank operand; with a lane-dependent t it is a
+// (cheap) indexed load. Every size S takes its twiddles from its base's table with stride N / S;
+// the cross-lane stages' W_(2h) (2h <= L, a divisor of S) are in its base's table too.
 static_assert(kMaxFftSize == 128, "twiddle_table.inc holds the 128th roots of unity: regenerate it");
 static_assert(kMaxFftSize3 == 96, "twiddle_table.inc holds the 96th roots of unity: regenerate it");
+static_assert(kMaxFftSize5 == 80, "twiddle_table.inc holds the 80th roots of unity: regenerate it");
 #define FFTCONV_TWIDDLE_FLOAT(c, s) {static_cast<float>(c), static_cast<float>(s)},
 #define FFTCONV_TWIDDLE_DOUBLE(c, s) {c, s},
 static __constant__ float2 kTwiddle128Float[128] = {FFTCONV_TWIDDLE_128(FFTCONV_TWIDDLE_FLOAT)};
 static __constant__ double2 kTwiddle128Double[128] = {FFTCONV_TWIDDLE_128(FFTCONV_TWIDDLE_DOUBLE)};
 static __constant__ float2 kTwiddle96Float[96] = {FFTCONV_TWIDDLE_96(FFTCONV_TWIDDLE_FLOAT)};
 static __constant__ double2 kTwiddle96Double[96] = {FFTCONV_TWIDDLE_96(FFTCONV_TWIDDLE_DOUBLE)};
+static __constant__ float2 kTwiddle80Float[80] = {FFTCONV_TWIDDLE_80(FFTCONV_TWIDDLE_FLOAT)};
+static __constant__ double2 kTwiddle80Double[80] = {FFTCONV_TWIDDLE_80(FFTCONV_TWIDDLE_DOUBLE)};
 #undef FFTCONV_TWIDDLE_FLOAT
 #undef FFTCONV_TWIDDLE_DOUBLE
 
@@ -153,17 +157,17 @@ static __constant__ double2 kTwiddle96Double[96] = {FFTCONV_TWIDDLE_96(FFTCONV_T
 template <int S>
 constexpr int TwiddleBase() {
   static_assert(IsFftSize(S), "not an FFT size of the package");
-  return IsRadix3FftSize(S) ? kMaxFftSize3 : kMaxFftSize;
+  return IsRadix3FftSize(S) ? kMaxFftSize3 : IsRadix5FftSize(S) ? kMaxFftSize5 : kMaxFftSize;
 }
 
 // W_N^t for 0 <= t < N.
 template <typename Real, int N>
 __device__ __forceinline__ complex_t<Real> TwiddleOf(int t) {
-  static_assert(N == 128 || N == 96, "twiddle tables exist for N = 128 and N = 96");
+  static_assert(N == 128 || N == 96 || N == 80, "twiddle tables exist for N = 128, 96 and 80");
   if constexpr (std::is_same<Real, float>::value) {
-    return N == 128 ? kTwiddle128Float[t] : kTwiddle96Float[t];
+    return N == 128 ? kTwiddle128Float[t] : N == 96 ? kTwiddle96Float[t] : kTwiddle80Float[t];
   } else {
-    return N == 128 ? kTwiddle128Double[t] : kTwiddle96Double[t];
+    return N == 128 ? kTwiddle128Double[t] : N == 96 ? kTwiddle96Double[t] : kTwiddle80Double[t];
   }
 }
 
@@ -211,21 +215,24 @@ __host__ __device__ constexpr int BitReverse(int v, int n) {
 
 // Output order of the P-point register FFT (DifStages): register r holds output DigitReverse(r, P),
 // and output k sits in register DigitReversePosition(k, P). For P a power of two both are the bit
-// reversal. For P = 3 Q the radix-3 stage sends outputs k = 3 q + a to block a (registers
-// [a Q, (a + 1) Q)), whose Q-point DIF leaves q at bit-reversed position: r = a Q + BitReverse(q, Q).
+// reversal. For P = m Q (m = 3 or 5; P is itself an allowed size, so m = OddFftFactor(P)) the
+// radix-m stage sends outputs k = m q + a to block a (registers [a Q, (a + 1) Q)), whose Q-point DIF
+// leaves q at bit-reversed position: r = a Q + BitReverse(q, Q); m = 1 is the plain bit reversal.
 // (The same order as the CPU kernels' FftTables::output_position.)
 __host__ __device__ constexpr int DigitReverse(int r, int p) {
-  return p % 3 == 0 ? 3 * BitReverse(r % (p / 3), p / 3) + r / (p / 3) : BitReverse(r, p);
+  const int m = OddFftFactor(p), q = p / m;
+  return m * BitReverse(r % q, q) + r / q;
 }
 __host__ __device__ constexpr int DigitReversePosition(int k, int p) {
-  return p % 3 == 0 ? (k % 3) * (p / 3) + BitReverse(k / 3, p / 3) : BitReverse(k, p);
+  const int m = OddFftFactor(p), q = p / m;
+  return (k % m) * q + BitReverse(k / m, q);
 }
 
 // ---------------------------------------------------------------------------------------------
 // P-point decimation-in-frequency FFT in registers: natural order in, DigitReverse order out. Each
-// step runs the length-M butterflies of every block [s, s + M) of x: a radix-3 step when 3 divides
-// M (only the first, M = P = 3 * 2^j), radix-2 steps after; twiddles W_M^j = W_N^(j N / M) from
-// base N (TwiddleBase of the whole transform's size, a multiple of P).
+// step runs the length-M butterflies of every block [s, s + M) of x: a radix-3 or radix-5 step when
+// 3 or 5 divides M (only the first, M = P = 3 * 2^j or 5 * 2^j), radix-2 steps after; twiddles
+// W_M^j = W_N^(j N / M) from base N (TwiddleBase of the whole transform's size, a multiple of P).
 template <typename Real, bool kInverse, int N, int P, int M>
 struct DifStages {
   __device__ __forceinline__ static void Run(complex_t<Real> (&x)[P]) {
@@ -252,6 +259,42 @@ struct DifStages {
         }
       }
       DifStages<Real, kInverse, N, P, T>::Run(x);
+    } else if constexpr (M % 5 == 0) {
+      constexpr int F = M / 5;
+      // w = exp(-+2 pi i / 5) = c1 -+ i s1, w^2 = c2 -+ i s2 (forward / inverse), w^3 and w^4 their
+      // conjugates; with a1 = x1 + x4, b1 = x1 - x4, a2 = x2 + x3, b2 = x2 - x3:
+      //   y0 = x0 + a1 + a2,
+      //   y1, y4 = x0 + c1 a1 + c2 a2 -+ i (s1 b1 + s2 b2)   (forward; +- for the inverse),
+      //   y2, y3 = x0 + c2 a1 + c1 a2 -+ i (s2 b1 - s1 b2),
+      // y_m times W_M^mj: 16 real multiplies before the twiddles, where the plain sums take 64.
+      const Real c1 = static_cast<Real>(0.30901699437494742410229341718281906);   // cos(2 pi/5)
+      const Real c2 = static_cast<Real>(-0.80901699437494742410229341718281906);  // cos(4 pi/5)
+      const Real s1 = static_cast<Real>(0.95105651629515357211643933337938214);   // sin(2 pi/5)
+      const Real s2 = static_cast<Real>(0.58778525229247312916870595463907277);   // sin(4 pi/5)
+#pragma unroll
+      for (int s = 0; s < P; s += M) {
+#pragma unroll
+        for (int j = 0; j < F; ++j) {
+          const C x0 = x[s + j];
+          const C a1 = CAdd(x[s + j + F], x[s + j + 4 * F]);
+          const C b1 = CSub(x[s + j + F], x[s + j + 4 * F]);
+          const C a2 = CAdd(x[s + j + 2 * F], x[s + j + 3 * F]);
+          const C b2 = CSub(x[s + j + 2 * F], x[s + j + 3 * F]);
+          const C mid1 = C{x0.x + c1 * a1.x + c2 * a2.x, x0.y + c1 * a1.y + c2 * a2.y};
+          const C mid2 = C{x0.x + c2 * a1.x + c1 * a2.x, x0.y + c2 * a1.y + c1 * a2.y};
+          const C n1 = C{s1 * b1.x + s2 * b2.x, s1 * b1.y + s2 * b2.y};
+          const C n2 = C{s2 * b1.x - s1 * b2.x, s2 * b1.y - s1 * b2.y};
+          // rot = -i n (forward) or +i n (inverse).
+          const C rot1 = kInverse ? C{-n1.y, n1.x} : C{n1.y, -n1.x};
+          const C rot2 = kInverse ? C{-n2.y, n2.x} : C{n2.y, -n2.x};
+          x[s + j] = CAdd(x0, CAdd(a1, a2));
+          x[s + j + F] = MulTwiddle<Real, kInverse, N>(CAdd(mid1, rot1), j * (N / M));
+          x[s + j + 2 * F] = MulTwiddle<Real, kInverse, N>(CAdd(mid2, rot2), 2 * j * (N / M));
+          x[s + j + 3 * F] = MulTwiddle<Real, kInverse, N>(CSub(mid2, rot2), 3 * j * (N / M));
+          x[s + j + 4 * F] = MulTwiddle<Real, kInverse, N>(CSub(mid1, rot1), 4 * j * (N / M));
+        }
+      }
+      DifStages<Real, kInverse, N, P, F>::Run(x);
     } else {
       constexpr int H = M / 2;
 #pragma unroll
@@ -278,10 +321,10 @@ struct DifStages<Real, kInverse, N, P, 1> {
 template <int S, int L>
 struct FftLayout {
   static constexpr int kPerLane = S / L;
-  // L a power of two; P even (the kernels split a line at S / 2 = (P / 2) L) and, for S = 3 * 2^k,
-  // holding the factor 3.
+  // L a power of two; P even (the kernels split a line at S / 2 = (P / 2) L) and, for S = 3 * 2^k
+  // or 5 * 2^k, holding the factor 3 or 5.
   static_assert(IsFftSize(S) && (L & (L - 1)) == 0 && S % L == 0 && kPerLane % 2 == 0 &&
-                    (!IsRadix3FftSize(S) || kPerLane % 3 == 0),
+                    kPerLane % OddFftFactor(S) == 0,
                 "lanes per transform");
   __device__ __forceinline__ static int InputIndex(int p, int l) { return p * L + l; }
   __device__ __forceinline__ static int OutputIndex(int r, int l) {
@@ -516,6 +559,26 @@ struct FftShape;
 #ifndef FFTCONV_SHAPE_float_96_INV
 #define FFTCONV_SHAPE_float_96_INV 40201
 #endif
+// The 5 * 2^k sizes likewise, with P = S / L a multiple of 10 (P = 20, 10 and 20 for S = 20, 40
+// and 80). Not yet timed against other shapes.
+#ifndef FFTCONV_SHAPE_float_20_FWD
+#define FFTCONV_SHAPE_float_20_FWD 11604
+#endif
+#ifndef FFTCONV_SHAPE_float_20_INV
+#define FFTCONV_SHAPE_float_20_INV 11604
+#endif
+#ifndef FFTCONV_SHAPE_float_40_FWD
+#define FFTCONV_SHAPE_float_40_FWD 40801
+#endif
+#ifndef FFTCONV_SHAPE_float_40_INV
+#define FFTCONV_SHAPE_float_40_INV 40801
+#endif
+#ifndef FFTCONV_SHAPE_float_80_FWD
+#define FFTCONV_SHAPE_float_80_FWD 40201
+#endif
+#ifndef FFTCONV_SHAPE_float_80_INV
+#define FFTCONV_SHAPE_float_80_INV 40201
+#endif
 
 //                REAL    S    INV    L    G  MINB
 FFTCONV_FFT_SHAPE(float, 2, false, 1, 128, 4)
@@ -526,18 +589,26 @@ FFTCONV_FFT_SHAPE(float, 6, false, 1, 32, 4)
 FFTCONV_FFT_SHAPE(float, 6, true, 1, 32, 4)
 FFTCONV_FFT_SHAPE(float, 8, false, 1, 32, 4)
 FFTCONV_FFT_SHAPE(float, 8, true, 1, 32, 4)
+FFTCONV_FFT_SHAPE(float, 10, false, 1, 32, 4)
+FFTCONV_FFT_SHAPE(float, 10, true, 1, 32, 4)
 FFTCONV_FFT_SHAPE(float, 12, false, 1, 16, 4)
 FFTCONV_FFT_SHAPE(float, 12, true, 1, 16, 4)
 FFTCONV_FFT_SHAPE_CODE(float, 16, false, FFTCONV_SHAPE_float_16_FWD)
 FFTCONV_FFT_SHAPE_CODE(float, 16, true, FFTCONV_SHAPE_float_16_INV)
+FFTCONV_FFT_SHAPE_CODE(float, 20, false, FFTCONV_SHAPE_float_20_FWD)
+FFTCONV_FFT_SHAPE_CODE(float, 20, true, FFTCONV_SHAPE_float_20_INV)
 FFTCONV_FFT_SHAPE_CODE(float, 24, false, FFTCONV_SHAPE_float_24_FWD)
 FFTCONV_FFT_SHAPE_CODE(float, 24, true, FFTCONV_SHAPE_float_24_INV)
 FFTCONV_FFT_SHAPE_CODE(float, 32, false, FFTCONV_SHAPE_float_32_FWD)
 FFTCONV_FFT_SHAPE_CODE(float, 32, true, FFTCONV_SHAPE_float_32_INV)
+FFTCONV_FFT_SHAPE_CODE(float, 40, false, FFTCONV_SHAPE_float_40_FWD)
+FFTCONV_FFT_SHAPE_CODE(float, 40, true, FFTCONV_SHAPE_float_40_INV)
 FFTCONV_FFT_SHAPE_CODE(float, 48, false, FFTCONV_SHAPE_float_48_FWD)
 FFTCONV_FFT_SHAPE_CODE(float, 48, true, FFTCONV_SHAPE_float_48_INV)
 FFTCONV_FFT_SHAPE_CODE(float, 64, false, FFTCONV_SHAPE_float_64_FWD)
 FFTCONV_FFT_SHAPE_CODE(float, 64, true, FFTCONV_SHAPE_float_64_INV)
+FFTCONV_FFT_SHAPE_CODE(float, 80, false, FFTCONV_SHAPE_float_80_FWD)
+FFTCONV_FFT_SHAPE_CODE(float, 80, true, FFTCONV_SHAPE_float_80_INV)
 FFTCONV_FFT_SHAPE_CODE(float, 96, false, FFTCONV_SHAPE_float_96_FWD)
 FFTCONV_FFT_SHAPE_CODE(float, 96, true, FFTCONV_SHAPE_float_96_INV)
 FFTCONV_FFT_SHAPE(float, 128, false, 4, 2, 1)
@@ -550,18 +621,26 @@ FFTCONV_FFT_SHAPE(double, 6, false, 1, 32, 4)
 FFTCONV_FFT_SHAPE(double, 6, true, 1, 32, 4)
 FFTCONV_FFT_SHAPE(double, 8, false, 1, 32, 4)
 FFTCONV_FFT_SHAPE(double, 8, true, 1, 32, 4)
+FFTCONV_FFT_SHAPE(double, 10, false, 1, 32, 4)
+FFTCONV_FFT_SHAPE(double, 10, true, 1, 32, 4)
 FFTCONV_FFT_SHAPE(double, 12, false, 1, 16, 4)
 FFTCONV_FFT_SHAPE(double, 12, true, 1, 16, 4)
 FFTCONV_FFT_SHAPE(double, 16, false, 1, 16, 4)
 FFTCONV_FFT_SHAPE(double, 16, true, 1, 16, 4)
+FFTCONV_FFT_SHAPE(double, 20, false, 2, 8, 2)
+FFTCONV_FFT_SHAPE(double, 20, true, 2, 8, 2)
 FFTCONV_FFT_SHAPE(double, 24, false, 2, 8, 2)
 FFTCONV_FFT_SHAPE(double, 24, true, 2, 8, 2)
 FFTCONV_FFT_SHAPE(double, 32, false, 2, 8, 2)
 FFTCONV_FFT_SHAPE(double, 32, true, 2, 8, 2)
+FFTCONV_FFT_SHAPE(double, 40, false, 4, 4, 1)
+FFTCONV_FFT_SHAPE(double, 40, true, 4, 4, 1)
 FFTCONV_FFT_SHAPE(double, 48, false, 4, 4, 1)
 FFTCONV_FFT_SHAPE(double, 48, true, 4, 4, 1)
 FFTCONV_FFT_SHAPE(double, 64, false, 4, 4, 1)
 FFTCONV_FFT_SHAPE(double, 64, true, 4, 4, 1)
+FFTCONV_FFT_SHAPE(double, 80, false, 8, 1, 1)
+FFTCONV_FFT_SHAPE(double, 80, true, 8, 1, 1)
 FFTCONV_FFT_SHAPE(double, 96, false, 8, 1, 1)
 FFTCONV_FFT_SHAPE(double, 96, true, 8, 1, 1)
 FFTCONV_FFT_SHAPE(double, 128, false, 8, 1, 1)
@@ -579,12 +658,16 @@ int DispatchFftSize(int s, Launch&& launch) {
     case 4: return launch(std::integral_constant<int, 4>{});
     case 6: return launch(std::integral_constant<int, 6>{});
     case 8: return launch(std::integral_constant<int, 8>{});
+    case 10: return launch(std::integral_constant<int, 10>{});
     case 12: return launch(std::integral_constant<int, 12>{});
     case 16: return launch(std::integral_constant<int, 16>{});
+    case 20: return launch(std::integral_constant<int, 20>{});
     case 24: return launch(std::integral_constant<int, 24>{});
     case 32: return launch(std::integral_constant<int, 32>{});
+    case 40: return launch(std::integral_constant<int, 40>{});
     case 48: return launch(std::integral_constant<int, 48>{});
     case 64: return launch(std::integral_constant<int, 64>{});
+    case 80: return launch(std::integral_constant<int, 80>{});
     case 96: return launch(std::integral_constant<int, 96>{});
     case 128: return launch(std::integral_constant<int, 128>{});
     default: return static_cast<int>(cudaErrorInvalidValue);

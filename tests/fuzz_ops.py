@@ -34,8 +34,8 @@ MAX_FFT_SIZE = fc.conv.MAX_FFT_SIZE    # kMaxFftSize of cc/fftconv_params.h
 INT32_MAX = 2**31 - 1
 INT32_MIN = -2**31
 INT64_MAX = 2**63 - 1
-FFT_SIZE_CHOICES = ([2, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128] * 3
-                    + [-4, 0, 1, 3, 9, 18, 36, 192, 256, INT32_MAX, INT32_MIN])
+FFT_SIZE_CHOICES = ([2, 4, 6, 8, 10, 12, 16, 20, 24, 32, 40, 48, 64, 80, 96, 128] * 3
+                    + [-4, 0, 1, 3, 5, 9, 15, 18, 30, 36, 160, 192, 256, INT32_MAX, INT32_MIN])
 # Dimensions far beyond what fits in memory: only ever drawn together with a zero dimension
 # (an empty tensor) or where the case is invalid before anything is allocated.
 HUGE_DIMS = [2**31, 2**31 - 1, 2**32 + 1, 65536, 2**20, 2**40]

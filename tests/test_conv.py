@@ -115,30 +115,36 @@ def test_dynamic_batch_in_tf_function(rng):
 def test_geometry_picks_the_smallest_frame_without_wrap_around():
     assert fc.conv_geometry(28, 28, 5, 5, "VALID") == (24, 24, 0, 0, 32)
     assert fc.conv_geometry(32, 32, 5, 5, "VALID").fft_size == 32
-    # The smallest allowed size: 3 * 2^k frames included (36 -> 48, 17 -> 24, 38 -> 48).
-    assert fc.conv_geometry(32, 32, 5, 5, "SAME") == (32, 32, 2, 2, 48)
-    assert fc.conv_geometry(14, 14, 4, 4, "SAME") == (14, 14, 1, 1, 24)
-    assert fc.conv_geometry(32, 32, 7, 7, "SAME").fft_size == 48
+    # The smallest allowed size: 3 * 2^k and 5 * 2^k frames included (36 -> 40, 17 -> 20,
+    # 38 -> 40, 33 -> 40, 41 -> 48).
+    assert fc.conv_geometry(32, 32, 5, 5, "SAME") == (32, 32, 2, 2, 40)
+    assert fc.conv_geometry(14, 14, 4, 4, "SAME") == (14, 14, 1, 1, 20)
+    assert fc.conv_geometry(32, 32, 7, 7, "SAME").fft_size == 40
+    assert fc.conv_geometry(33, 33, 1, 1, "VALID").fft_size == 40
+    assert fc.conv_geometry(41, 41, 1, 1, "VALID").fft_size == 48
     assert fc.conv_geometry(60, 60, 5, 5, "SAME").fft_size == 64
+    assert fc.conv_geometry(70, 70, 7, 7, "SAME").fft_size == 80
     assert fc.conv_geometry(90, 90, 7, 7, "VALID").fft_size == 96
     assert fc.conv_geometry(1, 1, 1, 1, "VALID").fft_size == 2
     assert fc.conv_geometry(5, 5, 1, 1, "VALID").fft_size == 6
+    assert fc.conv_geometry(9, 9, 1, 1, "VALID").fft_size == 10
 
 
-@pytest.mark.parametrize("fft_size", [24, 48])
+@pytest.mark.parametrize("fft_size", [24, 48, 20, 40])
 @pytest.mark.parametrize("data_format", ["NHWC", "NCHW"])
 @pytest.mark.parametrize("dtype,tolerance", [(np.float32, 5e-6), (np.float64, 1e-11)],
                          ids=["float32", "float64"])
-def test_radix3_frames_match_conv2d_with_both_gradients(rng, device, fft_size, data_format, dtype,
-                                                        tolerance):
-    """fft_size = 3 * 2^k: one frame (Mathieu's layer's 38 samples need 48, not 64) or tiles."""
+def test_mixed_radix_frames_match_conv2d_with_both_gradients(rng, device, fft_size, data_format,
+                                                             dtype, tolerance):
+    """fft_size = 3 * 2^k or 5 * 2^k: one frame (Mathieu's layer's 38 samples fit in 40 or 48, not
+    only 64) or tiles."""
     for case, padding in [((2, 20, 17, 3, 4, 5, 5), "SAME"), ((2, 32, 32, 3, 2, 7, 7), "SAME"),
                           ((1, 40, 33, 2, 3, 3, 4), "VALID")]:
         check_against_conv2d(rng, case, padding, data_format, dtype, tolerance, fft_size=fft_size)
 
 
-@pytest.mark.parametrize("fft_size", [24, 48])
-def test_radix3_frames_under_xla_equal_eager(rng, device, fft_size):
+@pytest.mark.parametrize("fft_size", [24, 48, 40])
+def test_mixed_radix_frames_under_xla_equal_eager(rng, device, fft_size):
     x = tf.constant(rng.standard_normal((2, 32, 30, 3)).astype(np.float32))
     w = tf.constant(rng.standard_normal((7, 7, 3, 4)).astype(np.float32))
     dy = tf.constant(rng.standard_normal((2, 32, 30, 4)).astype(np.float32))

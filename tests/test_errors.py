@@ -23,12 +23,17 @@ RFFT2D_CASES = [
     (lambda: fc.ops.rfft2d(tf.zeros([1, 1, 4, 4]), 8, offset_h=5), "height = 4 at offset_h = 5"),
     (lambda: fc.ops.rfft2d(tf.zeros([1, 1, 4, 4]), 8, offset_w=-1), "offset_w = -1 lies outside"),
     (lambda: fc.ops.rfft2d(tf.zeros([1, 1, 0, 0]), 8, offset_h=8), "offset_h = 8 lies outside"),
-    # Allowed: powers of two in [2, 128] and 3 * 2^k in [6, 96]; the message names them.
+    # Allowed: powers of two in [2, 128], 3 * 2^k in [6, 96] and 5 * 2^k in [10, 80]; the message
+    # names them. Not 15 or 30 (3 * 5 * 2^k), 160 (past 80) or 192 (past 96).
     (lambda: fc.ops.rfft2d(tf.zeros([1, 1, 4, 4]), 9),
-     r"fft_size must be a power of two in \[2, 128\] or 3 \* 2\^k in \[6, 96\] \(one of 2, 4, 6, 8, "
-     r"12, 16, 24, 32, 48, 64, 96, 128\), got 9"),
+     r"fft_size must be a power of two in \[2, 128\], 3 \* 2\^k in \[6, 96\] or 5 \* 2\^k in "
+     r"\[10, 80\] \(one of 2, 4, 6, 8, 10, 12, 16, 20, 24, 32, 40, 48, 64, 80, 96, 128\), got 9"),
     (lambda: fc.ops.rfft2d(tf.zeros([1, 1, 4, 4]), 18), "fft_size must be a power of two .*, got 18"),
     (lambda: fc.ops.rfft2d(tf.zeros([1, 1, 4, 4]), 36), "fft_size must be a power of two .*, got 36"),
+    (lambda: fc.ops.rfft2d(tf.zeros([1, 1, 4, 4]), 15), "fft_size must be a power of two .*, got 15"),
+    (lambda: fc.ops.rfft2d(tf.zeros([1, 1, 4, 4]), 30), "fft_size must be a power of two .*, got 30"),
+    (lambda: fc.ops.rfft2d(tf.zeros([1, 1, 4, 4]), 5), "fft_size must be a power of two .*, got 5"),
+    (lambda: fc.ops.rfft2d(tf.zeros([1, 1, 4, 4]), 160), "fft_size must be a power of two .*, got 160"),
     (lambda: fc.ops.rfft2d(tf.zeros([1, 1, 4, 4]), 192), "fft_size must be a power of two .*, got 192"),
     (lambda: fc.ops.rfft2d(tf.zeros([1, 1, 4, 4]), 3), "fft_size must be a power of two .*, got 3"),
     (lambda: fc.ops.rfft2d(tf.zeros([1, 1, 4, 4]), 0), "fft_size must be a power of two"),
@@ -59,9 +64,11 @@ IRFFT2D_CASES = [
     (lambda: fc.ops.irfft2d(tf.zeros([40, 1, 1], tf.complex64), 8, 4, 4, 2, 5), "out_w = 4 at offset_w = 5"),
     (lambda: fc.ops.irfft2d(tf.zeros([40, 1, 1], tf.complex64), 8, -1, 4), "out_h and out_w must be >= 0"),
     (lambda: fc.ops.irfft2d(tf.zeros([40, 1, 1], tf.complex64), 8, 4, 4, -2), "offset_h = -2 lies outside"),
-    (lambda: fc.ops.irfft2d(tf.zeros([40, 1, 1], tf.complex64), 10, 4, 4), "fft_size must be a power of two"),
+    (lambda: fc.ops.irfft2d(tf.zeros([40, 1, 1], tf.complex64), 15, 4, 4), "fft_size must be a power of two"),
+    (lambda: fc.ops.irfft2d(tf.zeros([40, 1, 1], tf.complex64), 160, 4, 4), "got 160"),
     (lambda: fc.ops.irfft2d(tf.zeros([40, 1, 1], tf.complex64), 192, 4, 4), "got 192"),
     (lambda: fc.ops.irfft2d(tf.zeros([40, 1, 1], tf.complex64), 6, 4, 4), "40 bins but fft_size 6 needs"),
+    (lambda: fc.ops.irfft2d(tf.zeros([40, 1, 1], tf.complex64), 10, 4, 4), "40 bins but fft_size 10 needs"),
     (lambda: fc.ops.irfft2d(tf.zeros([40, 1, 1], tf.complex64), 8, 4, 4, data_format="HWCN"), "data_format"),
     (lambda: fc.ops.irfft2d(tf.zeros([40, 1, 1], tf.complex64), [8], 4, 4), "fft_size must be a scalar"),
     (lambda: fc.ops.irfft2d(tf.zeros([40, 1, 1], tf.complex64), 8, tf.constant([4]), 4), "out_h must be a scalar"),
@@ -99,8 +106,10 @@ CONV_CASES = [
     (lambda: fc.fft_conv2d(tf.zeros([1, 9, 9, 1]), tf.zeros([5, 5, 1, 1]), fft_size=4), "fft_size 4 is too small for kernel 5x5"),
     (lambda: fc.fft_conv2d(tf.zeros([1, 9, 9, 1]), tf.zeros([3, 3, 1, 1]), fft_size=36), "power of two .*, got 36"),
     (lambda: fc.fft_conv2d(tf.zeros([1, 9, 9, 1]), tf.zeros([3, 3, 1, 1]), fft_size=18), "3 \\* 2\\^k in \\[6, 96\\].*, got 18"),
-    (lambda: fc.fft_conv2d(tf.zeros([1, 300, 9, 1]), tf.zeros([3, 3, 1, 1]), fft_size=192), "power of two in \\[2, 128\\] .*, got 192"),
-    (lambda: fc.fft_conv2d(tf.zeros([1, 300, 9, 1]), tf.zeros([3, 3, 1, 1]), fft_size=256), "power of two in \\[2, 128\\] .*, got 256"),
+    (lambda: fc.fft_conv2d(tf.zeros([1, 9, 9, 1]), tf.zeros([3, 3, 1, 1]), fft_size=30), "5 \\* 2\\^k in \\[10, 80\\].*, got 30"),
+    (lambda: fc.fft_conv2d(tf.zeros([1, 300, 9, 1]), tf.zeros([3, 3, 1, 1]), fft_size=160), "power of two in \\[2, 128\\], .*, got 160"),
+    (lambda: fc.fft_conv2d(tf.zeros([1, 300, 9, 1]), tf.zeros([3, 3, 1, 1]), fft_size=192), "power of two in \\[2, 128\\], .*, got 192"),
+    (lambda: fc.fft_conv2d(tf.zeros([1, 300, 9, 1]), tf.zeros([3, 3, 1, 1]), fft_size=256), "power of two in \\[2, 128\\], .*, got 256"),
     (lambda: fc.fft_conv2d(tf.zeros([1, 9, 9, 1]), tf.zeros([3, 3, 1, 1]), fft_size=8.0), "fft_size must be None or an integer"),
     (lambda: fc.fft_conv2d(tf.zeros([1, 9, 9, 1]), tf.zeros([3, 3, 1, 1]), algorithm="winograd"), "algorithm must be one of"),
     (lambda: fc.fft_conv2d(tf.zeros([1, 9, 9, 1]), tf.zeros([3, 3, 1, 1]), tile=0), "tile must be >= 1, got 0"),
@@ -137,7 +146,8 @@ def test_kernels_validate_shapes_only_known_at_run_time():
     scalar = tf.TensorSpec(None, tf.int32)
     rfft_sized = tf.function(lambda x, s: fc.ops.rfft2d(x, s, 2, 0),
                              input_signature=[tf.TensorSpec(None), scalar])
-    with raises("fft_size must be a power of two in \\[2, 128\\] or 3 \\* 2\\^k in \\[6, 96\\] .*, got 9"):
+    with raises("fft_size must be a power of two in \\[2, 128\\], 3 \\* 2\\^k in \\[6, 96\\] or "
+                "5 \\* 2\\^k in \\[10, 80\\] .*, got 9"):
         rfft_sized(tf.zeros([1, 1, 4, 4]), 9)
     with raises("height = 7 at offset_h = 2 does not fit in the frame of fft_size 8"):
         rfft_sized(tf.zeros([1, 1, 7, 4]), 8)

@@ -20,7 +20,8 @@ def _max_jacobian_error(fn, args):
 @pytest.mark.parametrize("data_format", ["NCHW", "NHWC"])
 @pytest.mark.parametrize("fft_size,height,width,offset_h,offset_w", [
     (2, 1, 2, 1, 0), (4, 3, 2, 1, 2), (8, 5, 8, 3, 0), (16, 7, 3, 9, 13),
-    (6, 5, 3, 1, 2), (12, 7, 12, 4, 0), (24, 5, 6, 17, 9)])
+    (6, 5, 3, 1, 2), (12, 7, 12, 4, 0), (24, 5, 6, 17, 9),
+    (10, 5, 7, 2, 3), (20, 6, 4, 13, 16)])
 def test_rfft2d_gradient(rng, device, data_format, fft_size, height, width, offset_h, offset_w):
     shape = (2, 3, height, width) if data_format == "NCHW" else (2, height, width, 3)
     x = tf.constant(rng.standard_normal(shape))
@@ -31,7 +32,8 @@ def test_rfft2d_gradient(rng, device, data_format, fft_size, height, width, offs
 @pytest.mark.parametrize("data_format", ["NCHW", "NHWC"])
 @pytest.mark.parametrize("fft_size,out_h,out_w,offset_h,offset_w", [
     (2, 2, 1, 0, 1), (4, 2, 3, 1, 0), (8, 8, 5, 0, 2), (16, 4, 9, 11, 6),
-    (6, 6, 4, 0, 1), (12, 3, 5, 8, 7), (24, 5, 3, 19, 20)])
+    (6, 6, 4, 0, 1), (12, 3, 5, 8, 7), (24, 5, 3, 19, 20),
+    (10, 4, 6, 3, 2), (20, 5, 3, 14, 15)])
 def test_irfft2d_gradient(rng, device, data_format, fft_size, out_h, out_w, offset_h, offset_w):
     spectrum = tf.constant(ref.random_complex(rng, (fft_size * (fft_size // 2 + 1), 2, 3)))
     fn = lambda s: fc.ops.irfft2d(s, fft_size, out_h, out_w, offset_h, offset_w, data_format)
@@ -60,11 +62,12 @@ def test_fft_conv2d_gradient(rng, device, padding, data_format):
     assert _max_jacobian_error(fn, [x, w]) < 1e-7
 
 
-@pytest.mark.parametrize("fft_size", [6, 12, 24])
+@pytest.mark.parametrize("fft_size", [6, 12, 24, 10, 20, 40])
 @pytest.mark.parametrize("padding", ["VALID", "SAME"])
-def test_fft_conv2d_gradient_in_radix3_frames(rng, device, fft_size, padding):
-    """Frames of 3 * 2^k: one frame (12, 24) or tiles (6) of the same convolution."""
-    x = tf.constant(rng.standard_normal((2, 7, 6, 2)))
+def test_fft_conv2d_gradient_in_mixed_radix_frames(rng, device, fft_size, padding):
+    """Frames of 3 * 2^k and 5 * 2^k: one frame (12, 24, 20, 40, and 10 for VALID) or tiles (6,
+    and 10 for SAME) of the same convolution."""
+    x = tf.constant(rng.standard_normal((2, 7 if fft_size % 3 == 0 else 9, 6, 2)))
     w = tf.constant(rng.standard_normal((3, 3, 2, 3)))
     fn = lambda a, b: fc.fft_conv2d(a, b, padding, "NHWC", fft_size=fft_size)
     assert _max_jacobian_error(fn, [x, w]) < 1e-7

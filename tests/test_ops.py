@@ -8,8 +8,8 @@ import np_reference as ref
 import tf_fftconv as fc
 from conftest import rel_error
 
-# Powers of two and 3 * 2^k (a radix-3 stage before the power-of-two ones).
-FFT_SIZES = [2, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128]
+# Powers of two, 3 * 2^k and 5 * 2^k (a radix-3 or radix-5 stage before the power-of-two ones).
+FFT_SIZES = [2, 4, 6, 8, 10, 12, 16, 20, 24, 32, 40, 48, 64, 80, 96, 128]
 
 
 def _tolerance(dtype, fft_size):

@@ -139,19 +139,20 @@ def test_cut_tiles_against_numpy(rng, data_format):
 
 
 def test_tiling_beats_the_single_frame_by_the_model(rng):
-    """64x64 SAME with k = 3 needs S = 96 in one frame (128 without 3 * 2^k frames); S = 16
-    tiles move far fewer bytes."""
+    """64x64 SAME with k = 3 needs S = 80 in one frame (128 with powers of two only); S = 8 or 16
+    tiles move fewer bytes (far fewer than the 128 frame; by the model 0.86x the 80 frame's time
+    on the GPU, 0.52x on the CPU)."""
     for device in ("GPU", "CPU"):
         problem = planning.make_problem((8, 64, 64, 16), (3, 3, 16, 16), "SAME", device=device)
         found = planning.candidates(problem, "fft")
         single = next(c for c in found if not c.config.tiles.tiled and c.config.memory == "keep")
-        assert single.config.tiles.fft_size == 96
+        assert single.config.tiles.fft_size == 80
         assert found[0].config.tiles.tiled
-        assert found[0].estimate.time_s < 0.7 * single.estimate.time_s, device
+        assert found[0].estimate.time_s < 0.9 * single.estimate.time_s, device
         forced = planning.candidates(problem, "fft", fft_size=128)[0]   # the 128 frame
         assert found[0].estimate.time_s < 0.5 * forced.estimate.time_s, device
     chosen = planning.plan(planning.make_problem((8, 64, 64, 16), (3, 3, 16, 16), "SAME"), "fft")
-    assert chosen.config.tiles.tiled and chosen.config.tiles.fft_size < 96
+    assert chosen.config.tiles.tiled and chosen.config.tiles.fft_size < 80
     check_against_conv2d(rng, (8, 64, 64, 16, 16, 3, 3), "SAME", "NHWC", np.float32, 5e-6)
 
 

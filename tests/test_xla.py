@@ -53,10 +53,11 @@ def test_rfft2d_and_irfft2d_under_xla(rng, device, dtype, data_format):
     assert 'custom_call_target="tf_fftconv_irfft2d"' in hlo
 
 
-@pytest.mark.parametrize("fft_size", [6, 12, 24, 48, 96])
+@pytest.mark.parametrize("fft_size", [6, 12, 24, 48, 96, 10, 20, 40, 80])
 @pytest.mark.parametrize("data_format", ["NCHW", "NHWC"])
-def test_radix3_frames_under_xla(rng, device, fft_size, data_format):
-    """3 * 2^k frames through the custom calls: the same kernels as eagerly, float64 exact."""
+def test_mixed_radix_frames_under_xla(rng, device, fft_size, data_format):
+    """3 * 2^k and 5 * 2^k frames through the custom calls: the same kernels as eagerly, float64
+    exact."""
     height, width = fft_size - 3, fft_size - 1
     shape = (2, 3, height, width) if data_format == "NCHW" else (2, height, width, 3)
     x = tf.constant(rng.standard_normal(shape))
@@ -122,8 +123,8 @@ def test_xla_errors_are_the_kernels_errors(device):
     bad_size = tf.function(lambda x: fc.ops.rfft2d(x, tf.shape(x)[2] * 9), jit_compile=True,
                            input_signature=unknown)
     with pytest.raises(tf.errors.InvalidArgumentError,
-                       match="fft_size must be a power of two in \\[2, 128\\] or 3 \\* 2\\^k in "
-                             "\\[6, 96\\] .*, got 36"):
+                       match="fft_size must be a power of two in \\[2, 128\\], 3 \\* 2\\^k in "
+                             "\\[6, 96\\] or 5 \\* 2\\^k in \\[10, 80\\] .*, got 36"):
         bad_size(x)
     no_fit = tf.function(lambda x: fc.ops.rfft2d(x, 4, offset_h=1), jit_compile=True,
                          input_signature=unknown)

@@ -159,9 +159,9 @@ def fft_conv2d(x, w, padding="VALID", data_format="NHWC", fft_size=None, algorit
       w: filters ``[kh, kw, Cin, Cout]``, the same dtype as ``x``, with a static shape.
       padding: "VALID" or "SAME".
       data_format: "NHWC" or "NCHW".
-      fft_size: the FFT frame (a power of two in [2, 128] or 3 * 2^k in [6, 96]); an image
-        that does not fit is cut into tiles. Default: chosen by the cost model. Needs a static
-        height and width.
+      fft_size: the FFT frame (a power of two in [2, 128], 3 * 2^k in [6, 96] or 5 * 2^k in
+        [10, 80]); an image that does not fit is cut into tiles. Default: chosen by the cost
+        model. Needs a static height and width.
       algorithm: "auto" (the cost model, or timings from ``tf_fftconv.autotune``, choose per
         shape, device and dtype), "fft" (always the FFT path) or "spatial" (``tf.nn.conv2d``).
         ``fft_size`` or ``tile`` given: the FFT path with them.

@@ -21,11 +21,11 @@ from tf_fftconv.ops import invalid_argument as _invalid
 
 # The largest fft_size of the ops: kMaxFftSize in cc/fftconv_params.h (tests/test_conv.py checks).
 MAX_FFT_SIZE = 128
-# Every fft_size the ops take: the powers of two in [2, 128] and 3 * 2^k in [6, 96] (kFftSizes in
-# cc/fftconv_params.h; tests/test_conv.py checks). A 3 * 2^k frame carries one radix-3 stage; it
-# saves bins where a padded image barely overflows a power of two (38 samples: 48 * 25 bins
-# instead of 64 * 33).
-FFT_SIZES = (2, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128)
+# Every fft_size the ops take: the powers of two in [2, 128], 3 * 2^k in [6, 96] and 5 * 2^k in
+# [10, 80] (kFftSizes in cc/fftconv_params.h; tests/test_conv.py checks). A 3 * 2^k or 5 * 2^k frame
+# carries one radix-3 or radix-5 stage; it saves bins where a padded image barely overflows a power
+# of two (38 samples: 40 * 21 bins instead of 48 * 25 or 64 * 33).
+FFT_SIZES = (2, 4, 6, 8, 10, 12, 16, 20, 24, 32, 40, 48, 64, 80, 96, 128)
 # The smallest frame the cost model tiles with: in smaller ones the k - 1 overlap of the tiles
 # outweighs the output (an explicit fft_size may still ask for one).
 SMALLEST_TILE_FFT_SIZE = 8
@@ -79,13 +79,13 @@ def output_geometry(in_h, in_w, k_h, k_w, padding):
 def conv_geometry(in_h, in_w, k_h, k_w, padding, fft_size=None, max_fft_size=MAX_FFT_SIZE):
     """Output size, padding offsets and FFT frame of a stride-1 convolution in one frame.
 
-    The frame ``S`` is the smallest allowed size (``FFT_SIZES``: a power of two or 3 * 2^k) that
-    holds the padded input and the kernel, so the circular correlation computed by the FFT never
-    wraps around: ``S >= H + pad_total`` and ``S >= k``. (The cost model agrees: a single frame's
-    every op scales with its bins, and the smaller frame has the fewer, even with the radix-3
-    transform's extra work.) ``max_fft_size=None`` lifts the limit of the custom ops and accepts
-    any explicit ``fft_size`` that is large enough (the ``tf.signal`` reference transforms any
-    length).
+    The frame ``S`` is the smallest allowed size (``FFT_SIZES``: a power of two, 3 * 2^k or
+    5 * 2^k) that holds the padded input and the kernel, so the circular correlation computed by
+    the FFT never wraps around: ``S >= H + pad_total`` and ``S >= k``. (The cost model agrees: a
+    single frame's every op scales with its bins, and the smaller frame has the fewer, even with
+    the radix-3 or radix-5 transform's extra work.) ``max_fft_size=None`` lifts the limit of the
+    custom ops and accepts any explicit ``fft_size`` that is large enough (the ``tf.signal``
+    reference transforms any length).
     Images needing more than the largest frame are what ``tile_geometry`` is for.
     """
     out = output_geometry(in_h, in_w, k_h, k_w, padding)
@@ -111,9 +111,11 @@ def check_fft_size(fft_size, max_fft_size=MAX_FFT_SIZE):
     """The ops' check (ValidateFftSize in cc/fftconv_shapes.h), with the same message;
     ``max_fft_size=None`` skips it."""
     if max_fft_size is not None and fft_size not in FFT_SIZES:
-        raise _invalid("fft_size must be a power of two in [2, %d] or 3 * 2^k in [6, %d] (one of "
-                       "%s), got %d" % (MAX_FFT_SIZE, max(s for s in FFT_SIZES if s % 3 == 0),
-                                        ", ".join(map(str, FFT_SIZES)), fft_size))
+        threes, fives = ([s for s in FFT_SIZES if s % m == 0] for m in (3, 5))
+        raise _invalid("fft_size must be a power of two in [2, %d], 3 * 2^k in [%d, %d] or 5 * 2^k "
+                       "in [%d, %d] (one of %s), got %d"
+                       % (MAX_FFT_SIZE, threes[0], threes[-1], fives[0], fives[-1],
+                          ", ".join(map(str, FFT_SIZES)), fft_size))
 
 
 @dataclasses.dataclass(frozen=True)

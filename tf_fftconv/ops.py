@@ -72,9 +72,9 @@ def rfft2d(x, fft_size, offset_h=0, offset_w=0, data_format="NCHW", name=None):
     Args:
       x: float32, float64, float16 or bfloat16 images, ``[B, C, H, W]`` (NCHW) or
         ``[B, H, W, C]`` (NHWC).
-      fft_size: ``S``, a power of two in [2, 128] or 3 * 2^k in [6, 96]; ``offset + H <= S``
-        and ``offset + W <= S``. A Python or NumPy integer or an int32 scalar tensor (then known
-        only at run time).
+      fft_size: ``S``, a power of two in [2, 128], 3 * 2^k in [6, 96] or 5 * 2^k in [10, 80];
+        ``offset + H <= S`` and ``offset + W <= S``. A Python or NumPy integer or an int32 scalar
+        tensor (then known only at run time).
     Returns:
       complex64 / complex128 spectrum ``[S * (S/2 + 1), B, C]``; for float16 / bfloat16 x, the
       spectrum divided by ``S^2`` as ``[S * (S/2 + 1), B, C, 2]`` of x's type (real, imaginary).

@@ -261,14 +261,21 @@ def estimate_spatial(problem, costs):
 # (benchmarks/NOTES.md, "3 * 2^k frames"); not timed on a CPU yet (``python -m tf_fftconv.bench
 # --fft-size N`` and ``make cpu-kernel-check``'s timer would refit it).
 RADIX3_TRANSFORM_FACTOR = 1.25
+# The same for a 5 * 2^k frame (one radix-5 stage): the 5-point butterfly takes 16 real
+# multiplications and 32 additions per 5 points, and four of its five outputs a twiddle product,
+# more per point than a radix-3 stage. An estimate, to be checked on the GPU (the bench's 40 and
+# 48 frames of Mathieu's SAME layer, as for the radix-3 factor) and on a CPU (the same bench and
+# timer).
+RADIX5_TRANSFORM_FACTOR = 1.4
 
 
 def _transform_flops(fft_size, rows):
     """Arithmetic of one frame's rfft2d or irfft2d with ``rows`` image rows (the rest zeros, or
     cropped): ``rows / 2`` row FFTs (two real rows per complex FFT) and ``S/2 + 1`` column FFTs,
-    each ``5 S log2 S`` (times ``RADIX3_TRANSFORM_FACTOR`` for ``S = 3 * 2^k``), as the CPU
-    kernels do them."""
-    factor = RADIX3_TRANSFORM_FACTOR if fft_size % 3 == 0 else 1.0
+    each ``5 S log2 S`` (times ``RADIX3_TRANSFORM_FACTOR`` for ``S = 3 * 2^k``,
+    ``RADIX5_TRANSFORM_FACTOR`` for ``S = 5 * 2^k``), as the CPU kernels do them."""
+    factor = (RADIX3_TRANSFORM_FACTOR if fft_size % 3 == 0
+              else RADIX5_TRANSFORM_FACTOR if fft_size % 5 == 0 else 1.0)
     return (factor * 5.0 * fft_size * math.log2(fft_size)
             * (min(rows, fft_size) / 2 + fft_size / 2 + 1))
 
@@ -405,7 +412,8 @@ def _fft_configs(problem, fft_size=None, tile=None):
         sizes = [geometry.tile_fft_size(tile, problem.k_h, problem.k_w)]
     else:
         # From the smallest tiling frame (or the single frame of a tiny image) to the single frame.
-        # Every allowed size, powers of two and 3 * 2^k alike, as single frames and as tiles.
+        # Every allowed size, powers of two, 3 * 2^k and 5 * 2^k alike, as single frames and as
+        # tiles.
         single = geometry.next_fft_size(max(out.need_h, out.need_w))
         smallest = max(geometry.next_fft_size(max(problem.k_h, problem.k_w, 2)),
                        min(geometry.SMALLEST_TILE_FFT_SIZE, single))

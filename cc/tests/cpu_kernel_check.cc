@@ -188,7 +188,10 @@ bool Check(const ParallelRunner& parallel) {
             // 3 * 2^k frames: a radix-3 pass before the power-of-two ones (the references sum
             // over every pixel for every bin, so the large frames hold narrow images).
             {6, 6, 6, 0, 0}, {6, 3, 4, 2, 1}, {12, 11, 7, 1, 4}, {24, 24, 24, 0, 0},
-            {48, 38, 11, 5, 30}, {96, 5, 61, 88, 33}}) {
+            {48, 38, 11, 5, 30}, {96, 5, 61, 88, 33},
+            // 5 * 2^k frames: a radix-5 pass before the power-of-two ones.
+            {10, 10, 10, 0, 0}, {10, 3, 7, 6, 2}, {20, 19, 7, 1, 5}, {40, 37, 3, 2, 33},
+            {80, 3, 11, 74, 66}}) {
         const Rfft2dParams rfft{batch, channels, height, width, n, offset_h, offset_w, nhwc};
         const Irfft2dParams irfft{batch, channels, n, height, width, offset_h, offset_w, nhwc};
         worst[0][0] = std::max(worst[0][0], CheckRfft2d<float>(parallel, rfft) / 2e-6);

@@ -328,7 +328,7 @@ void RandomBatch(int S, bool quick, int* batch, int* channels) {
   }
 }
 
-// Every FFT size of the package: the powers of two and 3 * 2^k (fftconv::kFftSizes).
+// Every FFT size of the package: the powers of two, 3 * 2^k and 5 * 2^k (fftconv::kFftSizes).
 template <typename T>
 void FftSuite(bool quick, const char* tag) {
   for (const int S : fftconv::kFftSizes) {
@@ -756,10 +756,13 @@ void FftTimingSuite() {
   TimeIrfft(128, 96, 32, 32, 32, false);
   TimeIrfft(128, 64, 16, 16, 16, false);
   TimeIrfft(128, 32, 56, 56, 64, false);
-  // Mathieu's layer with SAME padding (32 + 7 - 1 = 38 samples): a 48 frame against a 64 one.
+  // Mathieu's layer with SAME padding (32 + 7 - 1 = 38 samples): 40 and 48 frames against a 64 one.
+  TimeRfft(128, 96, 32, 32, 40, false);
+  TimeRfft(128, 96, 32, 32, 40, true);
   TimeRfft(128, 96, 32, 32, 48, false);
   TimeRfft(128, 96, 32, 32, 48, true);
   TimeRfft(128, 96, 32, 32, 64, true);
+  TimeIrfft(128, 256, 32, 32, 40, true);
   TimeIrfft(128, 256, 32, 32, 48, true);
   TimeIrfft(128, 256, 32, 32, 64, true);
   TimeRfft(128, 32, 56, 56, 96, false);

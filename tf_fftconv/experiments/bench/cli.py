@@ -100,8 +100,8 @@ def parse_args(argv=None):
                              "shows what a step costs the host)")
     parser.add_argument("--fft-size", type=int, default=None, metavar="N",
                         help="force the frame of the fft implementation (an fft_size of the ops: "
-                             "a power of two in [2, 128] or 3 * 2^k in [6, 96]); default: the "
-                             "cost model's. auto is not affected")
+                             "a power of two in [2, 128], 3 * 2^k in [6, 96] or 5 * 2^k in "
+                             "[10, 80]); default: the cost model's. auto is not affected")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     args = parser.parse_args(argv)
     args.command = " ".join(["python -m tf_fftconv.bench"]
