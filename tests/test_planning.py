@@ -274,6 +274,19 @@ def test_autotune_times_once_and_the_cache_survives_the_process(tmp_path, monkey
     assert planning.plan(problem).source == "the cost model"
 
 
+def test_autotune_times_one_memory_mode_per_tiling():
+    """Keep and recompute of one tiling differ by transforms the model counts: only the faster
+    (keep, where it fits) is timed, and the other timed candidates are other frames or tilings."""
+    problem = planning.make_problem((8, 24, 24, 4), (5, 5, 4, 4), "SAME")
+    tuning.tune_problem(problem, repeats=1, candidates=4)
+    timings = planning.cached_timings(problem)
+    ffts = [label for label in timings if label != "spatial"]
+    assert "spatial" in timings and len(ffts) == 3
+    assert all(label.endswith(" keep") for label in ffts), ffts
+    tilings = {label.rsplit(" ", 1)[0] for label in ffts}
+    assert len(tilings) == 3, ffts
+
+
 def test_no_timing_while_tracing(monkeypatch, rng):
     monkeypatch.setenv(planning.AUTOTUNE_ENV, "1")
     w = tf.constant(rng.standard_normal((5, 5, 2, 3)).astype(np.float32))

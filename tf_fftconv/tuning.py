@@ -18,6 +18,7 @@ memory, so clear choices are left to the model; ``fft_conv2d`` itself never time
 import contextlib
 import dataclasses
 import logging
+import math
 import statistics
 import time
 
@@ -27,6 +28,10 @@ from tf_fftconv import conv
 from tf_fftconv import geometry
 from tf_fftconv import planning
 from tf_fftconv.ops import invalid_argument as _invalid
+
+# A timed sample: calls of the step between two device syncs, enough to last about SAMPLE_S.
+SAMPLE_S = 0.01
+MAX_CALLS_PER_SAMPLE = 50
 
 
 def _sync():
@@ -63,19 +68,39 @@ def _time_candidate(timed_plan, batch, repeats, seed):
     for _ in range(2):          # tracing, allocation, autotuning of the libraries underneath
         step(x, w, dy)
     _sync()
+    # A sample is enough calls between two syncs to last about SAMPLE_S: a single call of a small
+    # layer would time the host's launch and the sync more than the device's work.
+    start = time.perf_counter()
+    step(x, w, dy)
+    _sync()
+    calls = min(MAX_CALLS_PER_SAMPLE, max(1, math.ceil(SAMPLE_S / (time.perf_counter() - start))))
     samples = []
     for _ in range(repeats):
         start = time.perf_counter()
-        step(x, w, dy)
+        for _ in range(calls):
+            step(x, w, dy)
         _sync()
-        samples.append(time.perf_counter() - start)
+        samples.append((time.perf_counter() - start) / calls)
     return statistics.median(samples)
+
+
+def _one_per_tiling(fft_candidates):
+    """The first (fastest by the model) candidate of each frame and tiling: memory modes of one
+    tiling differ by the transforms the recomputing ones repeat, which the model counts, so only
+    the tilings are worth a timing (and keep, the faster mode, is kept where it fits)."""
+    seen, chosen = set(), []
+    for candidate in fft_candidates:
+        if candidate.config.tiles not in seen:
+            seen.add(candidate.config.tiles)
+            chosen.append(candidate)
+    return chosen
 
 
 def tune_problem(problem, fft_size=None, tile=None, memory_budget=None, algorithm="auto",
                  batch_size=None, candidates=3, repeats=5, seed=0):
-    """Times spatial convolution and the best ``candidates - 1`` FFT configurations of
-    ``problem`` (within the memory budget), records the medians and returns the new plan."""
+    """Times spatial convolution and the FFT configurations of ``problem`` in the best
+    ``candidates - 1`` frames and tilings (within the memory budget), records the medians and
+    returns the new plan."""
     if tf.inside_function():
         raise _invalid("autotune times eagerly: call it outside tf.function (plans made while "
                        "tracing use the timings it recorded)")
@@ -87,7 +112,7 @@ def tune_problem(problem, fft_size=None, tile=None, memory_budget=None, algorith
     concrete = dataclasses.replace(problem, batch=batch)
     found = planning.candidates(concrete, algorithm, fft_size, tile)
     within = [c for c in found if budget is None or c.estimate.workspace_bytes <= budget]
-    ffts = [c for c in within if c.config is not None][:max(candidates - 1, 1)]
+    ffts = _one_per_tiling([c for c in within if c.config is not None])[:max(candidates - 1, 1)]
     chosen = [c for c in within if c.config is None] + ffts
     timings = {}
     for candidate in chosen:
