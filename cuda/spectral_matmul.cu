@@ -43,15 +43,13 @@ struct MatmulArgs {
 // Loads a ROWS x COLS tile of op(x) for one bin (op: identity, or transpose when kTrans), kLoads complex
 // values per thread, zero outside the matrix. Consecutive threads follow the axis that is contiguous
 // in memory (coalesced); element r of a thread sits kThreads / (contiguous extent) rows or columns
-// after element 0. Conjugation is applied by the caller. When kThreads does not divide the tile, the
-// last element of some threads lies beyond it: InTile is false there (Load gives 0; callers that
-// store the elements skip it).
+// after element 0. Conjugation is applied by the caller.
 template <bool kTrans, int ROWS, int COLS, int kThreads>
 struct TileLoader {
-  static constexpr int kLoads = (ROWS * COLS + kThreads - 1) / kThreads;
-  static constexpr bool kExact = kLoads * kThreads == ROWS * COLS;
+  static constexpr int kLoads = ROWS * COLS / kThreads;
   static constexpr int kRowStep = kTrans ? 0 : kThreads / COLS;
   static constexpr int kColStep = kTrans ? kThreads / ROWS : 0;
+  static_assert(kLoads * kThreads == ROWS * COLS, "tile loads");
   static_assert(kTrans ? kThreads % ROWS == 0 : kThreads % COLS == 0, "tile loader shape");
   int row, col;  // tile coordinate of element 0
 
@@ -67,9 +65,8 @@ struct TileLoader {
 #pragma unroll
     for (int r = 0; r < kLoads; ++r) {
       const int gr = row0 + row + r * kRowStep, gc = col0 + col + r * kColStep;
-      v[r] = (InTile(r) && gr < rows && gc < cols)
-                 ? C(detail::ToCompute(x[kTrans ? gc * ld + gr : gr * ld + gc]))
-                 : C{0, 0};  // < 2^31 per bin
+      v[r] = (gr < rows && gc < cols) ? C(detail::ToCompute(x[kTrans ? gc * ld + gr : gr * ld + gc]))
+                                      : C{0, 0};  // < 2^31 per bin
     }
   }
   // The same for raw 32-bit words (a half pair as it is stored), 0 outside the matrix.
@@ -78,15 +75,11 @@ struct TileLoader {
 #pragma unroll
     for (int r = 0; r < kLoads; ++r) {
       const int gr = row0 + row + r * kRowStep, gc = col0 + col + r * kColStep;
-      v[r] = (InTile(r) && gr < rows && gc < cols) ? __ldg(x + (kTrans ? gc * ld + gr : gr * ld + gc))
-                                                     : 0u;
+      v[r] = (gr < rows && gc < cols) ? __ldg(x + (kTrans ? gc * ld + gr : gr * ld + gc)) : 0u;
     }
   }
   __device__ __forceinline__ int Row(int r) const { return row + r * kRowStep; }
   __device__ __forceinline__ int Col(int r) const { return col + r * kColStep; }
-  __device__ __forceinline__ bool InTile(int r) const {
-    return kExact || (kTrans ? Col(r) < COLS : Row(r) < ROWS);
-  }
 };
 
 // ------------------------------------------------------------------------------------------------
@@ -188,9 +181,7 @@ __global__ void __launch_bounds__(256, sizeof(typename detail::Storage<Io>::Comp
 
 // ------------------------------------------------------------------------------------------------
 // TF32 tensor-core kernel (sm_80+). Block tile 128 x (16 * kWarpsN) complex outputs, BK = 8 complex;
-// warps 2 (m) x kWarpsN (n), each computing 64 rows x 16 complex columns with m16n8k8 MMAs. kWarpsN:
-// 2 (narrow, 32 columns), 4 (wide, 64) or 6 (96 columns: n = 96, the gradients of a 96-channel
-// input, in one tile instead of three narrow ones that each load the same A tile).
+// warps 2 (m) x kWarpsN (n), each computing 64 rows x 16 complex columns with m16n8k8 MMAs.
 constexpr int kTf32Bm = 128;
 #ifndef FFTCONV_TF32_BK
 #define FFTCONV_TF32_BK 8
@@ -202,10 +193,6 @@ constexpr int kTf32Bm = 128;
 // (measured on H200: narrow tiles win for n = 96 although wide ones are faster per useful FLOP).
 #ifndef FFTCONV_TF32_NARROW_GAIN
 #define FFTCONV_TF32_NARROW_GAIN 1
-#endif
-// 0 leaves n = 96 to the narrow tiles (a tuning variant).
-#ifndef FFTCONV_TF32_WIDE96
-#define FFTCONV_TF32_WIDE96 1
 #endif
 constexpr int kTf32Bk = FFTCONV_TF32_BK;     // complex k per tile
 constexpr int kTf32RowFloats = 2 * kTf32Bk + 8;  // shared row stride (floats): = 8 (mod 16) keeps the
@@ -269,23 +256,17 @@ __device__ __forceinline__ void StoreWarpTile(const float (&acc)[kRowTiles][4][4
   }
 }
 
-// Blocks per SM the compiler must allow for: the 96-column tile's 384 threads get one block's worth
-// of registers (two would leave 85 per thread, fewer than its accumulators and fragments need).
-template <int kWarpsN>
-constexpr int Tf32MinBlocks() { return kWarpsN > 4 ? 1 : FFTCONV_TF32_MIN_BLOCKS; }
-
 template <int kWarpsN, bool kTransA, bool kTransB>
-__global__ void __launch_bounds__(64 * kWarpsN, Tf32MinBlocks<kWarpsN>())
+__global__ void __launch_bounds__(64 * kWarpsN, FFTCONV_TF32_MIN_BLOCKS)
     ComplexGemmTf32(const float2* __restrict__ a, const float2* __restrict__ b, float2* __restrict__ c,
                     const MatmulArgs args) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   using Tile = Tf32Tile<kWarpsN>;
   constexpr int kThreads = Tile::kThreads;
   constexpr int BM = kTf32Bm, BN = Tile::kBn, BK = kTf32Bk, RS = kTf32RowFloats;
-  using ALoader = TileLoader<kTransA, BM, BK, kThreads>;
-  using BLoader = TileLoader<kTransB, BK, BN, kThreads>;
-  constexpr int kLoadsA = ALoader::kLoads;
-  constexpr int kLoadsB = BLoader::kLoads;
+  constexpr int kLoadsA = BM * BK / kThreads;
+  constexpr int kLoadsB = BK * BN / kThreads;
+  static_assert(kLoadsA * kThreads == BM * BK && kLoadsB * kThreads == BK * BN, "tile loads");
 
   extern __shared__ __align__(16) float smem_f[];
   float* a2 = smem_f;                      // [2][BM][RS]
@@ -302,8 +283,8 @@ __global__ void __launch_bounds__(64 * kWarpsN, Tf32MinBlocks<kWarpsN>())
   b += f * args.b_bin;
   c += f * args.c_bin;
 
-  const ALoader a_loader(tid);
-  const BLoader b_loader(tid);
+  const TileLoader<kTransA, BM, BK, kThreads> a_loader(tid);
+  const TileLoader<kTransB, BK, BN, kThreads> b_loader(tid);
   // Conjugation flips the sign bit of the imaginary parts.
   const uint32_t a_flip = args.a_conj ? 0x80000000u : 0u, b_flip = args.b_conj ? 0x80000000u : 0u;
   float2 ra[kLoadsA], rb[kLoadsB];
@@ -316,14 +297,12 @@ __global__ void __launch_bounds__(64 * kWarpsN, Tf32MinBlocks<kWarpsN>())
     float* b2b = b2 + buf * Tile::kBFloats;
 #pragma unroll
     for (int r = 0; r < kLoadsA; ++r) {
-      if (!a_loader.InTile(r)) continue;
       const int mm = a_loader.Row(r), kk = a_loader.Col(r);
       a2b[mm * RS + PermuteK(2 * kk)] = ToTf32(ra[r].x);
       a2b[mm * RS + PermuteK(2 * kk + 1)] = __uint_as_float(__float_as_uint(ToTf32(ra[r].y)) ^ a_flip);
     }
 #pragma unroll
     for (int r = 0; r < kLoadsB; ++r) {
-      if (!b_loader.InTile(r)) continue;
       const int kk = b_loader.Row(r), nn = b_loader.Col(r);
       const float re = ToTf32(rb[r].x);
       const float im = __uint_as_float(__float_as_uint(ToTf32(rb[r].y)) ^ b_flip);
@@ -596,7 +575,7 @@ int LaunchSpectralMatmulOf(const SpectralMatmulParams& p, const Real* a, const R
   // precision: the f16 / bf16 tensor cores on sm_80+ (the operands are already half precision, so
   // the TF32 switch does not apply), else the SIMT tiles computing in float.
   int choice = 0;  // 0: FP64, 1: TF32 wide, 2: TF32 narrow, 3: FP32 128x64, 4: FP32 128x32, 5: FP32 64x64,
-                   // 6: half MMA, 7: TF32 96 columns
+                   // 6: half MMA
   if constexpr (detail::Storage<Real>::kHalf) {
     detail::DeviceLimits limits;
     const int err = detail::CurrentDeviceLimits(&limits);
@@ -619,10 +598,7 @@ int LaunchSpectralMatmulOf(const SpectralMatmulParams& p, const Real* a, const R
     }
     if (tf32) {
       const long long narrow = PaddedArea(p.m, p.n, kTf32Bm, 32), wide = PaddedArea(p.m, p.n, kTf32Bm, 64);
-      const long long wide96 = PaddedArea(p.m, p.n, kTf32Bm, 96);
       choice = narrow * 100 <= wide * (100 - FFTCONV_TF32_NARROW_GAIN) ? 2 : 1;
-      // The 96-column tile where it pads no more than the narrow one and less than the wide one.
-      if (FFTCONV_TF32_WIDE96 && wide96 <= narrow && wide96 < wide) choice = 7;
     } else {
       const long long area_big = PaddedArea(p.m, p.n, 128, 64);
       const long long area_narrow = PaddedArea(p.m, p.n, 128, 32);
@@ -653,7 +629,6 @@ int LaunchSpectralMatmulOf(const SpectralMatmulParams& p, const Real* a, const R
       switch (choice) {
         case 1: err = LaunchTf32<4>(args, bins, ca, cb, cc, stream); break;
         case 2: err = LaunchTf32<2>(args, bins, ca, cb, cc, stream); break;
-        case 7: err = LaunchTf32<6>(args, bins, ca, cb, cc, stream); break;
         case 3: err = LaunchSimt<float, 128, 64, 8, 4>(args, bins, ca, cb, cc, stream); break;
         case 4: err = LaunchSimt<float, 128, 32, 8, 2>(args, bins, ca, cb, cc, stream); break;
         default: err = LaunchSimt<float, 64, 64, 4, 4>(args, bins, ca, cb, cc, stream); break;

@@ -370,7 +370,7 @@ void MatmulSuite(bool quick) {
   struct Shape {
     int bins, m, n, k;
   };
-  // n = 96, 95 and 288 take the TF32 kernel's 96-column tile (one, a partial and three per row).
+  // n = 96, 95 and 288: the gradients' n = Cin of Mathieu's layer, a partial tile, several tiles.
   std::vector<Shape> shapes = {{3, 37, 45, 29}, {2, 128, 6, 1}, {2, 128, 16, 6}, {1, 1, 1, 1}, {0, 4, 4, 4},
                                {2, 40, 96, 12}};
   if (!quick) {
