@@ -510,18 +510,20 @@ def test_keras_model_of_auto_layers_under_xla(rng):
 
 @pytest.mark.gpu
 def test_a_real_out_of_memory_on_the_gpu_falls_back_and_training_goes_on():
-    # A process whose GPU has 2 GiB: the batch is chosen so that the fastest FFT plan's spectra
+    # A process whose GPU has 2.5 GiB: the batch is chosen so that the fastest FFT plan's spectra
     # (kept between the passes) cannot fit, while the recomputing plan's fit easily. The frame is
-    # pinned at 64 (a 48 frame would need twice the batch, whose activations alone fill 2 GiB). Eagerly, the
-    # allocator's refusal must switch the layer to a smaller plan, and fit must go on training.
+    # pinned at 64 (a 48 frame would need twice the batch, whose activations alone fill the
+    # device). Eagerly, the allocator's refusal must switch the layer to a smaller plan, and fit
+    # must go on training. (With 2 GiB the recomputing plan itself ran out on the H200 at 332966f:
+    # its 64 output pieces and their concatenation are the output twice, 512 MB at batch 1024.)
     code = """
         import numpy as np, tensorflow as tf
         gpu = tf.config.list_physical_devices("GPU")[0]
         tf.config.set_logical_device_configuration(
-            gpu, [tf.config.LogicalDeviceConfiguration(memory_limit=2048)])
+            gpu, [tf.config.LogicalDeviceConfiguration(memory_limit=2560)])
         import keras, tf_fftconv as fc
         from tf_fftconv import planning
-        limit = 2048 * 2**20
+        limit = 2560 * 2**20
 
         def workspaces(batch):
             problem = planning.make_problem((batch, 32, 32, 64), (7, 7, 64, 64), "SAME")
@@ -531,7 +533,7 @@ def test_a_real_out_of_memory_on_the_gpu_falls_back_and_training_goes_on():
                          if c.config.memory == "recompute"]
             return found[0].config.memory, min(keep), min(recompute)
 
-        batch = next(b for b in (128, 256, 512, 1024, 2048) if workspaces(b)[1] > 1.3 * limit)
+        batch = next(b for b in (128, 256, 512, 1024, 2048) if workspaces(b)[1] > 1.2 * limit)
         first, keep, recompute = workspaces(batch)
         print("batch", batch, "first", first, "keep", keep, "recompute", recompute)
         assert first == "keep" and recompute < 0.25 * limit
