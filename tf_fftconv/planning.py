@@ -116,16 +116,17 @@ DEVICE_COSTS = {
         # bfloat16 (cuDNN on tensor cores) against 2.899 ms with TF32 (h200-2026-11-30-d228f3f).
         spatial_dtype_factors=(("float16", 0.67), ("bfloat16", 0.62))),
     # Measured on the 2-core development CPU (benchmarks/NOTES.md, "The cost model"): op overhead
-    # from a chain of tiny ops in a tf.function; transforms 4-6.4 GFLOP/s by _transform_flops
-    # over S = 16..128, and S = 8 frames about 3x the time of S = 16 ones (a cost per frame);
-    # cutting tiles 3-5 GB/s; the spectral matmul 47 GFLOP/s at 262 k multiply-adds per bin, 27
-    # at 12 k, 8 at 768;
-    # tf.nn.conv2d (oneDNN) 118-336 GFLOP/s on 32..64 channels, 21 and 88 GFLOP/s on LeNet's
-    # layers (1 and 6 input channels).
+    # from a chain of tiny ops in a tf.function; cutting tiles 3-5 GB/s; tf.nn.conv2d (oneDNN)
+    # 118-336 GFLOP/s on 32..64 channels, 21 and 88 GFLOP/s on LeNet's layers (1 and 6 input
+    # channels). The transform rate, per-frame cost and matmul rate were refitted to the SIMD-lane
+    # kernels (benchmarks/NOTES.md, "The CPU cost model refitted"): ten train steps (VALID k7 and
+    # k13 at 32 -> 64 channels, LeNet's two layers, SAME k5 and k7 in 40, 48 and 64 frames) within
+    # 10% (RMS of the log ratio 0.06; the old constants, fitted to the first kernels, put the FFT
+    # path 2.6-6.6x too slow and auto took conv2d where the FFT path was 3.4x faster).
     "CPU": DeviceCosts(
-        op_overhead_s=2e-6, transform_bytes_per_s=20e9, transform_flops_per_s=5e9,
-        transform_frame_s=0.15e-6,
-        matmul_flops_per_s=48e9, matmul_tf32_flops_per_s=48e9, matmul_half_work=6e3,
+        op_overhead_s=2e-6, transform_bytes_per_s=20e9, transform_flops_per_s=50e9,
+        transform_frame_s=0.05e-6,
+        matmul_flops_per_s=120e9, matmul_tf32_flops_per_s=120e9, matmul_half_work=6e3,
         matmul_bytes_per_s=10e9, copy_bytes_per_s=4e9, spatial_flops_per_s=50e9,
         spatial_max_flops_per_s=320e9, spatial_half_channels=8.0, spatial_bytes_per_s=10e9,
         spatial_overhead_s=20e-6,
@@ -253,30 +254,15 @@ def estimate_spatial(problem, costs):
     return Estimate(3 * per_pass, 0, 0, 3 * flops, 3 * moved)
 
 
-# A 3 * 2^k frame's transform (one radix-3 stage, then radix-2^2 passes) costed as this many times
-# the ``5 S log2 S`` flops per line of a power-of-two frame: a radix-3 butterfly takes about 12
-# real additions and 4 multiplications per point against a radix-2's 3, and its stage cannot be
-# paired into a radix-4 one. A first estimate: on the H200, where the transforms are bound by
-# bandwidth, the S = 48 estimate of Mathieu's SAME layer came within 10% of the measurement
-# (benchmarks/NOTES.md, "3 * 2^k frames"); not timed on a CPU yet (``python -m tf_fftconv.bench
-# --fft-size N`` and ``make cpu-kernel-check``'s timer would refit it).
-RADIX3_TRANSFORM_FACTOR = 1.25
-# The same for a 5 * 2^k frame (one radix-5 stage): the 5-point butterfly takes 16 real
-# multiplications and 32 additions per 5 points, and four of its five outputs a twiddle product,
-# more per point than a radix-3 stage. An estimate, to be checked on the GPU (the bench's 40 and
-# 48 frames of Mathieu's SAME layer, as for the radix-3 factor) and on a CPU (the same bench and
-# timer).
-RADIX5_TRANSFORM_FACTOR = 1.4
-
-
 def _transform_flops(fft_size, rows):
     """Arithmetic of one frame's rfft2d or irfft2d with ``rows`` image rows (the rest zeros, or
     cropped): ``rows / 2`` row FFTs (two real rows per complex FFT) and ``S/2 + 1`` column FFTs,
-    each ``5 S log2 S`` (times ``RADIX3_TRANSFORM_FACTOR`` for ``S = 3 * 2^k``,
-    ``RADIX5_TRANSFORM_FACTOR`` for ``S = 5 * 2^k``), as the CPU kernels do them."""
-    factor = (RADIX3_TRANSFORM_FACTOR if fft_size % 3 == 0
-              else RADIX5_TRANSFORM_FACTOR if fft_size % 5 == 0 else 1.0)
-    return (factor * 5.0 * fft_size * math.log2(fft_size)
+    each ``5 S log2 S``, as the CPU kernels do them. Frames of 3 * 2^k and 5 * 2^k, whose radix-3
+    or radix-5 stage does more arithmetic per point, are not charged more: on 2 CPU cores their
+    layers took the time this count gives (a fit put the factor at 1.0 for both, against 1.25 and
+    1.4 assumed before; benchmarks/NOTES.md, "The CPU cost model refitted"), and on the GPU the
+    transforms are bound by bandwidth."""
+    return (5.0 * fft_size * math.log2(fft_size)
             * (min(rows, fft_size) / 2 + fft_size / 2 + 1))
 
 
