@@ -151,14 +151,6 @@ class TimedRun:
         }
 
 
-def train_and_evaluate(model, label, train, test, epochs, seed, progress):
-    """Fits `model` (compiled) for `epochs` and evaluates it; returns the run's record."""
-    timed = TimedRun(model, label, train, test, epochs, seed, progress)
-    for epoch in range(epochs):
-        timed.fit_epoch(epoch)
-    return timed.record()
-
-
 def train_all(timed_runs, epochs, order):
     """Trains every run: "interleaved" runs epoch 1 of each, then epoch 2 of each, ..., so that a
     drift of the host's speed during the run reaches every model alike; "sequential" trains one

@@ -370,14 +370,8 @@ def run_case(case, mode, impls, *, device, generator, data_format, input_sets, w
                 else:
                     record["max_rel_diff"][impl] = max_rel_diff(outputs, reference)
                 del outputs
-                try:
-                    samples, used_calls = time_per_call(step, arg_sets, warmup=warmup,
-                                                        repeats=repeats, calls=calls)
-                finally:
-                    if impl == "tuned":
-                        # Forgotten again, so that "auto" of the next mode or case plans as
-                        # before (from the model, or from $TF_FFTCONV_AUTOTUNE_CACHE).
-                        planning.clear()
+                samples, used_calls = time_per_call(step, arg_sets, warmup=warmup,
+                                                    repeats=repeats, calls=calls)
                 # Inputs of every set included, as for every implementation.
                 record["peak_memory_bytes"][impl] = _peak_memory(device)
             except (KeyboardInterrupt, SystemExit):
@@ -385,6 +379,11 @@ def run_case(case, mode, impls, *, device, generator, data_format, input_sets, w
             except Exception as error:  # OOM, no kernel for this layout on this device, ...
                 record["skipped"][impl] = first_line(error)
                 continue
+            finally:
+                if impl == "tuned":
+                    # Forgotten again, so that "auto" of the next mode or case plans as before
+                    # (from the model, or from $TF_FFTCONV_AUTOTUNE_CACHE).
+                    planning.clear()
             record["timings"][impl] = summarize(samples, used_calls)
         record["max_rel_diff_against"] = reference_impl
         del reference, arg_sets
