@@ -418,6 +418,11 @@ def _fft_configs(problem, fft_size=None, tile=None):
     return configs
 
 
+def within_budget(found, budget):
+    """The candidates whose workspace fits ``budget`` (bytes; None: all), in their order."""
+    return [c for c in found if budget is None or c.estimate.workspace_bytes <= budget]
+
+
 def candidates(problem, algorithm="auto", fft_size=None, tile=None):
     """The candidates ``algorithm`` allows, fastest first by the cost model."""
     costs = DEVICE_COSTS[problem.device]
@@ -571,8 +576,7 @@ def is_close_call(plan_made):
     if (plan_made.requested != "auto" or plan_made.timings_ms
             or plan_made.problem.device not in CLOSE_CALL_DEVICES):
         return False
-    within = [c for c in plan_made.candidates
-              if plan_made.budget is None or c.estimate.workspace_bytes <= plan_made.budget]
+    within = within_budget(plan_made.candidates, plan_made.budget)
     spatial = next((c for c in within if c.config is None), None)
     fft = next((c for c in within if c.config is not None), None)   # fastest first
     if spatial is None or fft is None:
@@ -628,7 +632,7 @@ def _make_plan(problem, algorithm, fft_size, tile, budget):
             "FFT; otherwise spatial)"), notes=("height or width unknown while tracing",),
             **common)
     found = candidates(problem, algorithm, fft_size, tile)
-    within = [c for c in found if budget is None or c.estimate.workspace_bytes <= budget]
+    within = within_budget(found, budget)
     notes = []
     if problem.batch is None:
         notes.append("batch unknown while tracing: estimates assume %d images" % ASSUMED_BATCH)

@@ -111,7 +111,7 @@ def tune_problem(problem, fft_size=None, tile=None, memory_budget=None, algorith
     batch = problem.batch or batch_size or planning.ASSUMED_BATCH
     concrete = dataclasses.replace(problem, batch=batch)
     found = planning.candidates(concrete, algorithm, fft_size, tile)
-    within = [c for c in found if budget is None or c.estimate.workspace_bytes <= budget]
+    within = planning.within_budget(found, budget)
     ffts = _one_per_tiling([c for c in within if c.config is not None])[:max(candidates - 1, 1)]
     chosen = [c for c in within if c.config is None] + ffts
     timings = {}
