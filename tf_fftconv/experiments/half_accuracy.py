@@ -152,20 +152,20 @@ def emulated_errors(x, w, dy, io, storage, fft_size):
     def irfft(spectrum, height, width):
         return np.fft.irfft2(spectrum, s=(size, size), axes=(1, 2))[:, :height, :width]
 
+    def products(xs, ws, dys):          # per bin: Y = X W^H, dX = dY W, dW = dY^H X
+        return (np.einsum("bijc,oijc->bijo", xs, np.conj(ws)),
+                np.einsum("bijo,oijc->bijc", dys, ws),
+                np.einsum("bijo,bijc->oijc", np.conj(dys), xs))
+
     w_images = w.transpose(3, 0, 1, 2)  # [Cout, kh, kw, Cin]: one image per output channel
     exact = (rfft(x), rfft(w_images), rfft(dy))
-    xs, ws, dys = (_rounded(s * scale / size ** 2, spectrum_type)
-                   for s, scale in zip(exact, (1, gain, 1)))
-    products = (np.einsum("bijc,oijc->bijo", xs, np.conj(ws)) * size ** 2 / gain,
-                np.einsum("bijo,oijc->bijc", dys, ws) * size ** 2 / gain,
-                np.einsum("bijo,bijc->oijc", np.conj(dys), xs) * size ** 2)
+    stored = [_rounded(s * scale / size ** 2, spectrum_type)
+              for s, scale in zip(exact, (1, gain, 1))]
+    alphas = (size ** 2 / gain, size ** 2 / gain, size ** 2)
     windows = ((out_h, out_w), x.shape[1:3], kernel)
-    ours = [_rounded(irfft(_rounded(p, product_type) * size ** 2, *hw), io)
-            for p, hw in zip(products, windows)]
-    xe, we, dye = exact
-    references = [irfft(p, *hw) for p, hw in zip(
-        (np.einsum("bijc,oijc->bijo", xe, np.conj(we)), np.einsum("bijo,oijc->bijc", dye, we),
-         np.einsum("bijo,bijc->oijc", np.conj(dye), xe)), windows)]
+    ours = [_rounded(irfft(_rounded(p * alpha, product_type) * size ** 2, *hw), io)
+            for p, alpha, hw in zip(products(*stored), alphas, windows)]
+    references = [irfft(p, *hw) for p, hw in zip(products(*exact), windows)]
     ours[2], references[2] = (t.transpose(1, 2, 3, 0) for t in (ours[2], references[2]))
 
     def error(value, reference):

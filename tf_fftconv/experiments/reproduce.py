@@ -151,12 +151,16 @@ class TimedRun:
         }
 
 
+def _check_order(order):
+    if order not in ORDERS:
+        raise ValueError(f"order must be one of {', '.join(ORDERS)}, got {order!r}")
+
+
 def train_all(timed_runs, epochs, order):
     """Trains every run: "interleaved" runs epoch 1 of each, then epoch 2 of each, ..., so that a
     drift of the host's speed during the run reaches every model alike; "sequential" trains one
     model after the other. Returns their records, in order."""
-    if order not in ORDERS:
-        raise ValueError(f"order must be one of {', '.join(ORDERS)}, got {order!r}")
+    _check_order(order)
     if order == "interleaved":
         for epoch in range(epochs):
             for timed in timed_runs:
@@ -217,8 +221,7 @@ def run(dataset="mnist", epochs=10, batch_size=128, seed=0, limit_train=None, li
         raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
     if baseline_seeds < 1:
         raise ValueError(f"baseline_seeds must be >= 1, got {baseline_seeds}")
-    if order not in ORDERS:
-        raise ValueError(f"order must be one of {', '.join(ORDERS)}, got {order!r}")
+    _check_order(order)
     with _dtype_policy(keras, precision):
         arrays = data.load_arrays(dataset, data_dir=data_dir, fallback=fallback)
 
