@@ -8,7 +8,8 @@
 //       C2[M x 2N] = A2[M x 2K] * B2[2K x 2N],  A2[m][2k+s] = (Re, Im)[s] of A[m][k],
 //       B2 2x2 block of B[k][n] = [[Re, Im], [-Im, Re]],
 //     so C2 is exactly c's interleaved (re, im) memory. It runs on mma.sync.m16n8k8 tf32 tensor cores
-//     with FP32 accumulation; operands are rounded to TF32 (cvt.rna) when stored to shared memory.
+//     with FP32 accumulation, fed by a multi-stage cp.async pipeline that copies both operands as
+//     they are stored; values are rounded to TF32 (cvt.rna) as MMA fragments are built.
 //   * ComplexGemmHalfMma : half-precision spectra ((re, im) pairs of __half or __nv_bfloat16) on
 //     sm_80+: the same real GEMM on mma.sync.m16n8k16 with f16 / bf16 operands and FP32
 //     accumulation. Each 32-bit register of an A fragment is one stored (re, im) pair, so operands go
@@ -180,46 +181,60 @@ __global__ void __launch_bounds__(256, sizeof(typename detail::Storage<Io>::Comp
 }
 
 // ------------------------------------------------------------------------------------------------
-// TF32 tensor-core kernel (sm_80+). Block tile 128 x (16 * kWarpsN) complex outputs, BK = 8 complex;
-// warps 2 (m) x kWarpsN (n), each computing 64 rows x 16 complex columns with m16n8k8 MMAs.
+// TF32 tensor-core kernel (sm_80+): a multi-stage cp.async pipeline feeding mma.sync.m16n8k8.
+//
+// Block tile 128 x BN complex outputs (BN = 4 * kNi * kWarpsN), BK = 16 complex k per stage;
+// warps 2 (m) x kWarpsN (n), each computing 64 rows x 4 * kNi complex columns.
+//
+// Operands go from global to shared memory as they are stored (cp.async, 16 or 8 bytes per copy,
+// zero-filled outside the matrix), so a transposed operand is never rearranged by a copy: the
+// fragment loads index either layout. Shared memory per stage (floats, interleaved (re, im)):
+//   A, not transposed: [128 rows m][BK complex k], row stride 2 * BK + 8
+//   A, transposed:     [BK rows k][128 complex m], row stride 2 * 128 + 8
+//   B, not transposed: [BK rows k][BN complex n],  row stride 2 * BN + 8
+//   B, transposed:     [BN rows n][BK complex k],  row stride 2 * BK + 8
+// Every stride is 8 (mod 32) floats, which puts the 64-bit fragment loads of a half-warp on 32
+// distinct banks in both layouts, and a multiple of 4, which keeps the 16-byte copies aligned.
+//
+// The real GEMM C2 = A2 * B2 of the file header, with the 8 real k' of one MMA assigned to 4
+// complex k (k0 + t for lane t): k' = t holds Re and k' = t + 4 holds Im of complex k0 + t. Then
+//   A fragment (a0, a2) = (Re, Im) of op_a(a)[row][k0 + t], one 64-bit load, and (a1, a3) for row + 8;
+//   B fragment of real column n' = 2n + u: (b0, b1) = (Re, -Im) of op_b(b)[k0 + t][n] for u = 0 and
+//   (Im, Re) for u = 1, again one 64-bit load.
+// Values are rounded to TF32 (cvt.rna) as fragments are built; conjugation flips a sign bit.
 constexpr int kTf32Bm = 128;
-#ifndef FFTCONV_TF32_BK
-#define FFTCONV_TF32_BK 8
+#ifndef FFTCONV_TF32_STAGES
+#define FFTCONV_TF32_STAGES 3
 #endif
-#ifndef FFTCONV_TF32_MIN_BLOCKS
-#define FFTCONV_TF32_MIN_BLOCKS 2
+// 0: the tile wasting the least work (ties: the wider); 32, 48 or 64: that tile wherever it applies.
+#ifndef FFTCONV_TF32_TILE
+#define FFTCONV_TF32_TILE 0
 #endif
-// Narrow tiles (32 complex columns) are used when they save at least this share (%) of padded work
-// (measured on H200: narrow tiles win for n = 96 although wide ones are faster per useful FLOP).
-#ifndef FFTCONV_TF32_NARROW_GAIN
-#define FFTCONV_TF32_NARROW_GAIN 1
-#endif
-constexpr int kTf32Bk = FFTCONV_TF32_BK;     // complex k per tile
-constexpr int kTf32RowFloats = 2 * kTf32Bk + 8;  // shared row stride (floats): = 8 (mod 16) keeps the
-                                                 // 64-bit fragment loads of a half-warp on distinct banks
+constexpr int kTf32Bk = 16;
+constexpr int kTf32Stages = FFTCONV_TF32_STAGES;
+static_assert(kTf32Stages >= 2, "the pipeline needs two stages");
 
-template <int kWarpsN>
+template <int kWarpsN, int kNi, bool kTransA, bool kTransB>
 struct Tf32Tile {
   static constexpr int kThreads = 64 * kWarpsN;
-  static constexpr int kBn = 16 * kWarpsN;  // complex columns
-  // Shared memory (floats, TF32 bit patterns), double-buffered:
-  //   a2[buf][row m][k'] : A2 tile, row stride kTf32RowFloats
-  //   b2[buf][col n'][k']: B2 tile transposed (n' = 2n + t), same row stride
-  // Inside each group of 8 real k' the order is permuted (k' = t and t + 4 side by side) so that one
-  // 64-bit load gives both halves of an MMA fragment.
-  static constexpr int kAFloats = kTf32Bm * kTf32RowFloats;
-  static constexpr int kBFloats = 2 * kBn * kTf32RowFloats;
-  static constexpr size_t kSmemBytes = sizeof(float) * 2 * (kAFloats + kBFloats);
+  static constexpr int kBn = 4 * kNi * kWarpsN;  // complex columns
+  // Shared-memory rows (complex elements per row, row stride in floats) of each operand's tile.
+  static constexpr int kARows = kTransA ? kTf32Bk : kTf32Bm, kACols = kTransA ? kTf32Bm : kTf32Bk;
+  static constexpr int kBRows = kTransB ? kBn : kTf32Bk, kBCols = kTransB ? kTf32Bk : kBn;
+  static constexpr int kAStride = 2 * kACols + 8, kBStride = 2 * kBCols + 8;
+  static constexpr int kAFloats = kARows * kAStride, kBFloats = kBRows * kBStride;
+  static constexpr int kStageFloats = kAFloats + kBFloats;
+  static constexpr size_t kSmemBytes = sizeof(float) * kTf32Stages * kStageFloats;
+  static_assert(kAStride % 32 == 8 && kBStride % 32 == 8, "bank spread of the fragment loads");
+  // Blocks per SM the launch bounds ask for: as many as 64 K registers and 227 KB allow, at most 3.
+  static constexpr int kMinBlocks = kThreads >= 256 ? 2 : (3 * kSmemBytes <= 227 * 1024 ? 3 : 2);
 };
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-// Position of real k' inside its group of 8 in shared memory: k' = t and t + 4 side by side.
-__device__ __forceinline__ int PermuteK(int kr) { return (kr & ~7) | (2 * (kr & 3)) | ((kr >> 2) & 1); }
-
-__device__ __forceinline__ float ToTf32(float x) {
+__device__ __forceinline__ uint32_t ToTf32(float x) {
   uint32_t r;
   asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
-  return __uint_as_float(r);
+  return r;
 }
 __device__ __forceinline__ void MmaTf32(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
   asm volatile(
@@ -228,13 +243,67 @@ __device__ __forceinline__ void MmaTf32(float (&d)[4], const uint32_t (&a)[4], c
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
+// Asynchronous copy of kBytes (8 or 16) from global to shared memory; src_bytes = 0 writes zeros.
+template <int kBytes>
+__device__ __forceinline__ void CpAsync(float* smem, const float2* gmem, int src_bytes) {
+  const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  if constexpr (kBytes == 16) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(gmem), "r"(src_bytes));
+  } else {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;\n" ::"r"(dst), "l"(gmem), "r"(src_bytes));
+  }
+}
+__device__ __forceinline__ void CpAsyncCommit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int kPending>
+__device__ __forceinline__ void CpAsyncWait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending) : "memory");
+}
+
+// Copies the ROWS x COLS (complex) tile at (row0, col0) of a rows x cols matrix x (row length ld, in
+// complex elements) into shared memory (row stride kStride floats), kChunk complex per copy. The
+// launcher guarantees kChunk divides cols and ld and aligns x, so a chunk is wholly inside or outside.
+// Where the threads cover whole rows per pass, a thread's copies share one column and step by a fixed
+// number of rows: one pointer and one row counter, which keeps the pipeline's registers few.
+template <int ROWS, int COLS, int kStride, int kChunk, int kThreads>
+__device__ __forceinline__ void CopyTileAsync(float* smem, const float2* __restrict__ x, int row0, int col0,
+                                              int rows, int cols, int ld, int tid) {
+  constexpr int kChunksPerRow = COLS / kChunk;
+  constexpr int kChunks = ROWS * kChunksPerRow;
+  static_assert(kChunks % kThreads == 0, "tile copies");
+  if constexpr (kThreads % kChunksPerRow == 0) {
+    constexpr int kRowStep = kThreads / kChunksPerRow;
+    const int r = tid / kChunksPerRow, cc = (tid % kChunksPerRow) * kChunk;
+    const bool column_inside = col0 + cc < cols;
+    int gr = row0 + r;
+    const float2* src = x + static_cast<size_t>(gr) * ld + col0 + cc;
+    float* dst = smem + r * kStride + 2 * cc;
+#pragma unroll
+    for (int i = 0; i < kChunks / kThreads; ++i) {
+      const bool inside = column_inside && gr < rows;
+      CpAsync<8 * kChunk>(dst, inside ? src : x, inside ? 8 * kChunk : 0);
+      gr += kRowStep;
+      src += static_cast<size_t>(kRowStep) * ld;
+      dst += kRowStep * kStride;
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < kChunks / kThreads; ++i) {
+      const int chunk = tid + i * kThreads;
+      const int r = chunk / kChunksPerRow, cc = (chunk % kChunksPerRow) * kChunk;
+      const int gr = row0 + r, gc = col0 + cc;
+      const bool inside = gr < rows && gc < cols;
+      CpAsync<8 * kChunk>(smem + r * kStride + 2 * cc, inside ? x + static_cast<size_t>(gr) * ld + gc : x,
+                          inside ? 8 * kChunk : 0);
+    }
+  }
+}
 #endif
 
 // The epilogue of both tensor-core kernels: a warp's accumulators, times alpha, into C [M, N] complex
 // (Pair: float2, or a half pair). acc[mi][ni] = (e0, e1) / (e2, e3): (re, im) of rows g / g + 8 of
 // the 16-row tile mi (from row m_first), complex column t of the 4-column tile ni (from n_first).
-template <int kRowTiles, typename Pair>
-__device__ __forceinline__ void StoreWarpTile(const float (&acc)[kRowTiles][4][4], Pair* c,
+template <int kRowTiles, int kColTiles, typename Pair>
+__device__ __forceinline__ void StoreWarpTile(const float (&acc)[kRowTiles][kColTiles][4], Pair* c,
                                               int m_first, int n_first, int g, int t,
                                               const MatmulArgs& args) {
   const float alpha = static_cast<float>(args.alpha);
@@ -245,7 +314,7 @@ __device__ __forceinline__ void StoreWarpTile(const float (&acc)[kRowTiles][4][4
       const int m = m_first + mi * 16 + g + 8 * half;
       if (m >= args.m) continue;
 #pragma unroll
-      for (int ni = 0; ni < 4; ++ni) {
+      for (int ni = 0; ni < kColTiles; ++ni) {
         const int n = n_first + ni * 4 + t;
         if (n < args.n) {
           c[static_cast<size_t>(m) * args.n + n] = detail::ToStorage<Pair>(
@@ -256,21 +325,16 @@ __device__ __forceinline__ void StoreWarpTile(const float (&acc)[kRowTiles][4][4
   }
 }
 
-template <int kWarpsN, bool kTransA, bool kTransB>
-__global__ void __launch_bounds__(64 * kWarpsN, FFTCONV_TF32_MIN_BLOCKS)
+template <int kWarpsN, int kNi, bool kTransA, bool kTransB, int kChunk>
+__global__ void __launch_bounds__(64 * kWarpsN, (Tf32Tile<kWarpsN, kNi, kTransA, kTransB>::kMinBlocks))
     ComplexGemmTf32(const float2* __restrict__ a, const float2* __restrict__ b, float2* __restrict__ c,
                     const MatmulArgs args) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  using Tile = Tf32Tile<kWarpsN>;
+  using Tile = Tf32Tile<kWarpsN, kNi, kTransA, kTransB>;
   constexpr int kThreads = Tile::kThreads;
-  constexpr int BM = kTf32Bm, BN = Tile::kBn, BK = kTf32Bk, RS = kTf32RowFloats;
-  constexpr int kLoadsA = BM * BK / kThreads;
-  constexpr int kLoadsB = BK * BN / kThreads;
-  static_assert(kLoadsA * kThreads == BM * BK && kLoadsB * kThreads == BK * BN, "tile loads");
-
-  extern __shared__ __align__(16) float smem_f[];
-  float* a2 = smem_f;                      // [2][BM][RS]
-  float* b2 = smem_f + 2 * Tile::kAFloats;  // [2][2 * BN][RS]
+  constexpr int BM = kTf32Bm, BN = Tile::kBn, BK = kTf32Bk;
+  constexpr int RA = Tile::kAStride, RB = Tile::kBStride;
+  extern __shared__ __align__(16) float smem_f[];  // [stage][A tile, B tile]
 
   const int tid = threadIdx.x;
   const int lane = tid & 31, warp = tid >> 5;
@@ -283,84 +347,81 @@ __global__ void __launch_bounds__(64 * kWarpsN, FFTCONV_TF32_MIN_BLOCKS)
   b += f * args.b_bin;
   c += f * args.c_bin;
 
-  const TileLoader<kTransA, BM, BK, kThreads> a_loader(tid);
-  const TileLoader<kTransB, BK, BN, kThreads> b_loader(tid);
-  // Conjugation flips the sign bit of the imaginary parts.
-  const uint32_t a_flip = args.a_conj ? 0x80000000u : 0u, b_flip = args.b_conj ? 0x80000000u : 0u;
-  float2 ra[kLoadsA], rb[kLoadsB];
-  auto load = [&](int k0) {
-    a_loader.Load(a, m0, k0, args.m, args.k, args.lda, ra);
-    b_loader.Load(b, k0, n0, args.k, args.n, args.ldb, rb);
-  };
-  auto store = [&](int buf) {
-    float* a2b = a2 + buf * Tile::kAFloats;
-    float* b2b = b2 + buf * Tile::kBFloats;
-#pragma unroll
-    for (int r = 0; r < kLoadsA; ++r) {
-      const int mm = a_loader.Row(r), kk = a_loader.Col(r);
-      a2b[mm * RS + PermuteK(2 * kk)] = ToTf32(ra[r].x);
-      a2b[mm * RS + PermuteK(2 * kk + 1)] = __uint_as_float(__float_as_uint(ToTf32(ra[r].y)) ^ a_flip);
+  // Tile kt of both operands into stage kt % kTf32Stages; one commit group per call (empty past the
+  // last tile, so that the wait below always counts the same number of groups).
+  const int k_tiles = (args.k + BK - 1) / BK;
+  auto issue = [&](int kt) {
+    if (kt < k_tiles) {
+      float* stage = smem_f + (kt % kTf32Stages) * Tile::kStageFloats;
+      const int k0 = kt * BK;
+      if constexpr (kTransA) {
+        CopyTileAsync<BK, BM, RA, kChunk, kThreads>(stage, a, k0, m0, args.k, args.m, args.lda, tid);
+      } else {
+        CopyTileAsync<BM, BK, RA, kChunk, kThreads>(stage, a, m0, k0, args.m, args.k, args.lda, tid);
+      }
+      if constexpr (kTransB) {
+        CopyTileAsync<BN, BK, RB, kChunk, kThreads>(stage + Tile::kAFloats, b, n0, k0, args.n, args.k, args.ldb, tid);
+      } else {
+        CopyTileAsync<BK, BN, RB, kChunk, kThreads>(stage + Tile::kAFloats, b, k0, n0, args.k, args.n, args.ldb, tid);
+      }
     }
-#pragma unroll
-    for (int r = 0; r < kLoadsB; ++r) {
-      const int kk = b_loader.Row(r), nn = b_loader.Col(r);
-      const float re = ToTf32(rb[r].x);
-      const float im = __uint_as_float(__float_as_uint(ToTf32(rb[r].y)) ^ b_flip);
-      b2b[(2 * nn) * RS + PermuteK(2 * kk)] = re;
-      b2b[(2 * nn) * RS + PermuteK(2 * kk + 1)] = -im;
-      b2b[(2 * nn + 1) * RS + PermuteK(2 * kk)] = im;
-      b2b[(2 * nn + 1) * RS + PermuteK(2 * kk + 1)] = re;
-    }
+    CpAsyncCommit();
   };
 
-  float acc[4][4][4];
+  // Sign bits: conjugation of A flips Im; B's column 2n holds -Im (flipped again by conjugation).
+  constexpr uint32_t kSign = 0x80000000u;
+  const uint32_t a_flip = args.a_conj ? kSign : 0u;
+  const uint32_t b_flip = args.b_conj ? kSign : 0u;
+  const bool odd_column = g & 1;  // u: this lane's B values belong to real column 2n + 1
+
+  float acc[4][kNi][4];
 #pragma unroll
   for (int mi = 0; mi < 4; ++mi)
 #pragma unroll
-    for (int ni = 0; ni < 4; ++ni)
+    for (int ni = 0; ni < kNi; ++ni)
 #pragma unroll
       for (int e = 0; e < 4; ++e) acc[mi][ni][e] = 0.f;
 
-  const int k_tiles = (args.k + BK - 1) / BK;
-  load(0);
-  store(0);
-  __syncthreads();
-  for (int kt = 0; kt < k_tiles; ++kt) {
-    const int buf = kt & 1;
-    const bool more = kt + 1 < k_tiles;
-    if (more) load((kt + 1) * BK);
-    const float* a2b = a2 + buf * Tile::kAFloats;
-    const float* b2b = b2 + buf * Tile::kBFloats;
 #pragma unroll
-    for (int ks = 0; ks < 2 * BK / 8; ++ks) {
-      uint32_t af[4][4], bf[4][2];
+  for (int s = 0; s < kTf32Stages - 1; ++s) issue(s);
+  for (int kt = 0; kt < k_tiles; ++kt) {
+    CpAsyncWait<kTf32Stages - 2>();  // tile kt has landed (for this thread's copies)
+    __syncthreads();                 // ... for every thread's; and stage (kt - 1) is no longer read
+    issue(kt + kTf32Stages - 1);
+    const float* as = smem_f + (kt % kTf32Stages) * Tile::kStageFloats;
+    const float* bs = as + Tile::kAFloats;
+#pragma unroll
+    for (int ks = 0; ks < BK / 4; ++ks) {
+      const int kc = ks * 4 + t;  // this lane's complex k inside the tile
+      uint32_t af[4][4], bf[kNi][2];
 #pragma unroll
       for (int mi = 0; mi < 4; ++mi) {
         const int row = warp_m * 64 + mi * 16 + g;
-        const float2 lo = *reinterpret_cast<const float2*>(a2b + row * RS + ks * 8 + 2 * t);
-        const float2 hi = *reinterpret_cast<const float2*>(a2b + (row + 8) * RS + ks * 8 + 2 * t);
-        af[mi][0] = __float_as_uint(lo.x);
-        af[mi][1] = __float_as_uint(hi.x);
-        af[mi][2] = __float_as_uint(lo.y);
-        af[mi][3] = __float_as_uint(hi.y);
+        const float2 lo = *reinterpret_cast<const float2*>(as + (kTransA ? kc * RA + 2 * row : row * RA + 2 * kc));
+        const float2 hi =
+            *reinterpret_cast<const float2*>(as + (kTransA ? kc * RA + 2 * (row + 8) : (row + 8) * RA + 2 * kc));
+        af[mi][0] = ToTf32(lo.x);
+        af[mi][1] = ToTf32(hi.x);
+        af[mi][2] = ToTf32(lo.y) ^ a_flip;
+        af[mi][3] = ToTf32(hi.y) ^ a_flip;
       }
 #pragma unroll
-      for (int ni = 0; ni < 4; ++ni) {
-        const int col = warp_n * 32 + ni * 8 + g;
-        const float2 v = *reinterpret_cast<const float2*>(b2b + col * RS + ks * 8 + 2 * t);
-        bf[ni][0] = __float_as_uint(v.x);
-        bf[ni][1] = __float_as_uint(v.y);
+      for (int ni = 0; ni < kNi; ++ni) {
+        const int col = warp_n * (4 * kNi) + ni * 4 + (g >> 1);  // complex column
+        const float2 v = *reinterpret_cast<const float2*>(bs + (kTransB ? col * RB + 2 * kc : kc * RB + 2 * col));
+        const uint32_t re = ToTf32(v.x), im = ToTf32(v.y) ^ b_flip;
+        bf[ni][0] = odd_column ? im : re;
+        bf[ni][1] = odd_column ? re : im ^ kSign;
       }
 #pragma unroll
       for (int mi = 0; mi < 4; ++mi)
 #pragma unroll
-        for (int ni = 0; ni < 4; ++ni) MmaTf32(acc[mi][ni], af[mi], bf[ni]);
+        for (int ni = 0; ni < kNi; ++ni) MmaTf32(acc[mi][ni], af[mi], bf[ni]);
     }
-    if (more) store(buf ^ 1);
-    __syncthreads();
   }
+  CpAsyncWait<0>();  // the trailing groups are empty; leave none outstanding at exit
 
-  StoreWarpTile(acc, c, m0 + warp_m * 64, n0 + warp_n * 16, g, t, args);
+  StoreWarpTile(acc, c, m0 + warp_m * 64, n0 + warp_n * (4 * kNi), g, t, args);
 #endif  // __CUDA_ARCH__ >= 800
 }
 
@@ -512,19 +573,40 @@ int LaunchSimt(MatmulArgs args, int bins, const typename detail::Storage<Io>::Pa
   return static_cast<int>(cudaGetLastError());
 }
 
-template <int kWarpsN>
-int LaunchTf32(MatmulArgs args, int bins, const float2* a, const float2* b, float2* c, cudaStream_t stream) {
-  using Tile = Tf32Tile<kWarpsN>;
+template <int kWarpsN, int kNi, bool kTransA, bool kTransB, int kChunk>
+int LaunchTf32Tile(MatmulArgs args, int bins, const float2* a, const float2* b, float2* c, cudaStream_t stream) {
+  using Tile = Tf32Tile<kWarpsN, kNi, kTransA, kTransB>;
   const long long tiles_m = (args.m + kTf32Bm - 1) / kTf32Bm;
   args.tiles_n = (args.n + Tile::kBn - 1) / Tile::kBn;
-  auto kernel = args.a_trans ? (args.b_trans ? ComplexGemmTf32<kWarpsN, true, true> : ComplexGemmTf32<kWarpsN, true, false>)
-                             : (args.b_trans ? ComplexGemmTf32<kWarpsN, false, true> : ComplexGemmTf32<kWarpsN, false, false>);
+  auto kernel = ComplexGemmTf32<kWarpsN, kNi, kTransA, kTransB, kChunk>;
   cudaError_t e =
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(Tile::kSmemBytes));
   if (e != cudaSuccess) return static_cast<int>(e);
   const dim3 grid(static_cast<unsigned>(tiles_m * args.tiles_n), static_cast<unsigned>(bins));
   kernel<<<grid, Tile::kThreads, Tile::kSmemBytes, stream>>>(a, b, c, args);
   return static_cast<int>(cudaGetLastError());
+}
+
+// 16-byte copies where both operands' rows and bins hold an even number of complex elements and the
+// buffers are 16-byte aligned (every layer with even channel and batch counts), else 8-byte copies.
+template <int kWarpsN, int kNi>
+int LaunchTf32(MatmulArgs args, int bins, const float2* a, const float2* b, float2* c, cudaStream_t stream) {
+  const bool wide_copies = args.lda % 2 == 0 && args.ldb % 2 == 0 && args.a_bin % 2 == 0 && args.b_bin % 2 == 0 &&
+                           reinterpret_cast<uintptr_t>(a) % 16 == 0 && reinterpret_cast<uintptr_t>(b) % 16 == 0;
+  if (wide_copies) {
+    if (args.a_trans) {
+      return args.b_trans ? LaunchTf32Tile<kWarpsN, kNi, true, true, 2>(args, bins, a, b, c, stream)
+                          : LaunchTf32Tile<kWarpsN, kNi, true, false, 2>(args, bins, a, b, c, stream);
+    }
+    return args.b_trans ? LaunchTf32Tile<kWarpsN, kNi, false, true, 2>(args, bins, a, b, c, stream)
+                        : LaunchTf32Tile<kWarpsN, kNi, false, false, 2>(args, bins, a, b, c, stream);
+  }
+  if (args.a_trans) {
+    return args.b_trans ? LaunchTf32Tile<kWarpsN, kNi, true, true, 1>(args, bins, a, b, c, stream)
+                        : LaunchTf32Tile<kWarpsN, kNi, true, false, 1>(args, bins, a, b, c, stream);
+  }
+  return args.b_trans ? LaunchTf32Tile<kWarpsN, kNi, false, true, 1>(args, bins, a, b, c, stream)
+                      : LaunchTf32Tile<kWarpsN, kNi, false, false, 1>(args, bins, a, b, c, stream);
 }
 
 template <typename Io>
@@ -574,8 +656,8 @@ int LaunchSpectralMatmulOf(const SpectralMatmulParams& p, const Real* a, const R
   // among tile shapes the one that wastes the least work (ties go to the larger tile). Half
   // precision: the f16 / bf16 tensor cores on sm_80+ (the operands are already half precision, so
   // the TF32 switch does not apply), else the SIMT tiles computing in float.
-  int choice = 0;  // 0: FP64, 1: TF32 wide, 2: TF32 narrow, 3: FP32 128x64, 4: FP32 128x32, 5: FP32 64x64,
-                   // 6: half MMA
+  int choice = 0;  // 0: FP64, 1: TF32 128x64, 7: TF32 128x48, 2: TF32 128x32, 3: FP32 128x64,
+                   // 4: FP32 128x32, 5: FP32 64x64, 6: half MMA
   if constexpr (detail::Storage<Real>::kHalf) {
     detail::DeviceLimits limits;
     const int err = detail::CurrentDeviceLimits(&limits);
@@ -597,8 +679,11 @@ int LaunchSpectralMatmulOf(const SpectralMatmulParams& p, const Real* a, const R
       tf32 = limits.compute_capability >= 80;
     }
     if (tf32) {
-      const long long narrow = PaddedArea(p.m, p.n, kTf32Bm, 32), wide = PaddedArea(p.m, p.n, kTf32Bm, 64);
-      choice = narrow * 100 <= wide * (100 - FFTCONV_TF32_NARROW_GAIN) ? 2 : 1;
+      // Tiles of 64, 48 and 32 complex columns: the least padded work, ties to the wider tile.
+      const long long wide = PaddedArea(p.m, p.n, kTf32Bm, 64), mid = PaddedArea(p.m, p.n, kTf32Bm, 48),
+                      narrow = PaddedArea(p.m, p.n, kTf32Bm, 32);
+      choice = (wide <= mid && wide <= narrow) ? 1 : (mid <= narrow ? 7 : 2);
+      if (FFTCONV_TF32_TILE != 0) choice = FFTCONV_TF32_TILE == 64 ? 1 : (FFTCONV_TF32_TILE == 48 ? 7 : 2);
     } else {
       const long long area_big = PaddedArea(p.m, p.n, 128, 64);
       const long long area_narrow = PaddedArea(p.m, p.n, 128, 32);
@@ -627,8 +712,9 @@ int LaunchSpectralMatmulOf(const SpectralMatmulParams& p, const Real* a, const R
       }
     } else if constexpr (std::is_same<Real, float>::value) {
       switch (choice) {
-        case 1: err = LaunchTf32<4>(args, bins, ca, cb, cc, stream); break;
-        case 2: err = LaunchTf32<2>(args, bins, ca, cb, cc, stream); break;
+        case 1: err = LaunchTf32<4, 4>(args, bins, ca, cb, cc, stream); break;
+        case 7: err = LaunchTf32<2, 6>(args, bins, ca, cb, cc, stream); break;
+        case 2: err = LaunchTf32<2, 4>(args, bins, ca, cb, cc, stream); break;
         case 3: err = LaunchSimt<float, 128, 64, 8, 4>(args, bins, ca, cb, cc, stream); break;
         case 4: err = LaunchSimt<float, 128, 32, 8, 2>(args, bins, ca, cb, cc, stream); break;
         default: err = LaunchSimt<float, 64, 64, 4, 4>(args, bins, ca, cb, cc, stream); break;
