@@ -192,7 +192,7 @@ $(CHECK_DIR)/%.o: cuda/%.cu $(CU_DEPS)
 # FFT block shapes as FFTCONV_SHAPE_<real>_<S>_<FWD|INV> overrides L * 10000 + G * 100 + MINB (lanes
 # per transform, images per block, minimum blocks per SM: FftShape in cuda/fft_common.cuh), and the
 # matmul's tile switches (cuda/spectral_matmul.cu). Only the kernels' own objects are rebuilt for each.
-VARIANTS := n0_default n1_f3_i2 n2_lanes2 n3_mixed m2_tile32 m3_tile48 m4_tile64 m5_stages2 m6_stages4
+VARIANTS := n0_default n1_f3_i2 n2_lanes2 n3_mixed m2_tile32 m3_tile48 m4_tile64 m5_stages2 m6_stages4 m7_noswap
 VARIANT_FLAGS_n0_default :=
 VARIANT_FLAGS_n1_f3_i2   := -DFFTCONV_SHAPE_float_32_FWD=10803 -DFFTCONV_SHAPE_float_32_INV=21602
 VARIANT_FLAGS_n2_lanes2  := -DFFTCONV_SHAPE_float_32_FWD=20804 -DFFTCONV_SHAPE_float_32_INV=20804 \
@@ -204,6 +204,7 @@ VARIANT_FLAGS_m3_tile48  := -DFFTCONV_TF32_TILE=48
 VARIANT_FLAGS_m4_tile64  := -DFFTCONV_TF32_TILE=64
 VARIANT_FLAGS_m5_stages2 := -DFFTCONV_TF32_STAGES=2
 VARIANT_FLAGS_m6_stages4 := -DFFTCONV_TF32_STAGES=4
+VARIANT_FLAGS_m7_noswap  := -DFFTCONV_TF32_SWAP=0
 VARIANT_DIR := $(BUILD)/variants
 VARIANT_KERNELS := rfft2d irfft2d spectral_matmul
 

@@ -39,6 +39,8 @@ struct MatmulArgs {
   bool a_trans, a_conj, b_trans, b_conj;
   int tiles_n;                         // output tiles along n; blockIdx.x = tile_m * tiles_n + tile_n
   double alpha;                        // c = alpha * op_a(a) op_b(b), rounded once to the compute type
+  bool c_trans;                        // the tensor-core epilogues store c[f] as [n][m] (the launcher
+                                       // computes c^T = op_b(b)^T op_a(a)^T where that wastes less)
 };
 
 // Loads a ROWS x COLS tile of op(x) for one bin (op: identity, or transpose when kTrans), kLoads complex
@@ -68,15 +70,6 @@ struct TileLoader {
       const int gr = row0 + row + r * kRowStep, gc = col0 + col + r * kColStep;
       v[r] = (gr < rows && gc < cols) ? C(detail::ToCompute(x[kTrans ? gc * ld + gr : gr * ld + gc]))
                                       : C{0, 0};  // < 2^31 per bin
-    }
-  }
-  // The same for raw 32-bit words (a half pair as it is stored), 0 outside the matrix.
-  __device__ __forceinline__ void LoadWords(const uint32_t* __restrict__ x, int row0, int col0, int rows,
-                                            int cols, int ld, uint32_t (&v)[kLoads]) const {
-#pragma unroll
-    for (int r = 0; r < kLoads; ++r) {
-      const int gr = row0 + row + r * kRowStep, gc = col0 + col + r * kColStep;
-      v[r] = (gr < rows && gc < cols) ? __ldg(x + (kTrans ? gc * ld + gr : gr * ld + gc)) : 0u;
     }
   }
   __device__ __forceinline__ int Row(int r) const { return row + r * kRowStep; }
@@ -210,6 +203,10 @@ constexpr int kTf32Bm = 128;
 #ifndef FFTCONV_TF32_TILE
 #define FFTCONV_TF32_TILE 0
 #endif
+// 1: products with few rows are computed transposed (LaunchSpectralMatmulOf); 0: never.
+#ifndef FFTCONV_TF32_SWAP
+#define FFTCONV_TF32_SWAP 1
+#endif
 constexpr int kTf32Bk = 16;
 constexpr int kTf32Stages = FFTCONV_TF32_STAGES;
 static_assert(kTf32Stages >= 2, "the pipeline needs two stages");
@@ -245,12 +242,15 @@ __device__ __forceinline__ void MmaTf32(float (&d)[4], const uint32_t (&a)[4], c
 }
 // Asynchronous copy of kBytes (8 or 16) from global to shared memory; src_bytes = 0 writes zeros.
 template <int kBytes>
-__device__ __forceinline__ void CpAsync(float* smem, const float2* gmem, int src_bytes) {
+__device__ __forceinline__ void CpAsync(void* smem, const void* gmem, int src_bytes) {
   const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(smem));
   if constexpr (kBytes == 16) {
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(gmem), "r"(src_bytes));
-  } else {
+  } else if constexpr (kBytes == 8) {
     asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;\n" ::"r"(dst), "l"(gmem), "r"(src_bytes));
+  } else {
+    static_assert(kBytes == 4, "cp.async copies 4, 8 or 16 bytes");
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(gmem), "r"(src_bytes));
   }
 }
 __device__ __forceinline__ void CpAsyncCommit() { asm volatile("cp.async.commit_group;\n" ::); }
@@ -259,13 +259,14 @@ __device__ __forceinline__ void CpAsyncWait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending) : "memory");
 }
 
-// Copies the ROWS x COLS (complex) tile at (row0, col0) of a rows x cols matrix x (row length ld, in
-// complex elements) into shared memory (row stride kStride floats), kChunk complex per copy. The
-// launcher guarantees kChunk divides cols and ld and aligns x, so a chunk is wholly inside or outside.
+// Copies the ROWS x COLS tile at (row0, col0) of a rows x cols matrix x of complex elements E (float2,
+// or a half pair as one 32-bit word; row length ld) into shared memory (row stride kStride elements),
+// kChunk elements per copy. The launcher guarantees kChunk divides cols and ld and aligns x, so a
+// chunk is wholly inside or outside.
 // Where the threads cover whole rows per pass, a thread's copies share one column and step by a fixed
 // number of rows: one pointer and one row counter, which keeps the pipeline's registers few.
-template <int ROWS, int COLS, int kStride, int kChunk, int kThreads>
-__device__ __forceinline__ void CopyTileAsync(float* smem, const float2* __restrict__ x, int row0, int col0,
+template <int ROWS, int COLS, int kStride, int kChunk, int kThreads, typename E>
+__device__ __forceinline__ void CopyTileAsync(E* smem, const E* __restrict__ x, int row0, int col0,
                                               int rows, int cols, int ld, int tid) {
   constexpr int kChunksPerRow = COLS / kChunk;
   constexpr int kChunks = ROWS * kChunksPerRow;
@@ -275,12 +276,12 @@ __device__ __forceinline__ void CopyTileAsync(float* smem, const float2* __restr
     const int r = tid / kChunksPerRow, cc = (tid % kChunksPerRow) * kChunk;
     const bool column_inside = col0 + cc < cols;
     int gr = row0 + r;
-    const float2* src = x + static_cast<size_t>(gr) * ld + col0 + cc;
-    float* dst = smem + r * kStride + 2 * cc;
+    const E* src = x + static_cast<size_t>(gr) * ld + col0 + cc;
+    E* dst = smem + r * kStride + cc;
 #pragma unroll
     for (int i = 0; i < kChunks / kThreads; ++i) {
       const bool inside = column_inside && gr < rows;
-      CpAsync<8 * kChunk>(dst, inside ? src : x, inside ? 8 * kChunk : 0);
+      CpAsync<sizeof(E) * kChunk>(dst, inside ? src : x, inside ? sizeof(E) * kChunk : 0);
       gr += kRowStep;
       src += static_cast<size_t>(kRowStep) * ld;
       dst += kRowStep * kStride;
@@ -292,8 +293,8 @@ __device__ __forceinline__ void CopyTileAsync(float* smem, const float2* __restr
       const int r = chunk / kChunksPerRow, cc = (chunk % kChunksPerRow) * kChunk;
       const int gr = row0 + r, gc = col0 + cc;
       const bool inside = gr < rows && gc < cols;
-      CpAsync<8 * kChunk>(smem + r * kStride + 2 * cc, inside ? x + static_cast<size_t>(gr) * ld + gc : x,
-                          inside ? 8 * kChunk : 0);
+      CpAsync<sizeof(E) * kChunk>(smem + r * kStride + cc, inside ? x + static_cast<size_t>(gr) * ld + gc : x,
+                                  inside ? sizeof(E) * kChunk : 0);
     }
   }
 }
@@ -317,7 +318,8 @@ __device__ __forceinline__ void StoreWarpTile(const float (&acc)[kRowTiles][kCol
       for (int ni = 0; ni < kColTiles; ++ni) {
         const int n = n_first + ni * 4 + t;
         if (n < args.n) {
-          c[static_cast<size_t>(m) * args.n + n] = detail::ToStorage<Pair>(
+          const size_t at = args.c_trans ? static_cast<size_t>(n) * args.m + m : static_cast<size_t>(m) * args.n + n;
+          c[at] = detail::ToStorage<Pair>(
               make_float2(alpha * acc[mi][ni][2 * half], alpha * acc[mi][ni][2 * half + 1]));
         }
       }
@@ -352,17 +354,18 @@ __global__ void __launch_bounds__(64 * kWarpsN, (Tf32Tile<kWarpsN, kNi, kTransA,
   const int k_tiles = (args.k + BK - 1) / BK;
   auto issue = [&](int kt) {
     if (kt < k_tiles) {
-      float* stage = smem_f + (kt % kTf32Stages) * Tile::kStageFloats;
+      float2* stage_a = reinterpret_cast<float2*>(smem_f + (kt % kTf32Stages) * Tile::kStageFloats);
+      float2* stage_b = reinterpret_cast<float2*>(smem_f + (kt % kTf32Stages) * Tile::kStageFloats + Tile::kAFloats);
       const int k0 = kt * BK;
       if constexpr (kTransA) {
-        CopyTileAsync<BK, BM, RA, kChunk, kThreads>(stage, a, k0, m0, args.k, args.m, args.lda, tid);
+        CopyTileAsync<BK, BM, RA / 2, kChunk, kThreads>(stage_a, a, k0, m0, args.k, args.m, args.lda, tid);
       } else {
-        CopyTileAsync<BM, BK, RA, kChunk, kThreads>(stage, a, m0, k0, args.m, args.k, args.lda, tid);
+        CopyTileAsync<BM, BK, RA / 2, kChunk, kThreads>(stage_a, a, m0, k0, args.m, args.k, args.lda, tid);
       }
       if constexpr (kTransB) {
-        CopyTileAsync<BN, BK, RB, kChunk, kThreads>(stage + Tile::kAFloats, b, n0, k0, args.n, args.k, args.ldb, tid);
+        CopyTileAsync<BN, BK, RB / 2, kChunk, kThreads>(stage_b, b, n0, k0, args.n, args.k, args.ldb, tid);
       } else {
-        CopyTileAsync<BK, BN, RB, kChunk, kThreads>(stage + Tile::kAFloats, b, k0, n0, args.k, args.n, args.ldb, tid);
+        CopyTileAsync<BK, BN, RB / 2, kChunk, kThreads>(stage_b, b, k0, n0, args.k, args.n, args.ldb, tid);
       }
     }
     CpAsyncCommit();
@@ -426,18 +429,36 @@ __global__ void __launch_bounds__(64 * kWarpsN, (Tf32Tile<kWarpsN, kNi, kTransA,
 }
 
 // ------------------------------------------------------------------------------------------------
-// Half-precision tensor-core kernel (sm_80+), Io = __half or __nv_bfloat16. The complex product is
-// the real GEMM of ComplexGemmTf32, C2[M x 2N] = A2[M x 2K] * B2[2K x 2N], on m16n8k16 MMAs:
-//   A fragment register (row r, real k' = 2k, 2k+1) = (Re, Im) of op_a(a)[r][k]: one stored pair;
-//   B fragment register (real k' = 2k, 2k+1; real column 2n) = (Re, -Im) of op_b(b)[k][n],
-//   and for real column 2n + 1 = (Im, Re);
+// Half-precision tensor-core kernel (sm_80+), Io = __half or __nv_bfloat16: the pipeline and tiles of
+// ComplexGemmTf32 on m16n8k16 MMAs, which take 8 complex k (16 real k') per MMA. A (re, im) pair is
+// one 32-bit word, so the fragments are stored words:
+//   A fragment (a0, a2) = op_a(a)[row][k0 + t] and op_a(a)[row][k0 + t + 4] (the pairs of real
+//   k' = 2t, 2t + 1 and 2t + 8, 2t + 9), (a1, a3) the same for row + 8;
+//   B fragment of real column n' = 2n + u: the words of op_b(b)[k0 + t][n] and op_b(b)[k0 + t + 4][n]
+//   as (Re, -Im) for u = 0 and swapped to (Im, Re) for u = 1;
 //   accumulator (row r, real columns 2j, 2j+1) = (Re, Im) of c[r][j].
-// Block tile 64 x 32 complex outputs, BK = 16 complex; 4 warps, 2 (m) x 2 (n), each 32 rows x 16
-// complex columns (2 x 4 MMAs per 16 real k'). Shared memory holds 32-bit pair words:
-//   a_s[m][k]       : op_a pair of row m, complex k (conjugated), row stride RS
-//   b_s[n'][k]      : the B2 pair of real column n' = 2n + u at complex k, same row stride
-// The row stride, BK + 4 = 20 (mod 32): the fragment loads of a warp (8 rows x 4 words) hit 32 banks.
-constexpr int kHalfBm = 64, kHalfBn = 32, kHalfBk = 16, kHalfThreads = 128;
+// BK = 32 complex k per stage. Shared memory per stage (32-bit words):
+//   A, not transposed: [128 rows m][32 k], row stride 36;  A, transposed: [32 rows k][128 m], 136
+//   B, not transposed: [32 rows k][BN n],  row stride BN + 4;  B, transposed: [BN rows n][32 k], 36
+// Strides of 4 (mod 8) words put a warp's 32-bit fragment loads (8 rows x 4 k, or 4 columns x 4 k)
+// on distinct banks, 8 (mod 32) those of a transposed A (4 k x 8 rows); all keep 16-byte copies
+// aligned. Conjugation flips the sign bit of the imaginary half.
+constexpr int kHalfBk = 32;
+
+template <int kWarpsN, int kNi, bool kTransA, bool kTransB>
+struct HalfTile {
+  static constexpr int kThreads = 64 * kWarpsN;
+  static constexpr int kBn = 4 * kNi * kWarpsN;  // complex columns
+  static constexpr int kARows = kTransA ? kHalfBk : kTf32Bm, kACols = kTransA ? kTf32Bm : kHalfBk;
+  static constexpr int kBRows = kTransB ? kBn : kHalfBk, kBCols = kTransB ? kHalfBk : kBn;
+  static constexpr int kAStride = kACols + (kTransA ? 8 : 4), kBStride = kBCols + 4;
+  static constexpr int kAWords = kARows * kAStride, kBWords = kBRows * kBStride;
+  static constexpr int kStageWords = kAWords + kBWords;
+  static constexpr size_t kSmemBytes = sizeof(uint32_t) * kTf32Stages * kStageWords;
+  static_assert(kTransA ? kAStride % 32 == 8 : kAStride % 8 == 4, "bank spread of the A fragment loads");
+  static_assert(kBStride % 8 == 4, "bank spread of the B fragment loads");
+  static constexpr int kMinBlocks = kThreads >= 256 ? 2 : (3 * kSmemBytes <= 227 * 1024 ? 3 : 2);
+};
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
 template <typename Io>
@@ -459,17 +480,16 @@ __device__ __forceinline__ void MmaHalf(float (&d)[4], const uint32_t (&a)[4], c
 #endif
 
 // a, b: [bins][rows][cols] pairs as 32-bit words (Re in the low half); c: [bins][m][n] pairs.
-template <typename Io, bool kTransA, bool kTransB>
-__global__ void __launch_bounds__(kHalfThreads)
+template <typename Io, int kWarpsN, int kNi, bool kTransA, bool kTransB, int kChunk>
+__global__ void __launch_bounds__(64 * kWarpsN, (HalfTile<kWarpsN, kNi, kTransA, kTransB>::kMinBlocks))
     ComplexGemmHalfMma(const uint32_t* __restrict__ a, const uint32_t* __restrict__ b,
                        typename detail::Storage<Io>::Pair* __restrict__ c, const MatmulArgs args) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  using Pair = typename detail::Storage<Io>::Pair;
-  constexpr int BM = kHalfBm, BN = kHalfBn, BK = kHalfBk, RS = kHalfBk + 4;
-  constexpr int kLoadsA = BM * BK / kHalfThreads;
-  constexpr int kLoadsB = BK * BN / kHalfThreads;
-  __shared__ __align__(16) uint32_t a_s[BM * RS];
-  __shared__ __align__(16) uint32_t b_s[2 * BN * RS];
+  using Tile = HalfTile<kWarpsN, kNi, kTransA, kTransB>;
+  constexpr int kThreads = Tile::kThreads;
+  constexpr int BM = kTf32Bm, BN = Tile::kBn, BK = kHalfBk;
+  constexpr int RA = Tile::kAStride, RB = Tile::kBStride;
+  extern __shared__ __align__(16) uint32_t smem_w[];  // [stage][A tile, B tile]
 
   const int tid = threadIdx.x;
   const int lane = tid & 31, warp = tid >> 5;
@@ -482,70 +502,81 @@ __global__ void __launch_bounds__(kHalfThreads)
   b += f * args.b_bin;
   c += f * args.c_bin;
 
-  const TileLoader<kTransA, BM, BK, kHalfThreads> a_loader(tid);
-  const TileLoader<kTransB, BK, BN, kHalfThreads> b_loader(tid);
+  const int k_tiles = (args.k + BK - 1) / BK;
+  auto issue = [&](int kt) {
+    if (kt < k_tiles) {
+      uint32_t* stage_a = smem_w + (kt % kTf32Stages) * Tile::kStageWords;
+      uint32_t* stage_b = stage_a + Tile::kAWords;
+      const int k0 = kt * BK;
+      if constexpr (kTransA) {
+        CopyTileAsync<BK, BM, RA, kChunk, kThreads>(stage_a, a, k0, m0, args.k, args.m, args.lda, tid);
+      } else {
+        CopyTileAsync<BM, BK, RA, kChunk, kThreads>(stage_a, a, m0, k0, args.m, args.k, args.lda, tid);
+      }
+      if constexpr (kTransB) {
+        CopyTileAsync<BN, BK, RB, kChunk, kThreads>(stage_b, b, n0, k0, args.n, args.k, args.ldb, tid);
+      } else {
+        CopyTileAsync<BK, BN, RB, kChunk, kThreads>(stage_b, b, k0, n0, args.k, args.n, args.ldb, tid);
+      }
+    }
+    CpAsyncCommit();
+  };
+
   // Sign bit of the imaginary half (high 16 bits of a pair) and of the real half (low 16 bits).
   constexpr uint32_t kImSign = 0x80000000u, kReSign = 0x00008000u;
   const uint32_t a_flip = args.a_conj ? kImSign : 0u;
   // Column 2n: (Re, -Im) of op_b(b), op_b conjugating Im first; column 2n + 1: (Im, Re), swapped.
-  const uint32_t b_flip_re_col = args.b_conj ? 0u : kImSign;
-  const uint32_t b_flip_im_col = args.b_conj ? kReSign : 0u;
-  uint32_t ra[kLoadsA], rb[kLoadsB];
-  auto load = [&](int k0) {
-    a_loader.LoadWords(a, m0, k0, args.m, args.k, args.lda, ra);
-    b_loader.LoadWords(b, k0, n0, args.k, args.n, args.ldb, rb);
-  };
-  auto store = [&]() {
-#pragma unroll
-    for (int r = 0; r < kLoadsA; ++r) a_s[a_loader.Row(r) * RS + a_loader.Col(r)] = ra[r] ^ a_flip;
-#pragma unroll
-    for (int r = 0; r < kLoadsB; ++r) {
-      const int kk = b_loader.Row(r), nn = b_loader.Col(r);
-      b_s[(2 * nn) * RS + kk] = rb[r] ^ b_flip_re_col;
-      b_s[(2 * nn + 1) * RS + kk] = __byte_perm(rb[r], 0, 0x1032) ^ b_flip_im_col;
-    }
-  };
+  const bool odd_column = g & 1;
+  const uint32_t b_flip = odd_column ? (args.b_conj ? kReSign : 0u) : (args.b_conj ? 0u : kImSign);
 
-  float acc[2][4][4];
+  float acc[4][kNi][4];
 #pragma unroll
-  for (int mi = 0; mi < 2; ++mi)
+  for (int mi = 0; mi < 4; ++mi)
 #pragma unroll
-    for (int ni = 0; ni < 4; ++ni)
+    for (int ni = 0; ni < kNi; ++ni)
 #pragma unroll
       for (int e = 0; e < 4; ++e) acc[mi][ni][e] = 0.f;
 
-  const int k_tiles = (args.k + BK - 1) / BK;
-  load(0);
+#pragma unroll
+  for (int s = 0; s < kTf32Stages - 1; ++s) issue(s);
   for (int kt = 0; kt < k_tiles; ++kt) {
-    store();
+    CpAsyncWait<kTf32Stages - 2>();
     __syncthreads();
-    if (kt + 1 < k_tiles) load((kt + 1) * BK);  // in flight during the MMAs below
+    issue(kt + kTf32Stages - 1);
+    const uint32_t* as = smem_w + (kt % kTf32Stages) * Tile::kStageWords;
+    const uint32_t* bs = as + Tile::kAWords;
 #pragma unroll
     for (int ks = 0; ks < BK / 8; ++ks) {
-      uint32_t af[2][4], bf[4][2];
+      const int kc = ks * 8 + t;  // this lane's first complex k inside the tile; the second is kc + 4
+      uint32_t af[4][4], bf[kNi][2];
 #pragma unroll
-      for (int mi = 0; mi < 2; ++mi) {
-        const int row = warp_m * 32 + mi * 16 + g;
-        af[mi][0] = a_s[row * RS + ks * 8 + t];
-        af[mi][1] = a_s[(row + 8) * RS + ks * 8 + t];
-        af[mi][2] = a_s[row * RS + ks * 8 + t + 4];
-        af[mi][3] = a_s[(row + 8) * RS + ks * 8 + t + 4];
+      for (int mi = 0; mi < 4; ++mi) {
+        const int row = warp_m * 64 + mi * 16 + g;
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int r = row + 8 * (e & 1), k = kc + 4 * (e >> 1);
+          af[mi][e] = as[kTransA ? k * RA + r : r * RA + k] ^ a_flip;
+        }
       }
 #pragma unroll
-      for (int ni = 0; ni < 4; ++ni) {
-        const int col = warp_n * 32 + ni * 8 + g;  // real column n'
-        bf[ni][0] = b_s[col * RS + ks * 8 + t];
-        bf[ni][1] = b_s[col * RS + ks * 8 + t + 4];
+      for (int ni = 0; ni < kNi; ++ni) {
+        const int col = warp_n * (4 * kNi) + ni * 4 + (g >> 1);  // complex column
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const int k = kc + 4 * e;
+          const uint32_t word = bs[kTransB ? col * RB + k : k * RB + col];
+          bf[ni][e] = (odd_column ? __byte_perm(word, 0, 0x1032) : word) ^ b_flip;
+        }
       }
 #pragma unroll
-      for (int mi = 0; mi < 2; ++mi)
+      for (int mi = 0; mi < 4; ++mi)
 #pragma unroll
-        for (int ni = 0; ni < 4; ++ni) MmaHalf<Io>(acc[mi][ni], af[mi], bf[ni]);
+        for (int ni = 0; ni < kNi; ++ni) MmaHalf<Io>(acc[mi][ni], af[mi], bf[ni]);
     }
-    __syncthreads();
   }
+  CpAsyncWait<0>();
 
-  StoreWarpTile(acc, c, m0 + warp_m * 32, n0 + warp_n * 16, g, t, args);
+  StoreWarpTile(acc, c, m0 + warp_m * 64, n0 + warp_n * (4 * kNi), g, t, args);
 #endif  // __CUDA_ARCH__ >= 800
 }
 
@@ -609,20 +640,75 @@ int LaunchTf32(MatmulArgs args, int bins, const float2* a, const float2* b, floa
                       : LaunchTf32Tile<kWarpsN, kNi, false, false, 1>(args, bins, a, b, c, stream);
 }
 
-template <typename Io>
+template <typename Io, int kWarpsN, int kNi, bool kTransA, bool kTransB, int kChunk>
+int LaunchHalfTile(MatmulArgs args, int bins, const uint32_t* a, const uint32_t* b,
+                   typename detail::Storage<Io>::Pair* c, cudaStream_t stream) {
+  using Tile = HalfTile<kWarpsN, kNi, kTransA, kTransB>;
+  const long long tiles_m = (args.m + kTf32Bm - 1) / kTf32Bm;
+  args.tiles_n = (args.n + Tile::kBn - 1) / Tile::kBn;
+  auto kernel = ComplexGemmHalfMma<Io, kWarpsN, kNi, kTransA, kTransB, kChunk>;
+  cudaError_t e =
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(Tile::kSmemBytes));
+  if (e != cudaSuccess) return static_cast<int>(e);
+  const dim3 grid(static_cast<unsigned>(tiles_m * args.tiles_n), static_cast<unsigned>(bins));
+  kernel<<<grid, Tile::kThreads, Tile::kSmemBytes, stream>>>(a, b, c, args);
+  return static_cast<int>(cudaGetLastError());
+}
+
+// 16-byte copies (4 pairs) where both operands' rows and bins hold a multiple of 4 pairs and the
+// buffers are 16-byte aligned, else 4-byte copies.
+template <typename Io, int kWarpsN, int kNi>
 int LaunchHalfMma(MatmulArgs args, int bins, const uint32_t* a, const uint32_t* b,
                   typename detail::Storage<Io>::Pair* c, cudaStream_t stream) {
-  const long long tiles_m = (args.m + kHalfBm - 1) / kHalfBm;
-  args.tiles_n = (args.n + kHalfBn - 1) / kHalfBn;
-  auto kernel = args.a_trans ? (args.b_trans ? ComplexGemmHalfMma<Io, true, true> : ComplexGemmHalfMma<Io, true, false>)
-                             : (args.b_trans ? ComplexGemmHalfMma<Io, false, true> : ComplexGemmHalfMma<Io, false, false>);
-  const dim3 grid(static_cast<unsigned>(tiles_m * args.tiles_n), static_cast<unsigned>(bins));
-  kernel<<<grid, kHalfThreads, 0, stream>>>(a, b, c, args);
-  return static_cast<int>(cudaGetLastError());
+  const bool wide_copies = args.lda % 4 == 0 && args.ldb % 4 == 0 && args.a_bin % 4 == 0 && args.b_bin % 4 == 0 &&
+                           reinterpret_cast<uintptr_t>(a) % 16 == 0 && reinterpret_cast<uintptr_t>(b) % 16 == 0;
+  if (wide_copies) {
+    if (args.a_trans) {
+      return args.b_trans ? LaunchHalfTile<Io, kWarpsN, kNi, true, true, 4>(args, bins, a, b, c, stream)
+                          : LaunchHalfTile<Io, kWarpsN, kNi, true, false, 4>(args, bins, a, b, c, stream);
+    }
+    return args.b_trans ? LaunchHalfTile<Io, kWarpsN, kNi, false, true, 4>(args, bins, a, b, c, stream)
+                        : LaunchHalfTile<Io, kWarpsN, kNi, false, false, 4>(args, bins, a, b, c, stream);
+  }
+  if (args.a_trans) {
+    return args.b_trans ? LaunchHalfTile<Io, kWarpsN, kNi, true, true, 1>(args, bins, a, b, c, stream)
+                        : LaunchHalfTile<Io, kWarpsN, kNi, true, false, 1>(args, bins, a, b, c, stream);
+  }
+  return args.b_trans ? LaunchHalfTile<Io, kWarpsN, kNi, false, true, 1>(args, bins, a, b, c, stream)
+                      : LaunchHalfTile<Io, kWarpsN, kNi, false, false, 1>(args, bins, a, b, c, stream);
 }
 
 inline long long PaddedArea(int m, int n, int bm, int bn) {
   return static_cast<long long>((m + bm - 1) / bm) * bm * static_cast<long long>((n + bn - 1) / bn) * bn;
+}
+
+// The padded work of the tensor-core kernels' best tile for an m x n product.
+inline long long MmaPaddedArea(int m, int n) {
+  const long long wide = PaddedArea(m, n, kTf32Bm, 64), mid = PaddedArea(m, n, kTf32Bm, 48),
+                  narrow = PaddedArea(m, n, kTf32Bm, 32);
+  return wide < mid ? (wide < narrow ? wide : narrow) : (mid < narrow ? mid : narrow);
+}
+
+// The arguments of c^T = op_b(b)^T op_a(a)^T, whose product the kernel stores transposed into c:
+// b becomes the first operand (transposed unless it was, conjugated as it was), a the second.
+template <typename P>
+MatmulArgs Transposed(const MatmulArgs& args, const P** a, const P** b) {
+  MatmulArgs t = args;
+  t.m = args.n;
+  t.n = args.m;
+  t.a_trans = !args.b_trans;
+  t.a_conj = args.b_conj;
+  t.lda = args.ldb;
+  t.a_bin = args.b_bin;
+  t.b_trans = !args.a_trans;
+  t.b_conj = args.a_conj;
+  t.ldb = args.lda;
+  t.b_bin = args.a_bin;
+  t.c_trans = true;
+  const P* first = *b;
+  *b = *a;
+  *a = first;
+  return t;
 }
 
 // a, b, c: pairs, as Io values (re, im).
@@ -651,45 +737,39 @@ int LaunchSpectralMatmulOf(const SpectralMatmulParams& p, const Real* a, const R
   args.c_bin = static_cast<long long>(p.m) * p.n;
   args.tiles_n = 1;
   args.alpha = p.alpha;
+  args.c_trans = false;
 
-  // Kernel choice: TF32 tensor cores for float when allowed on sm_80+, else the FP32 / FP64 tiles;
-  // among tile shapes the one that wastes the least work (ties go to the larger tile). Half
-  // precision: the f16 / bf16 tensor cores on sm_80+ (the operands are already half precision, so
-  // the TF32 switch does not apply), else the SIMT tiles computing in float.
-  int choice = 0;  // 0: FP64, 1: TF32 128x64, 7: TF32 128x48, 2: TF32 128x32, 3: FP32 128x64,
-                   // 4: FP32 128x32, 5: FP32 64x64, 6: half MMA
-  if constexpr (detail::Storage<Real>::kHalf) {
-    detail::DeviceLimits limits;
-    const int err = detail::CurrentDeviceLimits(&limits);
-    if (err != 0) return err;
-    if (limits.compute_capability >= 80) {
-      choice = 6;
-    } else {
-      const long long area_big = PaddedArea(p.m, p.n, 128, 64);
-      const long long area_narrow = PaddedArea(p.m, p.n, 128, 32);
-      const long long area_small = PaddedArea(p.m, p.n, 64, 64);
-      choice = (area_big <= area_narrow && area_big <= area_small) ? 3 : (area_narrow <= area_small ? 4 : 5);
-    }
-  } else if constexpr (std::is_same<Real, float>::value) {
-    bool tf32 = false;
-    if (p.allow_tf32) {
+  // Kernel choice: tensor cores on sm_80+ for half precision (whose operands are already half
+  // precision, so the TF32 switch does not apply) and for float when TF32 is allowed; else the SIMT
+  // tiles (FP32 / FP64, half precision computing in float), the one that wastes the least work.
+  bool tensor_cores = false;
+  if constexpr (detail::Storage<Real>::kHalf || std::is_same<Real, float>::value) {
+    if (detail::Storage<Real>::kHalf || p.allow_tf32) {
       detail::DeviceLimits limits;
       const int err = detail::CurrentDeviceLimits(&limits);
       if (err != 0) return err;
-      tf32 = limits.compute_capability >= 80;
+      tensor_cores = limits.compute_capability >= 80;
     }
-    if (tf32) {
-      // Tiles of 64, 48 and 32 complex columns: the least padded work, ties to the wider tile.
-      const long long wide = PaddedArea(p.m, p.n, kTf32Bm, 64), mid = PaddedArea(p.m, p.n, kTf32Bm, 48),
-                      narrow = PaddedArea(p.m, p.n, kTf32Bm, 32);
-      choice = (wide <= mid && wide <= narrow) ? 1 : (mid <= narrow ? 7 : 2);
-      if (FFTCONV_TF32_TILE != 0) choice = FFTCONV_TF32_TILE == 64 ? 1 : (FFTCONV_TF32_TILE == 48 ? 7 : 2);
-    } else {
-      const long long area_big = PaddedArea(p.m, p.n, 128, 64);
-      const long long area_narrow = PaddedArea(p.m, p.n, 128, 32);
-      const long long area_small = PaddedArea(p.m, p.n, 64, 64);
-      choice = (area_big <= area_narrow && area_big <= area_small) ? 3 : (area_narrow <= area_small ? 4 : 5);
+  }
+  int tile = 0;  // tensor cores: 64, 48 or 32 complex columns; SIMT: 3: 128x64, 4: 128x32, 5: 64x64
+  if (tensor_cores) {
+    // Few rows (a batch of 32 in the forward and input-gradient products) would leave most of
+    // each 128-row tile empty: then c^T = op_b(b)^T op_a(a)^T is computed instead, with the
+    // operands' roles, transposes and conjugations exchanged and c stored transposed.
+    if (FFTCONV_TF32_SWAP && MmaPaddedArea(p.n, p.m) * 5 < MmaPaddedArea(p.m, p.n) * 4) {
+      args = Transposed(args, &a, &b);
     }
+    // Tiles of 64, 48 and 32 complex columns: the least padded work, ties to the wider tile.
+    const long long wide = PaddedArea(args.m, args.n, kTf32Bm, 64),
+                    mid = PaddedArea(args.m, args.n, kTf32Bm, 48),
+                    narrow = PaddedArea(args.m, args.n, kTf32Bm, 32);
+    tile = (wide <= mid && wide <= narrow) ? 64 : (mid <= narrow ? 48 : 32);
+    if (FFTCONV_TF32_TILE != 0) tile = FFTCONV_TF32_TILE;
+  } else {
+    const long long area_big = PaddedArea(p.m, p.n, 128, 64);
+    const long long area_narrow = PaddedArea(p.m, p.n, 128, 32);
+    const long long area_small = PaddedArea(p.m, p.n, 64, 64);
+    tile = (area_big <= area_narrow && area_big <= area_small) ? 3 : (area_narrow <= area_small ? 4 : 5);
   }
 
   // grid.y holds the bin; more bins than a grid dimension allows are launched in slices.
@@ -701,22 +781,23 @@ int LaunchSpectralMatmulOf(const SpectralMatmulParams& p, const Real* a, const R
     C* cc = reinterpret_cast<C*>(c) + f0 * args.c_bin;
     int err = 0;
     if constexpr (detail::Storage<Real>::kHalf) {
-      switch (choice) {
-        case 6:
-          err = LaunchHalfMma<Real>(args, bins, reinterpret_cast<const uint32_t*>(ca),
-                                    reinterpret_cast<const uint32_t*>(cb), cc, stream);
-          break;
-        case 3: err = LaunchSimt<Real, 128, 64, 8, 4>(args, bins, ca, cb, cc, stream); break;
-        case 4: err = LaunchSimt<Real, 128, 32, 8, 2>(args, bins, ca, cb, cc, stream); break;
+      const uint32_t* wa = reinterpret_cast<const uint32_t*>(ca);
+      const uint32_t* wb = reinterpret_cast<const uint32_t*>(cb);
+      switch (tensor_cores ? tile : -tile) {
+        case 64: err = LaunchHalfMma<Real, 4, 4>(args, bins, wa, wb, cc, stream); break;
+        case 48: err = LaunchHalfMma<Real, 2, 6>(args, bins, wa, wb, cc, stream); break;
+        case 32: err = LaunchHalfMma<Real, 2, 4>(args, bins, wa, wb, cc, stream); break;
+        case -3: err = LaunchSimt<Real, 128, 64, 8, 4>(args, bins, ca, cb, cc, stream); break;
+        case -4: err = LaunchSimt<Real, 128, 32, 8, 2>(args, bins, ca, cb, cc, stream); break;
         default: err = LaunchSimt<Real, 64, 64, 4, 4>(args, bins, ca, cb, cc, stream); break;
       }
     } else if constexpr (std::is_same<Real, float>::value) {
-      switch (choice) {
-        case 1: err = LaunchTf32<4, 4>(args, bins, ca, cb, cc, stream); break;
-        case 7: err = LaunchTf32<2, 6>(args, bins, ca, cb, cc, stream); break;
-        case 2: err = LaunchTf32<2, 4>(args, bins, ca, cb, cc, stream); break;
-        case 3: err = LaunchSimt<float, 128, 64, 8, 4>(args, bins, ca, cb, cc, stream); break;
-        case 4: err = LaunchSimt<float, 128, 32, 8, 2>(args, bins, ca, cb, cc, stream); break;
+      switch (tensor_cores ? tile : -tile) {
+        case 64: err = LaunchTf32<4, 4>(args, bins, ca, cb, cc, stream); break;
+        case 48: err = LaunchTf32<2, 6>(args, bins, ca, cb, cc, stream); break;
+        case 32: err = LaunchTf32<2, 4>(args, bins, ca, cb, cc, stream); break;
+        case -3: err = LaunchSimt<float, 128, 64, 8, 4>(args, bins, ca, cb, cc, stream); break;
+        case -4: err = LaunchSimt<float, 128, 32, 8, 2>(args, bins, ca, cb, cc, stream); break;
         default: err = LaunchSimt<float, 64, 64, 4, 4>(args, bins, ca, cb, cc, stream); break;
       }
     } else {

@@ -253,6 +253,20 @@ def test_ops_breakdown(tmp_path, capsys):
     assert "each op alone" in capsys.readouterr().out
 
 
+def test_ops_breakdown_skips_a_case_that_needs_tiles(tmp_path, capsys):
+    """The breakdown times the single-frame path's ops; an image no single frame holds is named
+    as not timed, and the cases around it still are."""
+    json_path = tmp_path / "bench.json"
+    assert cli.main(["--cases", "1:1:1:130:7:same,1:2:3:8:3", "--modes", "train", "--ops",
+                     "--impl", "conv2d,fft", "--repeats", "2", "--warmup", "3", "--iters", "1",
+                     "--device", "cpu", "--no-progress", "--json", str(json_path)]) == 0
+    tiled, single = json.loads(json_path.read_text())["fft_ops"]
+    assert "fft_conv2d tiles such images" in tiled["skipped"] and not tiled["timings"]
+    assert len(single["timings"]) == 9
+    out = capsys.readouterr().out
+    assert "1x1->1 130x130 k7 SAME, each op alone: not timed (" in out
+
+
 def test_lenet_model_steps_at_another_batch(tmp_path, capsys):
     json_path = tmp_path / "bench.json"
     argv = ["--cases", "1:1:2:8:3", "--modes", "forward", "--impl", "conv2d,fft", "--repeats", "2",

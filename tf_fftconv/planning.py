@@ -93,28 +93,38 @@ class DeviceCosts:
     # tf.nn.conv2d's time in a half type over its float32 time, where measured ((dtype, factor)
     # pairs; other dtypes 1).
     spatial_dtype_factors: tuple = ()
+    # tf.nn.conv2d's time in float32 with TensorFlow's TF32 switch off over its time with it on.
+    spatial_no_tf32_factor: float = 1.0
+    # The transforms of 5 * 2^k frames over the bandwidth of the others (the GPU's lane FFT does
+    # the factor 5 with more registers and fewer images per block).
+    transform_radix5_factor: float = 1.0
 
 
 DEVICE_COSTS = {
-    # Calibrated on one H200 (benchmarks/NOTES.md, "The grid"), TF32 on unless stated: the matmul
-    # rate fitted to Mathieu's layer (41.1 GFLOP in 0.83 ms at 3.1 M multiply-adds per bin) and
-    # the 64x64 SAME k3 layer (0.26 M per bin), FP32 from the TF32-off run (1.96 ms). The op
-    # overhead, the transform and tile-copy bandwidths and tf.nn.conv2d's rate, channel term and
-    # per-pass overhead were refitted to the 35-case grid (h200-2026-11-30-793e01f/grid.json,
-    # forward + both gradients), where the model's times are within a factor 1.29 (RMS of the log
-    # ratio: conv2d 0.25, FFT path 0.23; before: 0.90 and 0.33). cuDNN is far from its rate
-    # at few channels (3 -> 64 channels at 224x224: 4.1 ms for 88 GFLOP), hence the channel term.
+    # Calibrated on one H200 (benchmarks/NOTES.md), TF32 on unless stated. tf.nn.conv2d's rate,
+    # channel term and per-pass overhead and the tile-copy bandwidth were fitted to the 35-case
+    # grid (h200-2026-11-30-793e01f/grid.json, forward + both gradients; RMS of the log ratio
+    # 0.25). cuDNN is far from its rate at few channels (3 -> 64 channels at 224x224: 4.1 ms for
+    # 88 GFLOP), hence the channel term. The FFT path's op overhead, transform bandwidth, radix-5
+    # factor and TF32 matmul rate were refitted to the pipelined matmul (twelve train steps of
+    # h200-2026-11-30-ffb53bd: Mathieu's layer VALID k3-13 and SAME in a 40 frame, 64x64 SAME k3
+    # in an 80 frame, LeNet's layers, 16x16 SAME layers in 20 and 24 frames; RMS of the log ratio
+    # 0.06, every case within 15%); FP32 from the TF32-off run (1.96 ms).
     "GPU": DeviceCosts(
-        op_overhead_s=35e-6, transform_bytes_per_s=1.5e12, transform_flops_per_s=20e12,
+        op_overhead_s=25e-6, transform_bytes_per_s=1.8e12, transform_flops_per_s=20e12,
         transform_frame_s=0.0,
-        matmul_flops_per_s=40e12, matmul_tf32_flops_per_s=68e12, matmul_half_work=1.2e6,
-        matmul_bytes_per_s=1.8e12, copy_bytes_per_s=1.0e12, spatial_flops_per_s=50e12,
+        matmul_flops_per_s=40e12, matmul_tf32_flops_per_s=150e12, matmul_half_work=1.2e6,
+        matmul_bytes_per_s=3.0e12, copy_bytes_per_s=1.0e12, spatial_flops_per_s=50e12,
         spatial_max_flops_per_s=math.inf, spatial_half_channels=64.0,
         spatial_bytes_per_s=3.0e12, spatial_overhead_s=250e-6,
         calibration="H200 (benchmarks/NOTES.md); other GPUs use the same constants",
         # Mathieu's k = 7 layer, forward + both gradients: 1.950 ms in float16 and 1.808 ms in
         # bfloat16 (cuDNN on tensor cores) against 2.899 ms with TF32 (h200-2026-11-30-d228f3f).
-        spatial_dtype_factors=(("float16", 0.67), ("bfloat16", 0.62))),
+        spatial_dtype_factors=(("float16", 0.67), ("bfloat16", 0.62)),
+        # Mathieu's k = 7 layer: 13.37 ms with TF32 off against 2.85 ms with it on (cuDNN's FP32
+        # kernels without tensor cores; h200-2026-11-30-ffb53bd).
+        spatial_no_tf32_factor=4.7,
+        transform_radix5_factor=1.8),
     # Measured on the 2-core development CPU (benchmarks/NOTES.md, "The cost model"): op overhead
     # from a chain of tiny ops in a tf.function; cutting tiles 3-5 GB/s; tf.nn.conv2d (oneDNN)
     # 118-336 GFLOP/s on 32..64 channels, 21 and 88 GFLOP/s on LeNet's layers (1 and 6 input
@@ -236,7 +246,9 @@ def estimate_spatial(problem, costs):
     half the bytes, and the device's measured factor on the time, ``spatial_dtype_factors``)."""
     real = _element_bytes(problem.dtype)
     slow = ((2.0 if problem.dtype == "float64" else 1.0)
-            * dict(costs.spatial_dtype_factors).get(problem.dtype, 1.0))
+            * dict(costs.spatial_dtype_factors).get(problem.dtype, 1.0)
+            * (costs.spatial_no_tf32_factor
+               if problem.dtype == "float32" and not problem.tf32 else 1.0))
     out = geometry.output_geometry(problem.in_h, problem.in_w, problem.k_h, problem.k_w,
                                    problem.padding)
     batch = problem.model_batch
@@ -291,7 +303,8 @@ def estimate_fft(problem, config, costs):
     work = frames / n * ci * co                 # multiply-adds per bin of one matmul
     peak = costs.matmul_tf32_flops_per_s if problem.tf32 else costs.matmul_flops_per_s
     matmul_rate = peak * work / (work + costs.matmul_half_work) / slow
-    transform_rate = costs.transform_bytes_per_s / slow
+    transform_rate = (costs.transform_bytes_per_s / slow
+                      / (costs.transform_radix5_factor if t.fft_size % 5 == 0 else 1.0))
     fft_rate = costs.transform_flops_per_s / slow
 
     ops = []  # (bytes, bytes per s, flops, flops per s, fixed seconds)

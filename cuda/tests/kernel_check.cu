@@ -371,8 +371,10 @@ void MatmulSuite(bool quick) {
     int bins, m, n, k;
   };
   // n = 96, 95 and 288: the gradients' n = Cin of Mathieu's layer, a partial tile, several tiles.
+  // {2, 40, 96, 12}: computed transposed (40 rows); {2, 128, 96, 40}: the 48-column tile, 16-byte
+  // copies, three k tiles, the last partial.
   std::vector<Shape> shapes = {{3, 37, 45, 29}, {2, 128, 6, 1}, {2, 128, 16, 6}, {1, 1, 1, 1}, {0, 4, 4, 4},
-                               {2, 40, 96, 12}};
+                               {2, 40, 96, 12}, {2, 128, 96, 40}};
   if (!quick) {
     shapes.push_back({1, 131, 95, 19});
     shapes.push_back({1, 64, 288, 24});
@@ -602,9 +604,13 @@ void HalfMatmulSuite(bool quick) {
   struct Shape {
     int bins, m, n, k;
   };
+  // {2, 40, 96, 64}: 16-byte copies, computed transposed (40 rows), two k tiles; {2, 128, 96, 72}:
+  // the 48-column tile and a partial k tile.
   std::vector<Shape> shapes = {{3, 37, 45, 29}, {2, 128, 6, 1}, {2, 128, 16, 6}, {1, 1, 1, 1}, {0, 4, 4, 4},
-                               {2, 64, 32, 16}};
+                               {2, 64, 32, 16}, {2, 40, 96, 64}};
   if (!quick) {
+    shapes.push_back({2, 128, 96, 72});
+    shapes.push_back({1, 64, 288, 36});
     shapes.push_back({2, 130, 70, 33});
     shapes.push_back({3, 64, 96, 17});
     shapes.push_back({1, 257, 129, 40});
@@ -735,6 +741,25 @@ void TimeMatmul(const char* label, SpectralMatmulParams p) {
               p.allow_tf32 ? 1 : 0, p.bins, p.m, p.k, p.n, ms, flop / (ms / 1e3) / 1e12, gb / (ms / 1e3));
 }
 
+template <typename H>
+void TimeMatmulHalf(const char* label, SpectralMatmulParams p) {
+  const size_t na = static_cast<size_t>(p.bins) * p.m * p.k * 2, nb = static_cast<size_t>(p.bins) * p.k * p.n * 2,
+               nc = static_cast<size_t>(p.bins) * p.m * p.n * 2;
+  std::vector<double> unused;
+  DeviceBuffer<uint16_t> a(na), b(nb), c(nc);
+  a.Upload(RandomHalf<H>(na, &unused));
+  b.Upload(RandomHalf<H>(nb, &unused));
+  const double ms = MedianMs([&] {
+    CheckLaunch(fftconv::cuda::LaunchSpectralMatmul<H>(p, reinterpret_cast<const H*>(a.ptr),
+                                                       reinterpret_cast<const H*>(b.ptr),
+                                                       reinterpret_cast<H*>(c.ptr), nullptr));
+  });
+  const double flop = 8.0 * p.m * p.n * p.k * p.bins;
+  const double gb = (na + nb + nc) * 2.0 / 1e9;
+  std::printf("TIME matmul  %-12s %s bins=%d M=%d K=%d N=%d : %8.4f ms  %7.2f TFLOP/s  %7.1f GB/s\n", label,
+              HalfCodec<H>::Name(), p.bins, p.m, p.k, p.n, ms, flop / (ms / 1e3) / 1e12, gb / (ms / 1e3));
+}
+
 void TimeCopy() {
   const size_t n = 64ull << 20;  // 256 MiB of floats
   DeviceBuffer<float> a(n), b(n);
@@ -810,10 +835,19 @@ void TimingSuite() {
     TimeMatmul("input-grad", dgrad);
     TimeMatmul("weight-grad", wgrad);
   }
+  // Batch 32: the forward and input-gradient products have 32 rows (computed transposed).
+  SpectralMatmulParams batch32_fwd{60, 32, 512, 512, false, false, false, true, true};     // 8x8 in S = 10
+  SpectralMatmulParams batch32_dgrad{220, 32, 256, 512, false, false, false, false, true};  // 16x16 in S = 20
+  TimeMatmul("batch32 fwd", batch32_fwd);
+  TimeMatmul("batch32 dgrad", batch32_dgrad);
   SpectralMatmulParams tiny1{544, 128, 6, 1, false, false, false, true, true};
   SpectralMatmulParams tiny2{544, 128, 16, 6, false, false, false, true, true};
   TimeMatmul("tiny K=1", tiny1);
   TimeMatmul("tiny K=6", tiny2);
+  // Mathieu's three products in float16 (the half kernels ignore the TF32 switch).
+  TimeMatmulHalf<fftconv::cuda::Float16>("forward", SpectralMatmulParams{544, 128, 256, 96, false, false, false, true, true});
+  TimeMatmulHalf<fftconv::cuda::Float16>("input-grad", SpectralMatmulParams{544, 128, 96, 256, false, false, false, false, true});
+  TimeMatmulHalf<fftconv::cuda::Float16>("weight-grad", SpectralMatmulParams{544, 256, 96, 128, false, true, false, false, true});
 }
 
 }  // namespace

@@ -88,6 +88,10 @@ def format_report(report):
         format_table(report),
     ]
     for record in report.get("fft_ops", []):
+        if "skipped" in record:
+            lines += ["", f"tf_fftconv train step of {record['case']['name']}, each op alone: "
+                          f"not timed ({record['skipped']})"]
+            continue
         lines += ["", f"tf_fftconv train step of {record['case']['name']}, each op alone "
                       f"(sum {record['sum_ms']:.3f} ms; each includes a tf.function call, "
                       f"{record['call_overhead']['median_ms']:.3f} ms without work):"]
