@@ -18,6 +18,7 @@ from tf_fftconv import planning
 from tf_fftconv.conv import conv_geometry, fft_conv2d
 from tf_fftconv.experiments import environment
 from tf_fftconv.experiments.bench import cli, measure
+from tf_fftconv.experiments.bench import report as report_module
 
 REPO = Path(__file__).resolve().parent.parent
 TINY_CASES = "1:2:3:8:3,1:2:3:8:5,1:1:2:6:3:same"
@@ -129,6 +130,25 @@ def test_xla_mode_and_model_steps(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "every step under XLA" in out and "FFTConv2D fft / Conv2D" in out
     assert "FFTConv2D auto / Conv2D" in out
+
+
+def test_a_difference_to_conv2d_is_measured_against_float64(tmp_path, monkeypatch, capsys):
+    """Where an implementation differs from conv2d by more than the note's threshold, both are
+    compared with conv2d in float64 on the same inputs, so the note says which side is off."""
+    monkeypatch.setattr(measure, "DIFF_NOTE_THRESHOLD", 0.0)
+    monkeypatch.setattr(report_module, "DIFF_NOTE_THRESHOLD", 0.0)
+    json_path = tmp_path / "bench.json"
+    assert cli.main(["--cases", "2:3:4:12:5:same", "--modes", "train", "--impl", "conv2d,fft",
+                     "--repeats", "2", "--warmup", "3", "--iters", "1", "--device", "cpu",
+                     "--no-progress", "--json", str(json_path)]) == 0
+    (record,) = json.loads(json_path.read_text())["results"]
+    against64 = record["max_rel_diff_float64"]
+    assert set(against64) == {"conv2d", "fft"}
+    for impl in ("conv2d", "fft"):
+        assert set(against64[impl]) == {"y", "dx", "dw"}
+        assert all(0 <= value < 1e-5 for value in against64[impl].values()), impl
+    out = capsys.readouterr().out
+    assert "fft differs from conv2d by" in out and "against conv2d in float64: conv2d " in out
 
 
 def test_writes_no_file_unless_told(tmp_path, monkeypatch, capsys):

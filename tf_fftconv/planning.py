@@ -95,9 +95,10 @@ class DeviceCosts:
     spatial_dtype_factors: tuple = ()
     # tf.nn.conv2d's time in float32 with TensorFlow's TF32 switch off over its time with it on.
     spatial_no_tf32_factor: float = 1.0
-    # The transforms of 5 * 2^k frames over the bandwidth of the others (the GPU's lane FFT does
-    # the factor 5 with more registers and fewer images per block).
-    transform_radix5_factor: float = 1.0
+    # The transforms' time in 3 * 2^k and 5 * 2^k frames over the bandwidth model's ((radix,
+    # factor) pairs): the GPU's lane FFT does an odd factor with more registers and fewer images
+    # per block.
+    transform_radix_factors: tuple = ()
 
 
 DEVICE_COSTS = {
@@ -105,16 +106,19 @@ DEVICE_COSTS = {
     # channel term and per-pass overhead and the tile-copy bandwidth were fitted to the 35-case
     # grid (h200-2026-11-30-793e01f/grid.json, forward + both gradients; RMS of the log ratio
     # 0.25). cuDNN is far from its rate at few channels (3 -> 64 channels at 224x224: 4.1 ms for
-    # 88 GFLOP), hence the channel term. The FFT path's op overhead, transform bandwidth, radix-5
-    # factor and TF32 matmul rate were refitted to the pipelined matmul (twelve train steps of
-    # h200-2026-11-30-ffb53bd: Mathieu's layer VALID k3-13 and SAME in a 40 frame, 64x64 SAME k3
-    # in an 80 frame, LeNet's layers, 16x16 SAME layers in 20 and 24 frames; RMS of the log ratio
-    # 0.06, every case within 15%); FP32 from the TF32-off run (1.96 ms).
+    # 88 GFLOP), hence the channel term. The FFT path's constants were refitted to the pipelined
+    # matmul: the TF32 matmul rate, its bytes and the transforms' bandwidth and radix-5 factor to
+    # twelve train steps of h200-2026-11-30-ffb53bd (Mathieu's layer VALID k3-13 and SAME in a 40
+    # frame, 64x64 SAME k3 in an 80 frame, LeNet's layers, 16x16 SAME layers in 20 and 24 frames;
+    # RMS of the log ratio 0.06), then the op overhead, tile-copy bandwidth and both odd-radix
+    # factors to the 34-case grid of h200-2026-11-30-803e124. The result: RMS of the log ratio
+    # 0.18 over the grid's 29 FFT times whose samples spread under 30% (0.21 before the second
+    # step), 0.10 over the twelve; FP32 from the TF32-off run.
     "GPU": DeviceCosts(
-        op_overhead_s=25e-6, transform_bytes_per_s=1.8e12, transform_flops_per_s=20e12,
+        op_overhead_s=20e-6, transform_bytes_per_s=1.8e12, transform_flops_per_s=20e12,
         transform_frame_s=0.0,
         matmul_flops_per_s=40e12, matmul_tf32_flops_per_s=150e12, matmul_half_work=1.2e6,
-        matmul_bytes_per_s=3.0e12, copy_bytes_per_s=1.0e12, spatial_flops_per_s=50e12,
+        matmul_bytes_per_s=3.0e12, copy_bytes_per_s=0.7e12, spatial_flops_per_s=50e12,
         spatial_max_flops_per_s=math.inf, spatial_half_channels=64.0,
         spatial_bytes_per_s=3.0e12, spatial_overhead_s=250e-6,
         calibration="H200 (benchmarks/NOTES.md); other GPUs use the same constants",
@@ -124,7 +128,7 @@ DEVICE_COSTS = {
         # Mathieu's k = 7 layer: 13.37 ms with TF32 off against 2.85 ms with it on (cuDNN's FP32
         # kernels without tensor cores; h200-2026-11-30-ffb53bd).
         spatial_no_tf32_factor=4.7,
-        transform_radix5_factor=1.8),
+        transform_radix_factors=((3, 1.4), (5, 1.5))),
     # Measured on the 2-core development CPU (benchmarks/NOTES.md, "The cost model"): op overhead
     # from a chain of tiny ops in a tf.function; cutting tiles 3-5 GB/s; tf.nn.conv2d (oneDNN)
     # 118-336 GFLOP/s on 32..64 channels, 21 and 88 GFLOP/s on LeNet's layers (1 and 6 input
@@ -303,8 +307,10 @@ def estimate_fft(problem, config, costs):
     work = frames / n * ci * co                 # multiply-adds per bin of one matmul
     peak = costs.matmul_tf32_flops_per_s if problem.tf32 else costs.matmul_flops_per_s
     matmul_rate = peak * work / (work + costs.matmul_half_work) / slow
-    transform_rate = (costs.transform_bytes_per_s / slow
-                      / (costs.transform_radix5_factor if t.fft_size % 5 == 0 else 1.0))
+    transform_rate = costs.transform_bytes_per_s / slow
+    for radix, factor in costs.transform_radix_factors:
+        if t.fft_size % radix == 0:
+            transform_rate /= factor
     fft_rate = costs.transform_flops_per_s / slow
 
     ops = []  # (bytes, bytes per s, flops, flops per s, fixed seconds)

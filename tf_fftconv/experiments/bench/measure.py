@@ -324,6 +324,22 @@ def max_rel_diff(outputs, reference):
     return diffs
 
 
+# A difference to the reference implementation above this is a note in the report; the bench then
+# also measures each implementation against tf.nn.conv2d in float64 on the same inputs, to say which
+# side is off.
+DIFF_NOTE_THRESHOLD = 1e-2
+
+
+def float64_diffs(case, mode, impls, arg_set, data_format, fft_size=None):
+    """max_rel_diff of each implementation in `impls` against tf.nn.conv2d in float64 on the same
+    inputs (cast up), on the current device; {impl: diffs}."""
+    wide = [tf.cast(t, tf.float64) for t in arg_set]
+    reference = make_step(conv_function("conv2d", case.padding, data_format), mode)(*wide)
+    return {impl: max_rel_diff(make_step(conv_function(impl, case.padding, data_format, fft_size),
+                                         mode)(*arg_set), reference)
+            for impl in impls}
+
+
 def first_line(error):
     """`Type: first line of the message`, short enough for a table note."""
     text = str(error).strip().splitlines()
@@ -386,6 +402,12 @@ def run_case(case, mode, impls, *, device, generator, data_format, input_sets, w
                     planning.clear()
             record["timings"][impl] = summarize(samples, used_calls)
         record["max_rel_diff_against"] = reference_impl
+        differing = [impl for impl, diffs in record["max_rel_diff"].items()
+                     if not max(float(v) for v in diffs.values()) <= DIFF_NOTE_THRESHOLD]
+        if differing:
+            status(f"{case.name} {mode}: against float64")
+            record["max_rel_diff_float64"] = float64_diffs(
+                case, mode, [reference_impl] + differing, arg_sets[0], data_format, fft_size)
         del reference, arg_sets
     medians = {impl: t["median_ms"] for impl, t in record["timings"].items()}
     record["ratios"] = {
