@@ -12,10 +12,12 @@
 //     they are stored; values are rounded to TF32 (cvt.rna) as MMA fragments are built.
 //   * ComplexGemmHalfMma : half-precision spectra ((re, im) pairs of __half or __nv_bfloat16) on
 //     sm_80+: the same real GEMM on mma.sync.m16n8k16 with f16 / bf16 operands and FP32
-//     accumulation. Each 32-bit register of an A fragment is one stored (re, im) pair, so operands go
-//     from global to shared memory as they are (conjugation flips a sign bit). Older GPUs take the
-//     SIMT kernel, which converts half pairs to float2 as it loads its tiles.
+//     accumulation, on the TF32 kernel's pipeline and tiles. Each 32-bit register of a fragment is
+//     one stored (re, im) pair (conjugation flips a sign bit). Older GPUs take the SIMT kernel,
+//     which converts half pairs to float2 as it loads its tiles.
 // alpha is applied to the FP32 / FP64 accumulators before the product is rounded to its storage.
+// The tensor-core kernels compute a product with few rows as c^T = op_b(b)^T op_a(a)^T, stored
+// transposed (LaunchSpectralMatmulOf).
 // Grid: x = output tiles of one bin (m-major), y = bin.
 #include <cuda_runtime.h>
 
@@ -195,7 +197,10 @@ __global__ void __launch_bounds__(256, sizeof(typename detail::Storage<Io>::Comp
 //   B fragment of real column n' = 2n + u: (b0, b1) = (Re, -Im) of op_b(b)[k0 + t][n] for u = 0 and
 //   (Im, Re) for u = 1, again one 64-bit load.
 // Values are rounded to TF32 (cvt.rna) as fragments are built; conjugation flips a sign bit.
+// The switches below (make kernel-variants) apply to both tensor-core kernels, this one and
+// ComplexGemmHalfMma, which share its block rows, stage count, tiles and transposition.
 constexpr int kTf32Bm = 128;
+// Pipeline stages (tiles in flight).
 #ifndef FFTCONV_TF32_STAGES
 #define FFTCONV_TF32_STAGES 3
 #endif
