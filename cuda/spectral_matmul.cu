@@ -216,18 +216,31 @@ constexpr int kTf32Bk = 16;
 constexpr int kTf32Stages = FFTCONV_TF32_STAGES;
 static_assert(kTf32Stages >= 2, "the pipeline needs two stages");
 
-template <int kWarpsN, int kNi, bool kTransA, bool kTransB>
-struct Tf32Tile {
+constexpr int kHalfBk = 32;
+
+// The block tile of both tensor-core kernels. E: the element one copy moves and one fragment
+// register holds part of (float2 for TF32: 16 complex k per stage; a half pair as a 32-bit word:
+// 32 complex k). Shared memory per stage, in elements:
+//   A, not transposed: [128 rows m][BK k];  A, transposed: [BK rows k][128 m]
+//   B, not transposed: [BK rows k][BN n];   B, transposed: [BN rows n][BK k]
+// with rows padded by 4 elements (8 for a transposed A of half pairs): the bank spreads of each
+// kernel's fragment loads (asserted here, explained at the kernels), and 16-byte aligned rows.
+template <typename E, int kWarpsN, int kNi, bool kTransA, bool kTransB>
+struct MmaTile {
+  static constexpr bool kPairWords = sizeof(E) == 4;
+  static constexpr bool kTransposedA = kTransA, kTransposedB = kTransB;
   static constexpr int kThreads = 64 * kWarpsN;
-  static constexpr int kBn = 4 * kNi * kWarpsN;  // complex columns
-  // Shared-memory rows (complex elements per row, row stride in floats) of each operand's tile.
-  static constexpr int kARows = kTransA ? kTf32Bk : kTf32Bm, kACols = kTransA ? kTf32Bm : kTf32Bk;
-  static constexpr int kBRows = kTransB ? kBn : kTf32Bk, kBCols = kTransB ? kTf32Bk : kBn;
-  static constexpr int kAStride = 2 * kACols + 8, kBStride = 2 * kBCols + 8;
-  static constexpr int kAFloats = kARows * kAStride, kBFloats = kBRows * kBStride;
-  static constexpr int kStageFloats = kAFloats + kBFloats;
-  static constexpr size_t kSmemBytes = sizeof(float) * kTf32Stages * kStageFloats;
-  static_assert(kAStride % 32 == 8 && kBStride % 32 == 8, "bank spread of the fragment loads");
+  static constexpr int kBk = kPairWords ? kHalfBk : kTf32Bk;  // complex k per stage
+  static constexpr int kBn = 4 * kNi * kWarpsN;               // complex columns
+  static constexpr int kARows = kTransA ? kBk : kTf32Bm, kACols = kTransA ? kTf32Bm : kBk;
+  static constexpr int kBRows = kTransB ? kBn : kBk, kBCols = kTransB ? kBk : kBn;
+  static constexpr int kAStride = kACols + (kPairWords && kTransA ? 8 : 4), kBStride = kBCols + 4;
+  static constexpr int kAElems = kARows * kAStride, kBElems = kBRows * kBStride;
+  static constexpr int kStageElems = kAElems + kBElems;
+  static constexpr size_t kSmemBytes = sizeof(E) * kTf32Stages * kStageElems;
+  static_assert(kPairWords ? (kTransA ? kAStride % 32 == 8 : kAStride % 8 == 4) && kBStride % 8 == 4
+                           : kAStride % 16 == 4 && kBStride % 16 == 4,
+                "bank spread of the fragment loads");
   // Blocks per SM the launch bounds ask for: as many as 64 K registers and 227 KB allow, at most 3.
   static constexpr int kMinBlocks = kThreads >= 256 ? 2 : (3 * kSmemBytes <= 227 * 1024 ? 3 : 2);
 };
@@ -303,6 +316,25 @@ __device__ __forceinline__ void CopyTileAsync(E* smem, const E* __restrict__ x, 
     }
   }
 }
+
+// Copies tile kt (complex k from kt * BK) of both operands into `stage`: A, then B at Tile::kAElems.
+template <typename Tile, int kChunk, typename E>
+__device__ __forceinline__ void CopyStageAsync(E* stage, const E* __restrict__ a, const E* __restrict__ b, int kt,
+                                               int m0, int n0, const MatmulArgs& args, int tid) {
+  constexpr int BM = kTf32Bm, BN = Tile::kBn, BK = Tile::kBk, kThreads = Tile::kThreads;
+  const int k0 = kt * BK;
+  if constexpr (Tile::kTransposedA) {
+    CopyTileAsync<BK, BM, Tile::kAStride, kChunk, kThreads>(stage, a, k0, m0, args.k, args.m, args.lda, tid);
+  } else {
+    CopyTileAsync<BM, BK, Tile::kAStride, kChunk, kThreads>(stage, a, m0, k0, args.m, args.k, args.lda, tid);
+  }
+  E* stage_b = stage + Tile::kAElems;
+  if constexpr (Tile::kTransposedB) {
+    CopyTileAsync<BN, BK, Tile::kBStride, kChunk, kThreads>(stage_b, b, n0, k0, args.n, args.k, args.ldb, tid);
+  } else {
+    CopyTileAsync<BK, BN, Tile::kBStride, kChunk, kThreads>(stage_b, b, k0, n0, args.k, args.n, args.ldb, tid);
+  }
+}
 #endif
 
 // The epilogue of both tensor-core kernels: a warp's accumulators, times alpha, into C [M, N] complex
@@ -333,15 +365,14 @@ __device__ __forceinline__ void StoreWarpTile(const float (&acc)[kRowTiles][kCol
 }
 
 template <int kWarpsN, int kNi, bool kTransA, bool kTransB, int kChunk>
-__global__ void __launch_bounds__(64 * kWarpsN, (Tf32Tile<kWarpsN, kNi, kTransA, kTransB>::kMinBlocks))
+__global__ void __launch_bounds__(64 * kWarpsN, (MmaTile<float2, kWarpsN, kNi, kTransA, kTransB>::kMinBlocks))
     ComplexGemmTf32(const float2* __restrict__ a, const float2* __restrict__ b, float2* __restrict__ c,
                     const MatmulArgs args) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  using Tile = Tf32Tile<kWarpsN, kNi, kTransA, kTransB>;
-  constexpr int kThreads = Tile::kThreads;
-  constexpr int BM = kTf32Bm, BN = Tile::kBn, BK = kTf32Bk;
-  constexpr int RA = Tile::kAStride, RB = Tile::kBStride;
-  extern __shared__ __align__(16) float smem_f[];  // [stage][A tile, B tile]
+  using Tile = MmaTile<float2, kWarpsN, kNi, kTransA, kTransB>;
+  constexpr int BM = kTf32Bm, BN = Tile::kBn, BK = Tile::kBk;
+  constexpr int RA = 2 * Tile::kAStride, RB = 2 * Tile::kBStride;  // row strides in floats
+  extern __shared__ __align__(16) float smem_f[];  // [stage][A tile, B tile], (re, im) pairs
 
   const int tid = threadIdx.x;
   const int lane = tid & 31, warp = tid >> 5;
@@ -359,19 +390,8 @@ __global__ void __launch_bounds__(64 * kWarpsN, (Tf32Tile<kWarpsN, kNi, kTransA,
   const int k_tiles = (args.k + BK - 1) / BK;
   auto issue = [&](int kt) {
     if (kt < k_tiles) {
-      float2* stage_a = reinterpret_cast<float2*>(smem_f + (kt % kTf32Stages) * Tile::kStageFloats);
-      float2* stage_b = reinterpret_cast<float2*>(smem_f + (kt % kTf32Stages) * Tile::kStageFloats + Tile::kAFloats);
-      const int k0 = kt * BK;
-      if constexpr (kTransA) {
-        CopyTileAsync<BK, BM, RA / 2, kChunk, kThreads>(stage_a, a, k0, m0, args.k, args.m, args.lda, tid);
-      } else {
-        CopyTileAsync<BM, BK, RA / 2, kChunk, kThreads>(stage_a, a, m0, k0, args.m, args.k, args.lda, tid);
-      }
-      if constexpr (kTransB) {
-        CopyTileAsync<BN, BK, RB / 2, kChunk, kThreads>(stage_b, b, n0, k0, args.n, args.k, args.ldb, tid);
-      } else {
-        CopyTileAsync<BK, BN, RB / 2, kChunk, kThreads>(stage_b, b, k0, n0, args.k, args.n, args.ldb, tid);
-      }
+      CopyStageAsync<Tile, kChunk>(reinterpret_cast<float2*>(smem_f + (kt % kTf32Stages) * 2 * Tile::kStageElems), a,
+                                   b, kt, m0, n0, args, tid);
     }
     CpAsyncCommit();
   };
@@ -396,8 +416,8 @@ __global__ void __launch_bounds__(64 * kWarpsN, (Tf32Tile<kWarpsN, kNi, kTransA,
     CpAsyncWait<kTf32Stages - 2>();  // tile kt has landed (for this thread's copies)
     __syncthreads();                 // ... for every thread's; and stage (kt - 1) is no longer read
     issue(kt + kTf32Stages - 1);
-    const float* as = smem_f + (kt % kTf32Stages) * Tile::kStageFloats;
-    const float* bs = as + Tile::kAFloats;
+    const float* as = smem_f + (kt % kTf32Stages) * 2 * Tile::kStageElems;
+    const float* bs = as + 2 * Tile::kAElems;
 #pragma unroll
     for (int ks = 0; ks < BK / 4; ++ks) {
       const int kc = ks * 4 + t;  // this lane's complex k inside the tile
@@ -448,22 +468,6 @@ __global__ void __launch_bounds__(64 * kWarpsN, (Tf32Tile<kWarpsN, kNi, kTransA,
 // Strides of 4 (mod 8) words put a warp's 32-bit fragment loads (8 rows x 4 k, or 4 columns x 4 k)
 // on distinct banks, 8 (mod 32) those of a transposed A (4 k x 8 rows); all keep 16-byte copies
 // aligned. Conjugation flips the sign bit of the imaginary half.
-constexpr int kHalfBk = 32;
-
-template <int kWarpsN, int kNi, bool kTransA, bool kTransB>
-struct HalfTile {
-  static constexpr int kThreads = 64 * kWarpsN;
-  static constexpr int kBn = 4 * kNi * kWarpsN;  // complex columns
-  static constexpr int kARows = kTransA ? kHalfBk : kTf32Bm, kACols = kTransA ? kTf32Bm : kHalfBk;
-  static constexpr int kBRows = kTransB ? kBn : kHalfBk, kBCols = kTransB ? kHalfBk : kBn;
-  static constexpr int kAStride = kACols + (kTransA ? 8 : 4), kBStride = kBCols + 4;
-  static constexpr int kAWords = kARows * kAStride, kBWords = kBRows * kBStride;
-  static constexpr int kStageWords = kAWords + kBWords;
-  static constexpr size_t kSmemBytes = sizeof(uint32_t) * kTf32Stages * kStageWords;
-  static_assert(kTransA ? kAStride % 32 == 8 : kAStride % 8 == 4, "bank spread of the A fragment loads");
-  static_assert(kBStride % 8 == 4, "bank spread of the B fragment loads");
-  static constexpr int kMinBlocks = kThreads >= 256 ? 2 : (3 * kSmemBytes <= 227 * 1024 ? 3 : 2);
-};
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
 template <typename Io>
@@ -486,13 +490,12 @@ __device__ __forceinline__ void MmaHalf(float (&d)[4], const uint32_t (&a)[4], c
 
 // a, b: [bins][rows][cols] pairs as 32-bit words (Re in the low half); c: [bins][m][n] pairs.
 template <typename Io, int kWarpsN, int kNi, bool kTransA, bool kTransB, int kChunk>
-__global__ void __launch_bounds__(64 * kWarpsN, (HalfTile<kWarpsN, kNi, kTransA, kTransB>::kMinBlocks))
+__global__ void __launch_bounds__(64 * kWarpsN, (MmaTile<uint32_t, kWarpsN, kNi, kTransA, kTransB>::kMinBlocks))
     ComplexGemmHalfMma(const uint32_t* __restrict__ a, const uint32_t* __restrict__ b,
                        typename detail::Storage<Io>::Pair* __restrict__ c, const MatmulArgs args) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  using Tile = HalfTile<kWarpsN, kNi, kTransA, kTransB>;
-  constexpr int kThreads = Tile::kThreads;
-  constexpr int BM = kTf32Bm, BN = Tile::kBn, BK = kHalfBk;
+  using Tile = MmaTile<uint32_t, kWarpsN, kNi, kTransA, kTransB>;
+  constexpr int BM = kTf32Bm, BN = Tile::kBn, BK = Tile::kBk;
   constexpr int RA = Tile::kAStride, RB = Tile::kBStride;
   extern __shared__ __align__(16) uint32_t smem_w[];  // [stage][A tile, B tile]
 
@@ -510,19 +513,7 @@ __global__ void __launch_bounds__(64 * kWarpsN, (HalfTile<kWarpsN, kNi, kTransA,
   const int k_tiles = (args.k + BK - 1) / BK;
   auto issue = [&](int kt) {
     if (kt < k_tiles) {
-      uint32_t* stage_a = smem_w + (kt % kTf32Stages) * Tile::kStageWords;
-      uint32_t* stage_b = stage_a + Tile::kAWords;
-      const int k0 = kt * BK;
-      if constexpr (kTransA) {
-        CopyTileAsync<BK, BM, RA, kChunk, kThreads>(stage_a, a, k0, m0, args.k, args.m, args.lda, tid);
-      } else {
-        CopyTileAsync<BM, BK, RA, kChunk, kThreads>(stage_a, a, m0, k0, args.m, args.k, args.lda, tid);
-      }
-      if constexpr (kTransB) {
-        CopyTileAsync<BN, BK, RB, kChunk, kThreads>(stage_b, b, n0, k0, args.n, args.k, args.ldb, tid);
-      } else {
-        CopyTileAsync<BK, BN, RB, kChunk, kThreads>(stage_b, b, k0, n0, args.k, args.n, args.ldb, tid);
-      }
+      CopyStageAsync<Tile, kChunk>(smem_w + (kt % kTf32Stages) * Tile::kStageElems, a, b, kt, m0, n0, args, tid);
     }
     CpAsyncCommit();
   };
@@ -548,8 +539,8 @@ __global__ void __launch_bounds__(64 * kWarpsN, (HalfTile<kWarpsN, kNi, kTransA,
     CpAsyncWait<kTf32Stages - 2>();
     __syncthreads();
     issue(kt + kTf32Stages - 1);
-    const uint32_t* as = smem_w + (kt % kTf32Stages) * Tile::kStageWords;
-    const uint32_t* bs = as + Tile::kAWords;
+    const uint32_t* as = smem_w + (kt % kTf32Stages) * Tile::kStageElems;
+    const uint32_t* bs = as + Tile::kAElems;
 #pragma unroll
     for (int ks = 0; ks < BK / 8; ++ks) {
       const int kc = ks * 8 + t;  // this lane's first complex k inside the tile; the second is kc + 4
@@ -609,18 +600,23 @@ int LaunchSimt(MatmulArgs args, int bins, const typename detail::Storage<Io>::Pa
   return static_cast<int>(cudaGetLastError());
 }
 
-template <int kWarpsN, int kNi, bool kTransA, bool kTransB, int kChunk>
-int LaunchTf32Tile(MatmulArgs args, int bins, const float2* a, const float2* b, float2* c, cudaStream_t stream) {
-  using Tile = Tf32Tile<kWarpsN, kNi, kTransA, kTransB>;
+// Launches a tensor-core kernel of block tile Tile: grid x = output tiles of one bin, y = bin.
+template <typename Tile, typename Kernel, typename E, typename Out>
+int LaunchMmaKernel(Kernel kernel, MatmulArgs args, int bins, const E* a, const E* b, Out* c, cudaStream_t stream) {
   const long long tiles_m = (args.m + kTf32Bm - 1) / kTf32Bm;
   args.tiles_n = (args.n + Tile::kBn - 1) / Tile::kBn;
-  auto kernel = ComplexGemmTf32<kWarpsN, kNi, kTransA, kTransB, kChunk>;
   cudaError_t e =
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(Tile::kSmemBytes));
   if (e != cudaSuccess) return static_cast<int>(e);
   const dim3 grid(static_cast<unsigned>(tiles_m * args.tiles_n), static_cast<unsigned>(bins));
   kernel<<<grid, Tile::kThreads, Tile::kSmemBytes, stream>>>(a, b, c, args);
   return static_cast<int>(cudaGetLastError());
+}
+
+template <int kWarpsN, int kNi, bool kTransA, bool kTransB, int kChunk>
+int LaunchTf32Tile(MatmulArgs args, int bins, const float2* a, const float2* b, float2* c, cudaStream_t stream) {
+  return LaunchMmaKernel<MmaTile<float2, kWarpsN, kNi, kTransA, kTransB>>(
+      ComplexGemmTf32<kWarpsN, kNi, kTransA, kTransB, kChunk>, args, bins, a, b, c, stream);
 }
 
 // 16-byte copies where both operands' rows and bins hold an even number of complex elements and the
@@ -648,16 +644,8 @@ int LaunchTf32(MatmulArgs args, int bins, const float2* a, const float2* b, floa
 template <typename Io, int kWarpsN, int kNi, bool kTransA, bool kTransB, int kChunk>
 int LaunchHalfTile(MatmulArgs args, int bins, const uint32_t* a, const uint32_t* b,
                    typename detail::Storage<Io>::Pair* c, cudaStream_t stream) {
-  using Tile = HalfTile<kWarpsN, kNi, kTransA, kTransB>;
-  const long long tiles_m = (args.m + kTf32Bm - 1) / kTf32Bm;
-  args.tiles_n = (args.n + Tile::kBn - 1) / Tile::kBn;
-  auto kernel = ComplexGemmHalfMma<Io, kWarpsN, kNi, kTransA, kTransB, kChunk>;
-  cudaError_t e =
-      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(Tile::kSmemBytes));
-  if (e != cudaSuccess) return static_cast<int>(e);
-  const dim3 grid(static_cast<unsigned>(tiles_m * args.tiles_n), static_cast<unsigned>(bins));
-  kernel<<<grid, Tile::kThreads, Tile::kSmemBytes, stream>>>(a, b, c, args);
-  return static_cast<int>(cudaGetLastError());
+  return LaunchMmaKernel<MmaTile<uint32_t, kWarpsN, kNi, kTransA, kTransB>>(
+      ComplexGemmHalfMma<Io, kWarpsN, kNi, kTransA, kTransB, kChunk>, args, bins, a, b, c, stream);
 }
 
 // 16-byte copies (4 pairs) where both operands' rows and bins hold a multiple of 4 pairs and the
