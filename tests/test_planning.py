@@ -394,6 +394,27 @@ def test_a_close_call_is_timed_once_when_the_layer_is_built(monkeypatch):
     assert timed == [problem]
 
 
+def test_an_eager_fft_conv2d_times_a_close_call_once(monkeypatch, rng):
+    """fft_conv2d with algorithm="auto", called eagerly, times a close call of the model once
+    per problem, as the layer does when built; traced calls follow the model (or timings made)."""
+    monkeypatch.setattr(planning, "CLOSE_CALL_DEVICES", ("CPU", "GPU"))
+    monkeypatch.setattr(planning, "CLOSE_CALL_FACTOR", float("inf"))   # every choice is close
+    timed = _count_timings(monkeypatch)
+    x = tf.constant(rng.standard_normal((2, 12, 12, 2)), tf.float32)
+    w = tf.constant(rng.standard_normal((5, 5, 2, 3)), tf.float32)
+    problem = planning.make_problem((2, 12, 12, 2), (5, 5, 2, 3), "SAME")
+    tf.function(lambda x, w: fc.fft_conv2d(x, w, padding="SAME"))(x, w)
+    assert timed == []                                               # inside a trace: no timing
+    for algorithm, fft_size in (("fft", None), ("auto", 16)):
+        fc.fft_conv2d(x, w, padding="SAME", algorithm=algorithm, fft_size=fft_size)
+    assert timed == []                                               # nothing left to choose
+    y = fc.fft_conv2d(x, w, padding="SAME")
+    assert timed == [problem] and "spatial" in planning.cached_timings(problem)
+    fc.fft_conv2d(x, w, padding="SAME")
+    assert timed == [problem]                                        # once per problem
+    np.testing.assert_allclose(y, tf.nn.conv2d(x, w, 1, "SAME"), rtol=1e-4, atol=1e-4)
+
+
 @pytest.mark.parametrize("setting", ["default devices", "clear choice", "environment 0",
                                      "fft asked", "fft_size given", "inside a trace"])
 def test_no_close_call_timing(monkeypatch, setting):

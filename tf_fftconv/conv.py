@@ -163,8 +163,9 @@ def fft_conv2d(x, w, padding="VALID", data_format="NHWC", fft_size=None, algorit
         [10, 80]); an image that does not fit is cut into tiles. Default: chosen by the cost
         model. Needs a static height and width.
       algorithm: "auto" (the cost model, or timings from ``tf_fftconv.autotune``, choose per
-        shape, device and dtype), "fft" (always the FFT path) or "spatial" (``tf.nn.conv2d``).
-        ``fft_size`` or ``tile`` given: the FFT path with them.
+        shape, device and dtype; on a GPU an eager call times a close call of the model once,
+        as ``FFTConv2D`` does when built), "fft" (always the FFT path) or "spatial"
+        (``tf.nn.conv2d``). ``fft_size`` or ``tile`` given: the FFT path with them.
       tile: output tile side for tiling (the frame is then the smallest that holds
         ``tile + k - 1``, unless ``fft_size`` is given). Needs a static height and width.
       memory_budget: bytes of spectra the FFT path may hold at once; default
@@ -203,10 +204,13 @@ def conv2d_with_plan(x, w, padding="VALID", data_format="NHWC", fft_size=None, a
             _geometry.tile_geometry(problem.in_h, problem.in_w, problem.k_h, problem.k_w,
                                     problem.padding, fft_size, tile)  # validates the pair
         chosen = planning.plan(problem, algorithm, fft_size, tile, memory_budget)
-        if (tf.executing_eagerly() and algorithm == "auto" and problem.sizes_known
-                and planning.autotune_enabled() and not chosen.timings_ms):
+        if tf.executing_eagerly() and algorithm == "auto" and problem.sizes_known:
             from tf_fftconv import tuning  # noqa: PLC0415  (tuning runs this module)
-            chosen = tuning.tune_problem(problem, fft_size, tile, memory_budget)
+            if planning.autotune_enabled() and not chosen.timings_ms:
+                chosen = tuning.tune_problem(problem, fft_size, tile, memory_budget)
+            elif fft_size is None and tile is None:
+                # A close call of the cost model is timed once, as FFTConv2D does when built.
+                chosen = tuning.confirm_close_call(problem, memory_budget)
         if not tf.executing_eagerly() or chosen.algorithm == "spatial" or chosen.config is None:
             return run_plan(chosen, x, w), chosen
         # Eager: an allocation the device refuses gets the lower-memory plan (kept from then on).
