@@ -258,7 +258,7 @@ __device__ __forceinline__ void MmaTf32(float (&d)[4], const uint32_t (&a)[4], c
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
-// Asynchronous copy of kBytes (8 or 16) from global to shared memory; src_bytes = 0 writes zeros.
+// Asynchronous copy of kBytes (4, 8 or 16) from global to shared memory; src_bytes = 0 writes zeros.
 template <int kBytes>
 __device__ __forceinline__ void CpAsync(void* smem, const void* gmem, int src_bytes) {
   const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(smem));
