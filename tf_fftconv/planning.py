@@ -103,9 +103,9 @@ class DeviceCosts:
 
 DEVICE_COSTS = {
     # Calibrated on one H200 (benchmarks/NOTES.md), TF32 on unless stated. tf.nn.conv2d's rate,
-    # channel term and per-pass overhead and the tile-copy bandwidth were fitted to the 35-case
-    # grid (h200-2026-11-30-793e01f/grid.json, forward + both gradients; RMS of the log ratio
-    # 0.25). cuDNN is far from its rate at few channels (3 -> 64 channels at 224x224: 4.1 ms for
+    # channel term and per-pass overhead were fitted to the 35-case grid
+    # (h200-2026-11-30-793e01f/grid.json, forward + both gradients; RMS of the log ratio 0.25).
+    # cuDNN is far from its rate at few channels (3 -> 64 channels at 224x224: 4.1 ms for
     # 88 GFLOP), hence the channel term. The FFT path's constants were refitted to the pipelined
     # matmul: the TF32 matmul rate, its bytes and the transforms' bandwidth and radix-5 factor to
     # twelve train steps of h200-2026-11-30-ffb53bd (Mathieu's layer VALID k3-13 and SAME in a 40
@@ -247,7 +247,8 @@ def _op_time(costs, bytes_moved=0.0, bytes_per_s=1.0, flops=0.0, flops_per_s=1.0
 
 def estimate_spatial(problem, costs):
     """tf.nn.conv2d: three passes of ``2 B Cin Cout Ho Wo kh kw`` flops each (in a half type:
-    half the bytes, and the device's measured factor on the time, ``spatial_dtype_factors``)."""
+    half the bytes, and the device's measured factor on the time, ``spatial_dtype_factors``; in
+    float32 with TF32 off, ``spatial_no_tf32_factor``)."""
     real = _element_bytes(problem.dtype)
     slow = ((2.0 if problem.dtype == "float64" else 1.0)
             * dict(costs.spatial_dtype_factors).get(problem.dtype, 1.0)

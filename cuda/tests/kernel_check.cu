@@ -26,6 +26,7 @@
 #include <ctime>
 #include <random>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "../device_info.h"
@@ -727,37 +728,38 @@ void TimeIrfft(int B, int C, int H, int W, int S, bool nhwc) {
               B, C, H, W, ms, gb / (ms / 1e3));
 }
 
+// T: float (the label says whether TF32 was allowed) or a half type (its name), timed on random
+// operands.
+template <typename T>
 void TimeMatmul(const char* label, SpectralMatmulParams p) {
+  constexpr bool kFloat = std::is_same<T, float>::value;
+  using Stored = typename std::conditional<kFloat, float, uint16_t>::type;
   const size_t na = static_cast<size_t>(p.bins) * p.m * p.k * 2, nb = static_cast<size_t>(p.bins) * p.k * p.n * 2,
                nc = static_cast<size_t>(p.bins) * p.m * p.n * 2;
-  DeviceBuffer<float> a(na), b(nb), c(nc);
-  a.Upload(RandomVector<float>(na));
-  b.Upload(RandomVector<float>(nb));
-  const double ms =
-      MedianMs([&] { CheckLaunch(fftconv::cuda::LaunchSpectralMatmul<float>(p, a.ptr, b.ptr, c.ptr, nullptr)); });
-  const double flop = 8.0 * p.m * p.n * p.k * p.bins;
-  const double gb = (na + nb + nc) * 4.0 / 1e9;
-  std::printf("TIME matmul  %-12s tf32=%d bins=%d M=%d K=%d N=%d : %8.4f ms  %7.2f TFLOP/s  %7.1f GB/s\n", label,
-              p.allow_tf32 ? 1 : 0, p.bins, p.m, p.k, p.n, ms, flop / (ms / 1e3) / 1e12, gb / (ms / 1e3));
-}
-
-template <typename H>
-void TimeMatmulHalf(const char* label, SpectralMatmulParams p) {
-  const size_t na = static_cast<size_t>(p.bins) * p.m * p.k * 2, nb = static_cast<size_t>(p.bins) * p.k * p.n * 2,
-               nc = static_cast<size_t>(p.bins) * p.m * p.n * 2;
-  std::vector<double> unused;
-  DeviceBuffer<uint16_t> a(na), b(nb), c(nc);
-  a.Upload(RandomHalf<H>(na, &unused));
-  b.Upload(RandomHalf<H>(nb, &unused));
+  DeviceBuffer<Stored> a(na), b(nb), c(nc);
+  if constexpr (kFloat) {
+    a.Upload(RandomVector<float>(na));
+    b.Upload(RandomVector<float>(nb));
+  } else {
+    std::vector<double> unused;
+    a.Upload(RandomHalf<T>(na, &unused));
+    b.Upload(RandomHalf<T>(nb, &unused));
+  }
   const double ms = MedianMs([&] {
-    CheckLaunch(fftconv::cuda::LaunchSpectralMatmul<H>(p, reinterpret_cast<const H*>(a.ptr),
-                                                       reinterpret_cast<const H*>(b.ptr),
-                                                       reinterpret_cast<H*>(c.ptr), nullptr));
+    CheckLaunch(fftconv::cuda::LaunchSpectralMatmul<T>(p, reinterpret_cast<const T*>(a.ptr),
+                                                       reinterpret_cast<const T*>(b.ptr),
+                                                       reinterpret_cast<T*>(c.ptr), nullptr));
   });
   const double flop = 8.0 * p.m * p.n * p.k * p.bins;
-  const double gb = (na + nb + nc) * 2.0 / 1e9;
-  std::printf("TIME matmul  %-12s %s bins=%d M=%d K=%d N=%d : %8.4f ms  %7.2f TFLOP/s  %7.1f GB/s\n", label,
-              HalfCodec<H>::Name(), p.bins, p.m, p.k, p.n, ms, flop / (ms / 1e3) / 1e12, gb / (ms / 1e3));
+  const double gb = (na + nb + nc) * sizeof(Stored) / 1e9;
+  char type[16];
+  if constexpr (kFloat) {
+    std::snprintf(type, sizeof(type), "tf32=%d", p.allow_tf32 ? 1 : 0);
+  } else {
+    std::snprintf(type, sizeof(type), "%s", HalfCodec<T>::Name());
+  }
+  std::printf("TIME matmul  %-12s %s bins=%d M=%d K=%d N=%d : %8.4f ms  %7.2f TFLOP/s  %7.1f GB/s\n", label, type,
+              p.bins, p.m, p.k, p.n, ms, flop / (ms / 1e3) / 1e12, gb / (ms / 1e3));
 }
 
 void TimeCopy() {
@@ -831,23 +833,23 @@ void TimingSuite() {
     SpectralMatmulParams fwd{544, 128, 256, 96, false, false, false, true, tf32 != 0};
     SpectralMatmulParams dgrad{544, 128, 96, 256, false, false, false, false, tf32 != 0};
     SpectralMatmulParams wgrad{544, 256, 96, 128, false, true, false, false, tf32 != 0};
-    TimeMatmul("forward", fwd);
-    TimeMatmul("input-grad", dgrad);
-    TimeMatmul("weight-grad", wgrad);
+    TimeMatmul<float>("forward", fwd);
+    TimeMatmul<float>("input-grad", dgrad);
+    TimeMatmul<float>("weight-grad", wgrad);
   }
   // Batch 32: the forward and input-gradient products have 32 rows (computed transposed).
   SpectralMatmulParams batch32_fwd{60, 32, 512, 512, false, false, false, true, true};     // 8x8 in S = 10
   SpectralMatmulParams batch32_dgrad{220, 32, 256, 512, false, false, false, false, true};  // 16x16 in S = 20
-  TimeMatmul("batch32 fwd", batch32_fwd);
-  TimeMatmul("batch32 dgrad", batch32_dgrad);
+  TimeMatmul<float>("batch32 fwd", batch32_fwd);
+  TimeMatmul<float>("batch32 dgrad", batch32_dgrad);
   SpectralMatmulParams tiny1{544, 128, 6, 1, false, false, false, true, true};
   SpectralMatmulParams tiny2{544, 128, 16, 6, false, false, false, true, true};
-  TimeMatmul("tiny K=1", tiny1);
-  TimeMatmul("tiny K=6", tiny2);
+  TimeMatmul<float>("tiny K=1", tiny1);
+  TimeMatmul<float>("tiny K=6", tiny2);
   // Mathieu's three products in float16 (the half kernels ignore the TF32 switch).
-  TimeMatmulHalf<fftconv::cuda::Float16>("forward", SpectralMatmulParams{544, 128, 256, 96, false, false, false, true, true});
-  TimeMatmulHalf<fftconv::cuda::Float16>("input-grad", SpectralMatmulParams{544, 128, 96, 256, false, false, false, false, true});
-  TimeMatmulHalf<fftconv::cuda::Float16>("weight-grad", SpectralMatmulParams{544, 256, 96, 128, false, true, false, false, true});
+  TimeMatmul<fftconv::cuda::Float16>("forward", SpectralMatmulParams{544, 128, 256, 96, false, false, false, true, true});
+  TimeMatmul<fftconv::cuda::Float16>("input-grad", SpectralMatmulParams{544, 128, 96, 256, false, false, false, false, true});
+  TimeMatmul<fftconv::cuda::Float16>("weight-grad", SpectralMatmulParams{544, 256, 96, 128, false, true, false, false, true});
 }
 
 }  // namespace

@@ -3,7 +3,7 @@
 import sys
 from pathlib import Path
 
-from tf_fftconv.experiments.bench.measure import DIFF_NOTE_THRESHOLD, MODES
+from tf_fftconv.experiments.bench.measure import DIFF_NOTE_THRESHOLD, MODES, worst_diff
 
 SHORT_LABELS = {"conv2d": "tf.nn.conv2d", "signal": "tf.signal FFT conv", "fft": "tf_fftconv",
                 "auto": "tf_fftconv auto"}
@@ -125,18 +125,15 @@ def format_report(report):
         notes.append(f"{impl} skipped in {where}: {reason}")
     for record in report["results"]:
         against64 = record.get("max_rel_diff_float64", {})
-
-        def worst(diffs):
-            return max(float(value) for value in diffs.values())
-
         for impl, diffs in record["max_rel_diff"].items():
-            if not worst(diffs) <= DIFF_NOTE_THRESHOLD:
+            if not worst_diff(diffs) <= DIFF_NOTE_THRESHOLD:
                 reference = record["max_rel_diff_against"]
                 note = (f"{record['case']['name']} {record['mode']}: {impl} differs from "
-                        f"{reference} by {worst(diffs):.2e} (max rel)")
+                        f"{reference} by {worst_diff(diffs):.2e} (max rel)")
                 if impl in against64 and reference in against64:
                     note += (f"; against conv2d in float64: {reference} "
-                             f"{worst(against64[reference]):.2e}, {impl} {worst(against64[impl]):.2e}")
+                             f"{worst_diff(against64[reference]):.2e}, "
+                             f"{impl} {worst_diff(against64[impl]):.2e}")
                 notes.append(note)
     if notes:
         unique = list(dict.fromkeys(notes))
