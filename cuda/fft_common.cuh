@@ -505,17 +505,19 @@ inline int ComplexSlotStride(int rows, int images_per_block) {
 // a transform's lanes share a warp; S/2 transforms per image run side by side in one block.
 // Shapes are written as one integer L * 10000 + G * 100 + MINB (G < 100) so that the tuning entries can
 // be overridden from the command line, e.g. -DFFTCONV_SHAPE_float_32_FWD=20804 (L=2, G=8, MINB=4).
+template <int S, int L, int G, int MINB>
+struct BlockShape {
+  static constexpr int kLanes = L;
+  static constexpr int kImagesPerBlock = G;
+  static constexpr int kMinBlocks = MINB;
+  static constexpr int kThreads = G * L * S / 2;
+  static_assert((L == 1 || G * L <= 32) && (G & (G - 1)) == 0, "shape");
+};
 template <typename Real, int S, bool kInverse>
 struct FftShape;
-#define FFTCONV_FFT_SHAPE(REAL, S, INV, L, G, MINB)                            \
-  template <>                                                                  \
-  struct FftShape<REAL, S, INV> {                                              \
-    static constexpr int kLanes = L;                                           \
-    static constexpr int kImagesPerBlock = G;                                  \
-    static constexpr int kMinBlocks = MINB;                                    \
-    static constexpr int kThreads = G * L * S / 2;                             \
-    static_assert((L == 1 || G * L <= 32) && (G & (G - 1)) == 0, "shape");     \
-  };
+#define FFTCONV_FFT_SHAPE(REAL, S, INV, L, G, MINB) \
+  template <>                                       \
+  struct FftShape<REAL, S, INV> : BlockShape<S, L, G, MINB> {};
 #define FFTCONV_FFT_SHAPE_CODE(REAL, S, INV, CODE) \
   FFTCONV_FFT_SHAPE(REAL, S, INV, ((CODE) / 10000), ((CODE) / 100 % 100), ((CODE) % 100))
 
@@ -645,6 +647,37 @@ FFTCONV_FFT_SHAPE(double, 96, false, 8, 1, 1)
 FFTCONV_FFT_SHAPE(double, 96, true, 8, 1, 1)
 FFTCONV_FFT_SHAPE(double, 128, false, 8, 1, 1)
 FFTCONV_FFT_SHAPE(double, 128, true, 8, 1, 1)
+
+// Inverse transforms that store NHWC. A block's G consecutive images are G consecutive channels, so
+// each output pixel receives one run of G * 4 bytes. With G = 8 (32 bytes) the L2 took 12 M write
+// requests of one sector each for the 88.6 MB output of Mathieu's layer (the NCHW inverse: 1 M), and
+// the kernel ran 1.5x slower than the NCHW one (benchmarks/NOTES.md). NHWC blocks therefore hold 32
+// images, a 128-byte line per pixel, with one lane per transform. The launcher takes this shape when
+// C % 32 == 0 and the frame rows and stage fit in shared memory, else the inverse's ordinary shape.
+template <typename Real, int S>
+struct NhwcInverseShape : FftShape<Real, S, true> {};
+#ifndef FFTCONV_SHAPE_float_16_INV_NHWC
+#define FFTCONV_SHAPE_float_16_INV_NHWC 13202
+#endif
+#ifndef FFTCONV_SHAPE_float_32_INV_NHWC
+#define FFTCONV_SHAPE_float_32_INV_NHWC 13201
+#endif
+// 40: the same (0.327 -> 0.214 ms for the SAME layer's y, 40 frame). 48: the ordinary shape (L = 2, G = 16 gained
+// 5%; G = 32 does not fit one lane per transform in shared memory).
+#ifndef FFTCONV_SHAPE_float_40_INV_NHWC
+#define FFTCONV_SHAPE_float_40_INV_NHWC 13201
+#endif
+#ifndef FFTCONV_SHAPE_float_48_INV_NHWC
+#define FFTCONV_SHAPE_float_48_INV_NHWC FFTCONV_SHAPE_float_48_INV
+#endif
+#define FFTCONV_NHWC_INVERSE_SHAPE(S, CODE) \
+  template <>                               \
+  struct NhwcInverseShape<float, S> : BlockShape<S, (CODE) / 10000, (CODE) / 100 % 100, (CODE) % 100> {};
+FFTCONV_NHWC_INVERSE_SHAPE(16, FFTCONV_SHAPE_float_16_INV_NHWC)
+FFTCONV_NHWC_INVERSE_SHAPE(32, FFTCONV_SHAPE_float_32_INV_NHWC)
+FFTCONV_NHWC_INVERSE_SHAPE(40, FFTCONV_SHAPE_float_40_INV_NHWC)
+FFTCONV_NHWC_INVERSE_SHAPE(48, FFTCONV_SHAPE_float_48_INV_NHWC)
+#undef FFTCONV_NHWC_INVERSE_SHAPE
 #undef FFTCONV_FFT_SHAPE_CODE
 #undef FFTCONV_FFT_SHAPE
 

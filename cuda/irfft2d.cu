@@ -122,19 +122,18 @@ __device__ __forceinline__ void StoreStage(const Real* stage, Io* __restrict__ o
   }
 }
 
-// spectrum: [bins, images] of Storage<Io>::Pair; output: the window in Io.
-template <typename Io, int S, int L, int G>
-__global__ void __launch_bounds__(G * L * S / 2,
-                                  (detail::FftShape<typename detail::Storage<Io>::Compute, S, true>::kMinBlocks))
+// spectrum: [bins, images] of Storage<Io>::Pair; output: the window in Io. Shape: a detail::BlockShape.
+template <typename Io, int S, typename Shape>
+__global__ void __launch_bounds__(Shape::kThreads, Shape::kMinBlocks)
     Irfft2dKernel(const typename detail::Storage<Io>::Pair* __restrict__ spectrum, Io* __restrict__ output,
                   const Irfft2dArgs a) {
   using Real = typename detail::Storage<Io>::Compute;
   using Pair = typename detail::Storage<Io>::Pair;
   using C = complex_t<Real>;
+  constexpr int L = Shape::kLanes, G = Shape::kImagesPerBlock, kThreads = Shape::kThreads;
   using Layout = detail::FftLayout<S, L>;
   constexpr int P = S / L;
   constexpr int kHalf = S / 2;
-  constexpr int kThreads = G * L * S / 2;
   // A mean-normalised half-precision spectrum is already divided by S^2.
   const Real scale = detail::Storage<Io>::kHalf ? Real(1) : Real(1) / Real(S * S);
 
@@ -256,23 +255,13 @@ __global__ void __launch_bounds__(G * L * S / 2,
   }
 }
 
-// spectrum: [bins, images] pairs, as Io values (re, im).
-template <typename Io, int S>
-int LaunchIrfft2dSized(const Irfft2dParams& p, const Io* spectrum, Io* output, cudaStream_t stream) {
+// The launch plan of one block shape: shared memory, chunks of window rows, the kernel's arguments.
+template <typename Io, int S, typename Shape>
+Irfft2dArgs PlanIrfft2d(const Irfft2dParams& p, const void* output, size_t max_smem, size_t* smem) {
   using Real = typename detail::Storage<Io>::Compute;
-  using Pair = typename detail::Storage<Io>::Pair;
-  using Shape = detail::FftShape<Real, S, true>;
-  constexpr int L = Shape::kLanes, G = Shape::kImagesPerBlock, kThreads = Shape::kThreads;
-  constexpr int kHalf = S / 2;
-  const int images = p.batch * p.channels;
-
-  detail::DeviceLimits limits;
-  int err = detail::CurrentDeviceLimits(&limits);
-  if (err != 0) return err;
-  const size_t max_smem = static_cast<size_t>(limits.max_shared_per_block);
-
+  constexpr int L = Shape::kLanes, G = Shape::kImagesPerBlock;
   Irfft2dArgs a;
-  a.images = images;
+  a.images = p.batch * p.channels;
   a.channels = p.channels;
   a.out_h = p.out_h;
   a.out_w = p.out_w;
@@ -284,29 +273,60 @@ int LaunchIrfft2dSized(const Irfft2dParams& p, const Io* spectrum, Io* output, c
   a.div_channels = detail::FastDivmod(p.channels);
   a.stage = detail::MakeStageIndex((p.out_h + 1) & ~1, S, G, L);
   // Rows two apart must land on different banks: 2 * row_stride = G (mod 16), as for slot strides.
-  a.row_stride = detail::ComplexSlotStride(kHalf, G);
+  a.row_stride = detail::ComplexSlotStride(S / 2, G);
   const size_t row_bytes = sizeof(complex_t<Real>) * static_cast<size_t>(a.row_stride);
 
   // Plan 1: all S frame rows of the column results, then the stage, in the same memory.
   const size_t stage_bytes = sizeof(Real) * static_cast<size_t>(G) * a.stage.image_stride;
   const size_t columns_bytes = row_bytes * S;
-  size_t smem = stage_bytes > columns_bytes ? stage_bytes : columns_bytes;
+  *smem = stage_bytes > columns_bytes ? stage_bytes : columns_bytes;
   a.use_stage = true;
   a.chunk_rows = p.out_h;
-  if (smem > max_smem) {
+  if (*smem > max_smem) {
     // Plan 2: chunks of window rows (even count), direct global stores.
     a.use_stage = false;
     int rows = static_cast<int>(max_smem / row_bytes) & ~1;
     if (rows < 2) rows = 2;
     a.chunk_rows = rows < p.out_h ? rows : p.out_h;
-    smem = row_bytes * a.chunk_rows;
+    *smem = row_bytes * a.chunk_rows;
   }
   a.vector_io = detail::UseVectorIo<Io>(output, a.use_stage, G, p.nhwc, p.channels);
+  return a;
+}
 
-  const dim3 grid(static_cast<unsigned>((images + G - 1) / G),
-                  static_cast<unsigned>((p.out_h + a.chunk_rows - 1) / a.chunk_rows));
-  return detail::LaunchWithSharedMemory(Irfft2dKernel<Io, S, L, G>, grid, kThreads, smem, stream,
+template <typename Io, int S, typename Shape>
+int LaunchIrfft2dShaped(const Irfft2dArgs& a, size_t smem, const Io* spectrum, Io* output, cudaStream_t stream) {
+  using Pair = typename detail::Storage<Io>::Pair;
+  constexpr int G = Shape::kImagesPerBlock;
+  const dim3 grid(static_cast<unsigned>((a.images + G - 1) / G),
+                  static_cast<unsigned>((a.out_h + a.chunk_rows - 1) / a.chunk_rows));
+  return detail::LaunchWithSharedMemory(Irfft2dKernel<Io, S, Shape>, grid, Shape::kThreads, smem, stream,
                                         reinterpret_cast<const Pair*>(spectrum), output, a);
+}
+
+// spectrum: [bins, images] pairs, as Io values (re, im).
+template <typename Io, int S>
+int LaunchIrfft2dSized(const Irfft2dParams& p, const Io* spectrum, Io* output, cudaStream_t stream) {
+  using Real = typename detail::Storage<Io>::Compute;
+  using Shape = detail::FftShape<Real, S, true>;
+  using NhwcShape = detail::NhwcInverseShape<Real, S>;
+
+  detail::DeviceLimits limits;
+  int err = detail::CurrentDeviceLimits(&limits);
+  if (err != 0) return err;
+  const size_t max_smem = static_cast<size_t>(limits.max_shared_per_block);
+
+  size_t smem = 0;
+  if constexpr (NhwcShape::kImagesPerBlock != Shape::kImagesPerBlock) {
+    // Whole 128-byte lines per output pixel where the channels come in whole blocks and the frame
+    // rows and stage fit (plan 1); otherwise the ordinary shape.
+    if (p.nhwc && p.channels % NhwcShape::kImagesPerBlock == 0) {
+      const Irfft2dArgs a = PlanIrfft2d<Io, S, NhwcShape>(p, output, max_smem, &smem);
+      if (a.use_stage) return LaunchIrfft2dShaped<Io, S, NhwcShape>(a, smem, spectrum, output, stream);
+    }
+  }
+  const Irfft2dArgs a = PlanIrfft2d<Io, S, Shape>(p, output, max_smem, &smem);
+  return LaunchIrfft2dShaped<Io, S, Shape>(a, smem, spectrum, output, stream);
 }
 
 template <typename Real>

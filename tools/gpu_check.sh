@@ -16,7 +16,7 @@ header() {
 [ "${SKIP_BUILD:-0}" = 1 ] || make kernel-check DEV_ARCH="${DEV_ARCH:-90}" 2>&1 | tail -20
 SEED="${SEED:-$(date +%s)}"
 { header; timeout "${CHECK_TIMEOUT:-150}" build/kernel_check --seed "$SEED"; echo "exit status: $?"; } 2>&1 | tee "$OUT/kernel_check.log" | grep -E "FAIL|SUMMARY|exit status|device:" | head -60
-{ header; timeout "${TIME_TIMEOUT:-60}" build/kernel_check --time --seed "$SEED"; echo "exit status: $?"; } 2>&1 | tee "$OUT/timing.log"
+{ header; timeout "${TIME_TIMEOUT:-60}" build/kernel_check --time --seed "$SEED"; timeout "${TIME_TIMEOUT:-60}" build/kernel_check --time-fft; echo "exit status: $?"; } 2>&1 | tee "$OUT/timing.log"
 { header; timeout "${CHECK_TIMEOUT:-150}" build/kernel_check --half --seed "$SEED"; echo "exit status: $?"; } 2>&1 | tee "$OUT/kernel_check_half.log" | grep -E "FAIL|SUMMARY|exit status" | head -30
 {
   header
@@ -34,6 +34,7 @@ if ls build/variants/kc_* >/dev/null 2>&1; then
       echo "== $b"
       timeout 60 "$b" --quick --failures-only --seed "$SEED" | tail -1
       timeout 60 "$b" --time | grep TIME
+      timeout 60 "$b" --time-fft | grep TIME
     done
   } 2>&1 | tee "$OUT/variants.log" | grep -E "==|SUMMARY|rfft2d  f32 NCHW \[128,96,26|irfft2d f32 NCHW S=32 -> \[128,256|matmul .*tf32=1" 
 fi

@@ -8,7 +8,8 @@
 //   run   : build/kernel_check           full correctness suite
 //           build/kernel_check --quick   reduced suite (for compute-sanitizer)
 //           build/kernel_check --time    timings of the layer shapes (cudaEvent, median of 30)
-//           build/kernel_check --time-fft   FFT timings only;  --profile   one launch of each main kernel
+//           build/kernel_check --time-fft   FFT timings only;  --profile   one launch of each main kernel;
+//           --profile-fft   one launch of each of Mathieu's training transforms
 //           build/kernel_check --half   the float16 / bfloat16 launchers only (also part of the full suite)
 // Half precision: inputs are exactly representable (k / 256, |k| < 256), references are computed in
 // float64 from them (spectra mean-normalised: divided by S^2), and the tolerance is the type's unit
@@ -364,6 +365,21 @@ void FftSuite(bool quick, const char* tag) {
       }
     }
   }
+  // NHWC inverses whose channels come in whole blocks of 32 (NhwcInverseShape).
+  for (const int S : {16, 32, 40, 48}) {
+    for (int rep = 0; rep < (quick ? 2 : 4); ++rep) {
+      Irfft2dParams q;
+      q.batch = RandInt(1, 3);
+      q.channels = 32 * RandInt(1, quick ? 2 : 4);
+      q.fft_size = S;
+      q.nhwc = true;
+      q.out_h = rep == 0 ? S : RandInt(1, S);
+      q.out_w = rep == 0 ? S : RandInt(1, S);
+      q.offset_h = RandInt(0, S - q.out_h);
+      q.offset_w = RandInt(0, S - q.out_w);
+      CheckIrfft2d<T>(q, tag);
+    }
+  }
 }
 
 template <typename T>
@@ -597,6 +613,19 @@ void HalfFftSuite(bool quick, const char* tag) {
       }
     }
   }
+  // NHWC inverses whose channels come in whole blocks of 32 (NhwcInverseShape).
+  for (const int S : {16, 32, 40, 48}) {
+    Irfft2dParams q;
+    q.batch = RandInt(1, 3);
+    q.channels = 32 * RandInt(1, 2);
+    q.fft_size = S;
+    q.nhwc = true;
+    q.out_h = RandInt(1, S);
+    q.out_w = RandInt(1, S);
+    q.offset_h = RandInt(0, S - q.out_h);
+    q.offset_w = RandInt(0, S - q.out_w);
+    CheckIrfft2dHalf<H>(q, tag);
+  }
 }
 
 // The tensor-core path where the device has it (sm_80+), and the SIMT path (capability capped at 75).
@@ -770,7 +799,40 @@ void TimeCopy() {
   std::printf("TIME cudaMemcpy D2D 256 MiB (read + write)       : %8.4f ms  %7.1f GB/s\n", ms, 2.0 * n * 4 / 1e9 / (ms / 1e3));
 }
 
+// The six transforms of Mathieu's layer as the op runs them in training (NHWC activations, weights
+// as [Cout, Cin, kh, kw]): rfft x, rfft w, irfft y | rfft dy, irfft dx, irfft dw.
+void MathieuTransforms(bool time) {
+  const auto rfft = [&](int B, int C, int H, int W, bool nhwc) {
+    if (time) return TimeRfft(B, C, H, W, 32, nhwc);
+    Rfft2dParams p{B, C, H, W, 32, 0, 0, nhwc};
+    const size_t n_in = static_cast<size_t>(B) * C * H * W, n_out = 544ull * B * C * 2;
+    DeviceBuffer<float> x(n_in), y(n_out);
+    x.Upload(RandomVector<float>(n_in));
+    CheckLaunch(fftconv::cuda::LaunchRfft2d<float>(p, x.ptr, y.ptr, nullptr));
+    CUDA_OK(cudaDeviceSynchronize());
+  };
+  const auto irfft = [&](int B, int C, int H, int W, bool nhwc) {
+    if (time) return TimeIrfft(B, C, H, W, 32, nhwc);
+    Irfft2dParams p{B, C, 32, H, W, 0, 0, nhwc};
+    const size_t n_in = 544ull * B * C * 2, n_out = static_cast<size_t>(B) * C * H * W;
+    DeviceBuffer<float> x(n_in), y(n_out);
+    x.Upload(RandomVector<float>(n_in));
+    CheckLaunch(fftconv::cuda::LaunchIrfft2d<float>(p, x.ptr, y.ptr, nullptr));
+    CUDA_OK(cudaDeviceSynchronize());
+  };
+  rfft(128, 96, 32, 32, true);     // x
+  rfft(256, 96, 7, 7, false);      // w
+  irfft(128, 256, 26, 26, true);   // y
+  rfft(128, 256, 26, 26, true);    // dy
+  irfft(128, 96, 32, 32, true);    // dx
+  irfft(256, 96, 7, 7, false);     // dw
+  // The same activations in NCHW, for comparison.
+  irfft(128, 256, 26, 26, false);
+  rfft(128, 256, 26, 26, false);
+}
+
 void FftTimingSuite() {
+  MathieuTransforms(true);
   TimeRfft(128, 96, 26, 26, 32, false);
   TimeRfft(128, 96, 26, 26, 32, true);
   TimeRfft(128, 96, 32, 32, 32, false);
@@ -782,6 +844,7 @@ void FftTimingSuite() {
   TimeIrfft(128, 256, 26, 26, 32, true);
   TimeIrfft(128, 96, 32, 32, 32, false);
   TimeIrfft(128, 64, 16, 16, 16, false);
+  TimeIrfft(128, 64, 16, 16, 16, true);
   TimeIrfft(128, 32, 56, 56, 64, false);
   // Mathieu's layer with SAME padding (32 + 7 - 1 = 38 samples): 40 and 48 frames against a 64 one.
   TimeRfft(128, 96, 32, 32, 40, false);
@@ -789,7 +852,9 @@ void FftTimingSuite() {
   TimeRfft(128, 96, 32, 32, 48, false);
   TimeRfft(128, 96, 32, 32, 48, true);
   TimeRfft(128, 96, 32, 32, 64, true);
+  TimeIrfft(128, 256, 32, 32, 40, false);
   TimeIrfft(128, 256, 32, 32, 40, true);
+  TimeIrfft(128, 96, 32, 32, 40, true);
   TimeIrfft(128, 256, 32, 32, 48, true);
   TimeIrfft(128, 256, 32, 32, 64, true);
   TimeRfft(128, 32, 56, 56, 96, false);
@@ -855,7 +920,8 @@ void TimingSuite() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool quick = false, timing = false, check = true, fft_timing = false, profile = false, half_only = false;
+  bool quick = false, timing = false, check = true, fft_timing = false, profile = false, profile_fft = false,
+       half_only = false;
   unsigned long long seed = static_cast<unsigned long long>(
       std::chrono::high_resolution_clock::now().time_since_epoch().count());
   for (int i = 1; i < argc; ++i) {
@@ -870,6 +936,9 @@ int main(int argc, char** argv) {
     } else if (!std::strcmp(argv[i], "--profile")) {
       profile = true;
       check = false;
+    } else if (!std::strcmp(argv[i], "--profile-fft")) {
+      profile_fft = true;
+      check = false;
     } else if (!std::strcmp(argv[i], "--all")) {
       timing = true;
       check = true;
@@ -880,7 +949,7 @@ int main(int argc, char** argv) {
     } else if (!std::strcmp(argv[i], "--seed") && i + 1 < argc) {
       seed = std::strtoull(argv[++i], nullptr, 10);
     } else {
-      std::fprintf(stderr, "usage: %s [--quick] [--half] [--time|--time-fft|--profile|--all] [--failures-only] [--seed N]\n",
+      std::fprintf(stderr, "usage: %s [--quick] [--half] [--time|--time-fft|--profile|--profile-fft|--all] [--failures-only] [--seed N]\n",
                    argv[0]);
       return 2;
     }
@@ -921,5 +990,6 @@ int main(int argc, char** argv) {
   if (timing) TimingSuite();
   if (fft_timing) FftTimingSuite();
   if (profile) ProfileSuite();
+  if (profile_fft) MathieuTransforms(false);
   return g_fail == 0 ? 0 : 1;
 }
