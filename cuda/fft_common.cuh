@@ -561,19 +561,22 @@ struct FftShape;
 #ifndef FFTCONV_SHAPE_float_96_INV
 #define FFTCONV_SHAPE_float_96_INV 40201
 #endif
-// The 5 * 2^k sizes likewise, with P = S / L a multiple of 10 (P = 20, 10 and 20 for S = 20, 40
-// and 80). Not yet timed against other shapes.
+// The 5 * 2^k sizes likewise, with P = S / L a multiple of 10 (P = 20 for S = 20 and 80; 20 and 40
+// for the forward and inverse at S = 40). 20 and 80 not yet timed against other shapes.
 #ifndef FFTCONV_SHAPE_float_20_FWD
 #define FFTCONV_SHAPE_float_20_FWD 11604
 #endif
 #ifndef FFTCONV_SHAPE_float_20_INV
 #define FFTCONV_SHAPE_float_20_INV 11604
 #endif
+// 40: timed (benchmarks/kernels of h200-2026-12-01-2554843, variants_f40.log) against L = 4, G = 8:
+// the forward with two lanes per transform and 16 images 0.121 -> 0.086 ms, the inverse with one lane
+// and 32 images (a 128-byte line per pixel in NHWC too) 0.226 -> 0.177 ms, Mathieu's SAME layer.
 #ifndef FFTCONV_SHAPE_float_40_FWD
-#define FFTCONV_SHAPE_float_40_FWD 40801
+#define FFTCONV_SHAPE_float_40_FWD 21601
 #endif
 #ifndef FFTCONV_SHAPE_float_40_INV
-#define FFTCONV_SHAPE_float_40_INV 40801
+#define FFTCONV_SHAPE_float_40_INV 13201
 #endif
 #ifndef FFTCONV_SHAPE_float_80_FWD
 #define FFTCONV_SHAPE_float_80_FWD 40201
@@ -662,10 +665,10 @@ struct NhwcInverseShape : FftShape<Real, S, true> {};
 #ifndef FFTCONV_SHAPE_float_32_INV_NHWC
 #define FFTCONV_SHAPE_float_32_INV_NHWC 13201
 #endif
-// 40: the same (0.327 -> 0.214 ms for the SAME layer's y, 40 frame). 48: the ordinary shape (L = 2, G = 16 gained
-// 5%; G = 32 does not fit one lane per transform in shared memory).
+// 40: the ordinary shape is already one lane and 32 images (0.327 -> 0.214 ms for the SAME layer's
+// y). 48: the ordinary shape (L = 2, G = 16 gained 5%; one lane per transform does not fit).
 #ifndef FFTCONV_SHAPE_float_40_INV_NHWC
-#define FFTCONV_SHAPE_float_40_INV_NHWC 13201
+#define FFTCONV_SHAPE_float_40_INV_NHWC FFTCONV_SHAPE_float_40_INV
 #endif
 #ifndef FFTCONV_SHAPE_float_48_INV_NHWC
 #define FFTCONV_SHAPE_float_48_INV_NHWC FFTCONV_SHAPE_float_48_INV
