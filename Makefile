@@ -189,18 +189,18 @@ $(CHECK_DIR)/%.o: cuda/%.cu $(CU_DEPS)
 	$(CHECK_NVCC) -c $< -o $@
 
 # Kernel shapes to time against the defaults (make kernel-variants VARIANTS="..." builds a subset):
-# FFT block shapes as FFTCONV_SHAPE_<real>_<S>_<FWD|INV|INV_NHWC> overrides L * 10000 + G * 100 + MINB (lanes
+# FFT block shapes as FFTCONV_SHAPE_<real>_<S>_<FWD|INV>[_LARGE[_NHWC]] overrides L * 10000 + G * 100 + MINB (lanes
 # per transform, images per block, minimum blocks per SM: FftShape in cuda/fft_common.cuh), and the
 # matmul's tile switches (cuda/spectral_matmul.cu). Only the kernels' own objects are rebuilt for each.
-VARIANTS := n0_default n1_f3_i2 n2_lanes2 n3_mixed n4_nhwc_narrow m2_tile32 m3_tile48 m4_tile64 m5_stages2 m6_stages4 m7_noswap
+VARIANTS := n0_default n1_f3_i2 n2_lanes2 n3_mixed n4_no_large m2_tile32 m3_tile48 m4_tile64 m5_stages2 m6_stages4 m7_noswap
 VARIANT_FLAGS_n0_default :=
 VARIANT_FLAGS_n1_f3_i2   := -DFFTCONV_SHAPE_float_32_FWD=10803 -DFFTCONV_SHAPE_float_32_INV=21602
 VARIANT_FLAGS_n2_lanes2  := -DFFTCONV_SHAPE_float_32_FWD=20804 -DFFTCONV_SHAPE_float_32_INV=20804 \
                             -DFFTCONV_SHAPE_float_16_FWD=21604 -DFFTCONV_SHAPE_float_16_INV=21604
 VARIANT_FLAGS_n3_mixed   := -DFFTCONV_SHAPE_float_32_FWD=21602 -DFFTCONV_SHAPE_float_32_INV=11603 \
                             -DFFTCONV_SHAPE_float_64_FWD=40402 -DFFTCONV_SHAPE_float_64_INV=40402
-VARIANT_FLAGS_n4_nhwc_narrow := -DFFTCONV_SHAPE_float_16_INV_NHWC=11604 -DFFTCONV_SHAPE_float_32_INV_NHWC=10804 \
-                            -DFFTCONV_SHAPE_float_40_INV_NHWC=40801
+VARIANT_FLAGS_n4_no_large := -DFFTCONV_SHAPE_float_16_INV_LARGE_NHWC=11604 -DFFTCONV_SHAPE_float_32_INV_LARGE_NHWC=10804 \
+                            -DFFTCONV_SHAPE_float_40_FWD_LARGE=40801 -DFFTCONV_SHAPE_float_40_INV_LARGE=40801
 VARIANT_FLAGS_m2_tile32  := -DFFTCONV_TF32_TILE=32
 VARIANT_FLAGS_m3_tile48  := -DFFTCONV_TF32_TILE=48
 VARIANT_FLAGS_m4_tile64  := -DFFTCONV_TF32_TILE=64

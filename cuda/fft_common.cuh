@@ -561,22 +561,20 @@ struct FftShape;
 #ifndef FFTCONV_SHAPE_float_96_INV
 #define FFTCONV_SHAPE_float_96_INV 40201
 #endif
-// The 5 * 2^k sizes likewise, with P = S / L a multiple of 10 (P = 20 for S = 20 and 80; 20 and 40
-// for the forward and inverse at S = 40). 20 and 80 not yet timed against other shapes.
+// The 5 * 2^k sizes likewise, with P = S / L a multiple of 10 (P = 20, 10 and 20 for S = 20, 40
+// and 80). The 40 frame's shapes for large shared memory are below (LargeShape); the others are not
+// yet timed against other shapes.
 #ifndef FFTCONV_SHAPE_float_20_FWD
 #define FFTCONV_SHAPE_float_20_FWD 11604
 #endif
 #ifndef FFTCONV_SHAPE_float_20_INV
 #define FFTCONV_SHAPE_float_20_INV 11604
 #endif
-// 40: timed (benchmarks/kernels of h200-2026-12-01-2554843, variants_f40.log) against L = 4, G = 8:
-// the forward with two lanes per transform and 16 images 0.121 -> 0.086 ms, the inverse with one lane
-// and 32 images (a 128-byte line per pixel in NHWC too) 0.226 -> 0.177 ms, Mathieu's SAME layer.
 #ifndef FFTCONV_SHAPE_float_40_FWD
-#define FFTCONV_SHAPE_float_40_FWD 21601
+#define FFTCONV_SHAPE_float_40_FWD 40801
 #endif
 #ifndef FFTCONV_SHAPE_float_40_INV
-#define FFTCONV_SHAPE_float_40_INV 13201
+#define FFTCONV_SHAPE_float_40_INV 40801
 #endif
 #ifndef FFTCONV_SHAPE_float_80_FWD
 #define FFTCONV_SHAPE_float_80_FWD 40201
@@ -651,36 +649,58 @@ FFTCONV_FFT_SHAPE(double, 96, true, 8, 1, 1)
 FFTCONV_FFT_SHAPE(double, 128, false, 8, 1, 1)
 FFTCONV_FFT_SHAPE(double, 128, true, 8, 1, 1)
 
-// Inverse transforms that store NHWC. A block's G consecutive images are G consecutive channels, so
-// each output pixel receives one run of G * 4 bytes. With G = 8 (32 bytes) the L2 took 12 M write
-// requests of one sector each for the 88.6 MB output of Mathieu's layer (the NCHW inverse: 1 M), and
-// the kernel ran 1.5x slower than the NCHW one (benchmarks/NOTES.md). NHWC blocks therefore hold 32
-// images, a 128-byte line per pixel, with one lane per transform. The launcher takes this shape when
-// C % 32 == 0 and the frame rows and stage fit in shared memory, else the inverse's ordinary shape.
-template <typename Real, int S>
-struct NhwcInverseShape : FftShape<Real, S, true> {};
-#ifndef FFTCONV_SHAPE_float_16_INV_NHWC
-#define FFTCONV_SHAPE_float_16_INV_NHWC 13202
+// Shapes for devices with large shared memory (the H200: 227 KB per block), timed there. A launcher
+// takes LargeShape<Real, S, kInverse, kNhwc> where it differs from FftShape, its plan 1 (whole frames
+// in shared memory) fits the device, and, for an NHWC tensor, the channels come in whole blocks of G
+// (a block's images are then runs of consecutive channels); otherwise FftShape, whose plan 1 fits
+// 64 KB devices up to S = 64.
+//   - NHWC inverses at S = 16 and 32: one lane per transform and 32 images, a 128-byte line per
+//     output pixel. With 8 images (32 bytes) the L2 took 12 M write requests of one sector each for
+//     the 88.6 MB output of Mathieu's layer (the NCHW inverse: 1 M), and the kernel ran 1.5x slower
+//     than the NCHW one (benchmarks/NOTES.md).
+//   - The 40 frame: the forward with two lanes and 16 images (0.121 -> 0.086 ms for Mathieu's x),
+//     the inverse with one lane and 32 images in both layouts (NHWC y 0.326 -> 0.213 ms, NCHW
+//     0.226 -> 0.177 ms; 205 KB of shared memory).
+//   - 48: L = 2, G = 16 gained 5% on the NHWC inverse; one lane per transform does not fit.
+// Tuning builds override them as FFTCONV_SHAPE_float_<S>_<FWD|INV>_LARGE[_NHWC].
+template <typename Real, int S, bool kInverse, bool kNhwc>
+struct LargeShape : FftShape<Real, S, kInverse> {};
+#ifndef FFTCONV_SHAPE_float_16_INV_LARGE_NHWC
+#define FFTCONV_SHAPE_float_16_INV_LARGE_NHWC 13202
 #endif
-#ifndef FFTCONV_SHAPE_float_32_INV_NHWC
-#define FFTCONV_SHAPE_float_32_INV_NHWC 13201
+#ifndef FFTCONV_SHAPE_float_32_INV_LARGE_NHWC
+#define FFTCONV_SHAPE_float_32_INV_LARGE_NHWC 13201
 #endif
-// 40: the ordinary shape is already one lane and 32 images (0.327 -> 0.214 ms for the SAME layer's
-// y). 48: the ordinary shape (L = 2, G = 16 gained 5%; one lane per transform does not fit).
-#ifndef FFTCONV_SHAPE_float_40_INV_NHWC
-#define FFTCONV_SHAPE_float_40_INV_NHWC FFTCONV_SHAPE_float_40_INV
+#ifndef FFTCONV_SHAPE_float_40_FWD_LARGE
+#define FFTCONV_SHAPE_float_40_FWD_LARGE 21601
 #endif
-#ifndef FFTCONV_SHAPE_float_48_INV_NHWC
-#define FFTCONV_SHAPE_float_48_INV_NHWC FFTCONV_SHAPE_float_48_INV
+#ifndef FFTCONV_SHAPE_float_40_INV_LARGE
+#define FFTCONV_SHAPE_float_40_INV_LARGE 13201
 #endif
-#define FFTCONV_NHWC_INVERSE_SHAPE(S, CODE) \
-  template <>                               \
-  struct NhwcInverseShape<float, S> : BlockShape<S, (CODE) / 10000, (CODE) / 100 % 100, (CODE) % 100> {};
-FFTCONV_NHWC_INVERSE_SHAPE(16, FFTCONV_SHAPE_float_16_INV_NHWC)
-FFTCONV_NHWC_INVERSE_SHAPE(32, FFTCONV_SHAPE_float_32_INV_NHWC)
-FFTCONV_NHWC_INVERSE_SHAPE(40, FFTCONV_SHAPE_float_40_INV_NHWC)
-FFTCONV_NHWC_INVERSE_SHAPE(48, FFTCONV_SHAPE_float_48_INV_NHWC)
-#undef FFTCONV_NHWC_INVERSE_SHAPE
+#define FFTCONV_LARGE_SHAPE(S, INV, NHWC, CODE) \
+  template <>                                   \
+  struct LargeShape<float, S, INV, NHWC> : BlockShape<S, (CODE) / 10000, (CODE) / 100 % 100, (CODE) % 100> {};
+FFTCONV_LARGE_SHAPE(16, true, true, FFTCONV_SHAPE_float_16_INV_LARGE_NHWC)
+FFTCONV_LARGE_SHAPE(32, true, true, FFTCONV_SHAPE_float_32_INV_LARGE_NHWC)
+FFTCONV_LARGE_SHAPE(40, false, false, FFTCONV_SHAPE_float_40_FWD_LARGE)
+FFTCONV_LARGE_SHAPE(40, false, true, FFTCONV_SHAPE_float_40_FWD_LARGE)
+FFTCONV_LARGE_SHAPE(40, true, false, FFTCONV_SHAPE_float_40_INV_LARGE)
+FFTCONV_LARGE_SHAPE(40, true, true, FFTCONV_SHAPE_float_40_INV_LARGE)
+#undef FFTCONV_LARGE_SHAPE
+
+// The kernels are instantiated with the plain BlockShape of a shape, so that equal shapes share one
+// kernel whichever name they came by.
+template <int S, typename Shape>
+using BlockShapeOf = BlockShape<S, Shape::kLanes, Shape::kImagesPerBlock, Shape::kMinBlocks>;
+template <int S, typename Large, typename Ordinary>
+constexpr bool kDistinctShapes = !std::is_same<BlockShapeOf<S, Large>, BlockShapeOf<S, Ordinary>>::value;
+
+// Whether a launcher should try Large (distinct from the ordinary shape) first: for NHWC, only when
+// the channels come in whole blocks of its images.
+template <typename Large>
+bool PreferLargeShape(bool nhwc, int channels) {
+  return !nhwc || channels % Large::kImagesPerBlock == 0;
+}
 #undef FFTCONV_FFT_SHAPE_CODE
 #undef FFTCONV_FFT_SHAPE
 

@@ -300,8 +300,26 @@ int LaunchIrfft2dShaped(const Irfft2dArgs& a, size_t smem, const Io* spectrum, I
   constexpr int G = Shape::kImagesPerBlock;
   const dim3 grid(static_cast<unsigned>((a.images + G - 1) / G),
                   static_cast<unsigned>((a.out_h + a.chunk_rows - 1) / a.chunk_rows));
-  return detail::LaunchWithSharedMemory(Irfft2dKernel<Io, S, Shape>, grid, Shape::kThreads, smem, stream,
+  return detail::LaunchWithSharedMemory(Irfft2dKernel<Io, S, detail::BlockShapeOf<S, Shape>>, grid, Shape::kThreads,
+                                        smem, stream,
                                         reinterpret_cast<const Pair*>(spectrum), output, a);
+}
+
+// Launches with Large when PreferLargeShape allows it and its plan 1 fits; returns false, having
+// launched nothing, otherwise.
+template <typename Io, int S, typename Large, typename Ordinary>
+bool LaunchIrfft2dLarge(const Irfft2dParams& p, const Io* spectrum, Io* output, cudaStream_t stream,
+                        size_t max_smem, int* err) {
+  if constexpr (!detail::kDistinctShapes<S, Large, Ordinary>) {
+    return false;  // no second kernel where the shapes are equal
+  } else {
+    if (!detail::PreferLargeShape<Large>(p.nhwc, p.channels)) return false;
+    size_t smem = 0;
+    const Irfft2dArgs a = PlanIrfft2d<Io, S, Large>(p, output, max_smem, &smem);
+    if (!a.use_stage) return false;
+    *err = LaunchIrfft2dShaped<Io, S, Large>(a, smem, spectrum, output, stream);
+    return true;
+  }
 }
 
 // spectrum: [bins, images] pairs, as Io values (re, im).
@@ -309,22 +327,18 @@ template <typename Io, int S>
 int LaunchIrfft2dSized(const Irfft2dParams& p, const Io* spectrum, Io* output, cudaStream_t stream) {
   using Real = typename detail::Storage<Io>::Compute;
   using Shape = detail::FftShape<Real, S, true>;
-  using NhwcShape = detail::NhwcInverseShape<Real, S>;
 
   detail::DeviceLimits limits;
   int err = detail::CurrentDeviceLimits(&limits);
   if (err != 0) return err;
   const size_t max_smem = static_cast<size_t>(limits.max_shared_per_block);
 
+  const bool large = p.nhwc ? LaunchIrfft2dLarge<Io, S, detail::LargeShape<Real, S, true, true>, Shape>(
+                                  p, spectrum, output, stream, max_smem, &err)
+                            : LaunchIrfft2dLarge<Io, S, detail::LargeShape<Real, S, true, false>, Shape>(
+                                  p, spectrum, output, stream, max_smem, &err);
+  if (large) return err;
   size_t smem = 0;
-  if constexpr (NhwcShape::kImagesPerBlock != Shape::kImagesPerBlock) {
-    // Whole 128-byte lines per output pixel where the channels come in whole blocks and the frame
-    // rows and stage fit (plan 1); otherwise the ordinary shape.
-    if (p.nhwc && p.channels % NhwcShape::kImagesPerBlock == 0) {
-      const Irfft2dArgs a = PlanIrfft2d<Io, S, NhwcShape>(p, output, max_smem, &smem);
-      if (a.use_stage) return LaunchIrfft2dShaped<Io, S, NhwcShape>(a, smem, spectrum, output, stream);
-    }
-  }
   const Irfft2dArgs a = PlanIrfft2d<Io, S, Shape>(p, output, max_smem, &smem);
   return LaunchIrfft2dShaped<Io, S, Shape>(a, smem, spectrum, output, stream);
 }

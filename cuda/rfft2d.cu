@@ -175,21 +175,20 @@ __device__ __forceinline__ void LoadStage(const Io* __restrict__ input, Real* st
   }
 }
 
-// input: the images in Io; spectrum: [bins, images] of Storage<Io>::Pair.
-template <typename Io, int S, int L, int G>
-__global__ void __launch_bounds__(G * L * S / 2,
-                                  (detail::FftShape<typename detail::Storage<Io>::Compute, S, false>::kMinBlocks))
+// input: the images in Io; spectrum: [bins, images] of Storage<Io>::Pair. Shape: a detail::BlockShape.
+template <typename Io, int S, typename Shape>
+__global__ void __launch_bounds__(Shape::kThreads, Shape::kMinBlocks)
     Rfft2dKernel(const Io* __restrict__ input, typename detail::Storage<Io>::Pair* __restrict__ spectrum,
                  const Rfft2dArgs a) {
   using Real = typename detail::Storage<Io>::Compute;
   using Pair = typename detail::Storage<Io>::Pair;
   using C = complex_t<Real>;
+  constexpr int L = Shape::kLanes, G = Shape::kImagesPerBlock, kThreads = Shape::kThreads;
   // The column pass's factor 1/2, and 1/S^2 for a mean-normalised half-precision spectrum.
   const Real out_scale = detail::Storage<Io>::kHalf ? Real(0.5) / Real(S * S) : Real(0.5);
   using Layout = detail::FftLayout<S, L>;
   constexpr int P = S / L;
   constexpr int kHalf = S / 2;
-  constexpr int kThreads = G * L * S / 2;
 
   // Shared memory, one buffer used twice:
   //   stage     : real S x S frames, layout a.stage                             (plan 1 only)
@@ -315,22 +314,14 @@ __global__ void __launch_bounds__(G * L * S / 2,
 }
 
 // spectrum: [bins, images] pairs, as Io values (re, im).
-template <typename Io, int S>
-int LaunchRfft2dSized(const Rfft2dParams& p, const Io* input, Io* spectrum, cudaStream_t stream) {
+// The launch plan of one block shape: shared memory, chunks of column jobs, the kernel's arguments.
+template <typename Io, int S, typename Shape>
+Rfft2dArgs PlanRfft2d(const Rfft2dParams& p, const void* input, size_t max_smem, size_t* smem) {
   using Real = typename detail::Storage<Io>::Compute;
-  using Pair = typename detail::Storage<Io>::Pair;
-  using Shape = detail::FftShape<Real, S, false>;
-  constexpr int L = Shape::kLanes, G = Shape::kImagesPerBlock, kThreads = Shape::kThreads;
+  constexpr int L = Shape::kLanes, G = Shape::kImagesPerBlock;
   constexpr int kHalf = S / 2;
-  const int images = p.batch * p.channels;
-
-  detail::DeviceLimits limits;
-  int err = detail::CurrentDeviceLimits(&limits);
-  if (err != 0) return err;
-  const size_t max_smem = static_cast<size_t>(limits.max_shared_per_block);
-
   Rfft2dArgs a;
-  a.images = images;
+  a.images = p.batch * p.channels;
   a.channels = p.channels;
   a.height = p.height;
   a.width = p.width;
@@ -351,22 +342,66 @@ int LaunchRfft2dSized(const Rfft2dParams& p, const Io* input, Io* spectrum, cuda
   const size_t stage_bytes = sizeof(Real) * static_cast<size_t>(a.stage_elements);
   const size_t slot_bytes = sizeof(complex_t<Real>) * static_cast<size_t>(a.slot_stride);
   const size_t specs_bytes = 2 * kHalf * slot_bytes;
-  size_t smem = stage_bytes > specs_bytes ? stage_bytes : specs_bytes;
+  *smem = stage_bytes > specs_bytes ? stage_bytes : specs_bytes;
   a.use_stage = true;
   a.chunk_jobs = kHalf;
-  if (smem > max_smem) {
+  if (*smem > max_smem) {
     // Plan 2: rows read from global memory, column jobs in chunks that fit.
     a.use_stage = false;
     while (a.chunk_jobs > 1 && 2 * a.chunk_jobs * slot_bytes > max_smem) a.chunk_jobs /= 2;
-    smem = 2 * a.chunk_jobs * slot_bytes;
+    *smem = 2 * a.chunk_jobs * slot_bytes;
   }
   a.vector_io = detail::UseVectorIo<Io>(input, a.use_stage, G, p.nhwc, p.channels);
+  return a;
+}
 
+template <typename Io, int S, typename Shape>
+int LaunchRfft2dShaped(const Rfft2dArgs& a, size_t smem, const Io* input, Io* spectrum, cudaStream_t stream) {
+  using Pair = typename detail::Storage<Io>::Pair;
+  constexpr int G = Shape::kImagesPerBlock, kHalf = S / 2;
   // Chunks of column jobs; the last one may be partial (S / 2 = 3 * 2^(k-1) halves to odd counts).
-  const dim3 grid(static_cast<unsigned>((images + G - 1) / G),
+  const dim3 grid(static_cast<unsigned>((a.images + G - 1) / G),
                   static_cast<unsigned>((kHalf + a.chunk_jobs - 1) / a.chunk_jobs));
-  return detail::LaunchWithSharedMemory(Rfft2dKernel<Io, S, L, G>, grid, kThreads, smem, stream, input,
+  return detail::LaunchWithSharedMemory(Rfft2dKernel<Io, S, detail::BlockShapeOf<S, Shape>>, grid, Shape::kThreads,
+                                        smem, stream, input,
                                         reinterpret_cast<Pair*>(spectrum), a);
+}
+
+// Launches with Large when PreferLargeShape allows it and its plan 1 fits; returns false, having
+// launched nothing, otherwise.
+template <typename Io, int S, typename Large, typename Ordinary>
+bool LaunchRfft2dLarge(const Rfft2dParams& p, const Io* input, Io* spectrum, cudaStream_t stream,
+                       size_t max_smem, int* err) {
+  if constexpr (!detail::kDistinctShapes<S, Large, Ordinary>) {
+    return false;  // no second kernel where the shapes are equal
+  } else {
+    if (!detail::PreferLargeShape<Large>(p.nhwc, p.channels)) return false;
+    size_t smem = 0;
+    const Rfft2dArgs a = PlanRfft2d<Io, S, Large>(p, input, max_smem, &smem);
+    if (!a.use_stage) return false;
+    *err = LaunchRfft2dShaped<Io, S, Large>(a, smem, input, spectrum, stream);
+    return true;
+  }
+}
+
+template <typename Io, int S>
+int LaunchRfft2dSized(const Rfft2dParams& p, const Io* input, Io* spectrum, cudaStream_t stream) {
+  using Real = typename detail::Storage<Io>::Compute;
+  using Shape = detail::FftShape<Real, S, false>;
+
+  detail::DeviceLimits limits;
+  int err = detail::CurrentDeviceLimits(&limits);
+  if (err != 0) return err;
+  const size_t max_smem = static_cast<size_t>(limits.max_shared_per_block);
+
+  const bool large = p.nhwc ? LaunchRfft2dLarge<Io, S, detail::LargeShape<Real, S, false, true>, Shape>(
+                                  p, input, spectrum, stream, max_smem, &err)
+                            : LaunchRfft2dLarge<Io, S, detail::LargeShape<Real, S, false, false>, Shape>(
+                                  p, input, spectrum, stream, max_smem, &err);
+  if (large) return err;
+  size_t smem = 0;
+  const Rfft2dArgs a = PlanRfft2d<Io, S, Shape>(p, input, max_smem, &smem);
+  return LaunchRfft2dShaped<Io, S, Shape>(a, smem, input, spectrum, stream);
 }
 
 template <typename Real>

@@ -365,7 +365,7 @@ void FftSuite(bool quick, const char* tag) {
       }
     }
   }
-  // NHWC inverses whose channels come in whole blocks of 32 (NhwcInverseShape).
+  // NHWC inverses whose channels come in whole blocks of 32 (LargeShape where it differs).
   for (const int S : {16, 32, 40, 48}) {
     for (int rep = 0; rep < (quick ? 2 : 4); ++rep) {
       Irfft2dParams q;
@@ -613,7 +613,7 @@ void HalfFftSuite(bool quick, const char* tag) {
       }
     }
   }
-  // NHWC inverses whose channels come in whole blocks of 32 (NhwcInverseShape).
+  // NHWC inverses whose channels come in whole blocks of 32 (LargeShape where it differs).
   for (const int S : {16, 32, 40, 48}) {
     Irfft2dParams q;
     q.batch = RandInt(1, 3);
