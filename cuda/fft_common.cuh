@@ -695,11 +695,27 @@ using BlockShapeOf = BlockShape<S, Shape::kLanes, Shape::kImagesPerBlock, Shape:
 template <int S, typename Large, typename Ordinary>
 constexpr bool kDistinctShapes = !std::is_same<BlockShapeOf<S, Large>, BlockShapeOf<S, Ordinary>>::value;
 
-// Whether a launcher should try Large (distinct from the ordinary shape) first: for NHWC, only when
-// the channels come in whole blocks of its images.
-template <typename Large>
-bool PreferLargeShape(bool nhwc, int channels) {
-  return !nhwc || channels % Large::kImagesPerBlock == 0;
+template <typename Shape>
+struct ShapeTag {
+  using type = Shape;
+};
+
+// Launches with Large where it differs from Ordinary, its plan fits without chunks and, for NHWC,
+// the channels come in whole blocks of its images; else with Ordinary. plan(ShapeTag<Shape>, &smem)
+// returns the kernel's arguments (use_stage: whole frames in shared memory) and the shared memory
+// they need; launch(ShapeTag<Shape>, args, smem) launches and returns the error code.
+template <int S, typename Large, typename Ordinary, typename Plan, typename Launch>
+int LaunchPreferringLarge(bool nhwc, int channels, Plan&& plan, Launch&& launch) {
+  if constexpr (kDistinctShapes<S, Large, Ordinary>) {
+    if (!nhwc || channels % Large::kImagesPerBlock == 0) {
+      size_t smem = 0;
+      const auto args = plan(ShapeTag<Large>{}, &smem);
+      if (args.use_stage) return launch(ShapeTag<Large>{}, args, smem);
+    }
+  }
+  size_t smem = 0;
+  const auto args = plan(ShapeTag<Ordinary>{}, &smem);
+  return launch(ShapeTag<Ordinary>{}, args, smem);
 }
 #undef FFTCONV_FFT_SHAPE_CODE
 #undef FFTCONV_FFT_SHAPE

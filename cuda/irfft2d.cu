@@ -305,23 +305,6 @@ int LaunchIrfft2dShaped(const Irfft2dArgs& a, size_t smem, const Io* spectrum, I
                                         reinterpret_cast<const Pair*>(spectrum), output, a);
 }
 
-// Launches with Large when PreferLargeShape allows it and its plan 1 fits; returns false, having
-// launched nothing, otherwise.
-template <typename Io, int S, typename Large, typename Ordinary>
-bool LaunchIrfft2dLarge(const Irfft2dParams& p, const Io* spectrum, Io* output, cudaStream_t stream,
-                        size_t max_smem, int* err) {
-  if constexpr (!detail::kDistinctShapes<S, Large, Ordinary>) {
-    return false;  // no second kernel where the shapes are equal
-  } else {
-    if (!detail::PreferLargeShape<Large>(p.nhwc, p.channels)) return false;
-    size_t smem = 0;
-    const Irfft2dArgs a = PlanIrfft2d<Io, S, Large>(p, output, max_smem, &smem);
-    if (!a.use_stage) return false;
-    *err = LaunchIrfft2dShaped<Io, S, Large>(a, smem, spectrum, output, stream);
-    return true;
-  }
-}
-
 // spectrum: [bins, images] pairs, as Io values (re, im).
 template <typename Io, int S>
 int LaunchIrfft2dSized(const Irfft2dParams& p, const Io* spectrum, Io* output, cudaStream_t stream) {
@@ -333,14 +316,16 @@ int LaunchIrfft2dSized(const Irfft2dParams& p, const Io* spectrum, Io* output, c
   if (err != 0) return err;
   const size_t max_smem = static_cast<size_t>(limits.max_shared_per_block);
 
-  const bool large = p.nhwc ? LaunchIrfft2dLarge<Io, S, detail::LargeShape<Real, S, true, true>, Shape>(
-                                  p, spectrum, output, stream, max_smem, &err)
-                            : LaunchIrfft2dLarge<Io, S, detail::LargeShape<Real, S, true, false>, Shape>(
-                                  p, spectrum, output, stream, max_smem, &err);
-  if (large) return err;
-  size_t smem = 0;
-  const Irfft2dArgs a = PlanIrfft2d<Io, S, Shape>(p, output, max_smem, &smem);
-  return LaunchIrfft2dShaped<Io, S, Shape>(a, smem, spectrum, output, stream);
+  const auto plan = [&](auto tag, size_t* smem) {
+    return PlanIrfft2d<Io, S, typename decltype(tag)::type>(p, output, max_smem, smem);
+  };
+  const auto launch = [&](auto tag, const Irfft2dArgs& a, size_t smem) {
+    return LaunchIrfft2dShaped<Io, S, typename decltype(tag)::type>(a, smem, spectrum, output, stream);
+  };
+  return p.nhwc ? detail::LaunchPreferringLarge<S, detail::LargeShape<Real, S, true, true>, Shape>(
+                      true, p.channels, plan, launch)
+                : detail::LaunchPreferringLarge<S, detail::LargeShape<Real, S, true, false>, Shape>(
+                      false, p.channels, plan, launch);
 }
 
 template <typename Real>

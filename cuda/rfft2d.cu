@@ -367,23 +367,6 @@ int LaunchRfft2dShaped(const Rfft2dArgs& a, size_t smem, const Io* input, Io* sp
                                         reinterpret_cast<Pair*>(spectrum), a);
 }
 
-// Launches with Large when PreferLargeShape allows it and its plan 1 fits; returns false, having
-// launched nothing, otherwise.
-template <typename Io, int S, typename Large, typename Ordinary>
-bool LaunchRfft2dLarge(const Rfft2dParams& p, const Io* input, Io* spectrum, cudaStream_t stream,
-                       size_t max_smem, int* err) {
-  if constexpr (!detail::kDistinctShapes<S, Large, Ordinary>) {
-    return false;  // no second kernel where the shapes are equal
-  } else {
-    if (!detail::PreferLargeShape<Large>(p.nhwc, p.channels)) return false;
-    size_t smem = 0;
-    const Rfft2dArgs a = PlanRfft2d<Io, S, Large>(p, input, max_smem, &smem);
-    if (!a.use_stage) return false;
-    *err = LaunchRfft2dShaped<Io, S, Large>(a, smem, input, spectrum, stream);
-    return true;
-  }
-}
-
 template <typename Io, int S>
 int LaunchRfft2dSized(const Rfft2dParams& p, const Io* input, Io* spectrum, cudaStream_t stream) {
   using Real = typename detail::Storage<Io>::Compute;
@@ -394,14 +377,16 @@ int LaunchRfft2dSized(const Rfft2dParams& p, const Io* input, Io* spectrum, cuda
   if (err != 0) return err;
   const size_t max_smem = static_cast<size_t>(limits.max_shared_per_block);
 
-  const bool large = p.nhwc ? LaunchRfft2dLarge<Io, S, detail::LargeShape<Real, S, false, true>, Shape>(
-                                  p, input, spectrum, stream, max_smem, &err)
-                            : LaunchRfft2dLarge<Io, S, detail::LargeShape<Real, S, false, false>, Shape>(
-                                  p, input, spectrum, stream, max_smem, &err);
-  if (large) return err;
-  size_t smem = 0;
-  const Rfft2dArgs a = PlanRfft2d<Io, S, Shape>(p, input, max_smem, &smem);
-  return LaunchRfft2dShaped<Io, S, Shape>(a, smem, input, spectrum, stream);
+  const auto plan = [&](auto tag, size_t* smem) {
+    return PlanRfft2d<Io, S, typename decltype(tag)::type>(p, input, max_smem, smem);
+  };
+  const auto launch = [&](auto tag, const Rfft2dArgs& a, size_t smem) {
+    return LaunchRfft2dShaped<Io, S, typename decltype(tag)::type>(a, smem, input, spectrum, stream);
+  };
+  return p.nhwc ? detail::LaunchPreferringLarge<S, detail::LargeShape<Real, S, false, true>, Shape>(
+                      true, p.channels, plan, launch)
+                : detail::LaunchPreferringLarge<S, detail::LargeShape<Real, S, false, false>, Shape>(
+                      false, p.channels, plan, launch);
 }
 
 template <typename Real>

@@ -331,6 +331,21 @@ void RandomBatch(int S, bool quick, int* batch, int* channels) {
 }
 
 // Every FFT size of the package: the powers of two, 3 * 2^k and 5 * 2^k (fftconv::kFftSizes).
+// An inverse of batch x channels images in an S frame with a random window (the whole frame when
+// `full`).
+Irfft2dParams RandomIrfft2dParams(int S, int batch, int channels, bool nhwc, bool full) {
+  Irfft2dParams q;
+  q.batch = batch;
+  q.channels = channels;
+  q.fft_size = S;
+  q.nhwc = nhwc;
+  q.out_h = full ? S : RandInt(1, S);
+  q.out_w = full ? S : RandInt(1, S);
+  q.offset_h = RandInt(0, S - q.out_h);
+  q.offset_w = RandInt(0, S - q.out_w);
+  return q;
+}
+
 template <typename T>
 void FftSuite(bool quick, const char* tag) {
   for (const int S : fftconv::kFftSizes) {
@@ -353,31 +368,21 @@ void FftSuite(bool quick, const char* tag) {
         p.offset_w = RandInt(0, S - p.width);
         CheckRfft2d<T>(p, tag);
 
-        Irfft2dParams q;
-        RandomBatch(S, quick, &q.batch, &q.channels);
-        q.fft_size = S;
-        q.nhwc = nhwc;
-        q.out_h = rep == 0 ? S : RandInt(1, S);
-        q.out_w = rep == 0 ? S : RandInt(1, S);
-        q.offset_h = RandInt(0, S - q.out_h);
-        q.offset_w = RandInt(0, S - q.out_w);
-        CheckIrfft2d<T>(q, tag);
+        int batch, channels;
+        RandomBatch(S, quick, &batch, &channels);
+        CheckIrfft2d<T>(RandomIrfft2dParams(S, batch, channels, nhwc, rep == 0), tag);
       }
     }
   }
-  // NHWC inverses whose channels come in whole blocks of 32 (LargeShape where it differs).
+  // NHWC tensors whose channels come in whole blocks of 32 (LargeShape where it differs from FftShape).
   for (const int S : {16, 32, 40, 48}) {
     for (int rep = 0; rep < (quick ? 2 : 4); ++rep) {
-      Irfft2dParams q;
-      q.batch = RandInt(1, 3);
-      q.channels = 32 * RandInt(1, quick ? 2 : 4);
-      q.fft_size = S;
-      q.nhwc = true;
-      q.out_h = rep == 0 ? S : RandInt(1, S);
-      q.out_w = rep == 0 ? S : RandInt(1, S);
-      q.offset_h = RandInt(0, S - q.out_h);
-      q.offset_w = RandInt(0, S - q.out_w);
-      CheckIrfft2d<T>(q, tag);
+      const int batch = RandInt(1, 3), channels = 32 * RandInt(1, quick ? 2 : 4);
+      Rfft2dParams p{batch, channels, RandInt(1, S), RandInt(1, S), S, 0, 0, true};
+      p.offset_h = RandInt(0, S - p.height);
+      p.offset_w = RandInt(0, S - p.width);
+      CheckRfft2d<T>(p, tag);
+      CheckIrfft2d<T>(RandomIrfft2dParams(S, batch, channels, true, rep == 0), tag);
     }
   }
 }
@@ -601,30 +606,20 @@ void HalfFftSuite(bool quick, const char* tag) {
         p.offset_w = RandInt(0, S - p.width);
         CheckRfft2dHalf<H>(p, tag);
 
-        Irfft2dParams q;
-        RandomBatch(S, quick, &q.batch, &q.channels);
-        q.fft_size = S;
-        q.nhwc = nhwc;
-        q.out_h = rep == 0 ? S : RandInt(1, S);
-        q.out_w = rep == 0 ? S : RandInt(1, S);
-        q.offset_h = RandInt(0, S - q.out_h);
-        q.offset_w = RandInt(0, S - q.out_w);
-        CheckIrfft2dHalf<H>(q, tag);
+        int batch, channels;
+        RandomBatch(S, quick, &batch, &channels);
+        CheckIrfft2dHalf<H>(RandomIrfft2dParams(S, batch, channels, nhwc, rep == 0), tag);
       }
     }
   }
-  // NHWC inverses whose channels come in whole blocks of 32 (LargeShape where it differs).
+  // NHWC tensors whose channels come in whole blocks of 32 (LargeShape where it differs from FftShape).
   for (const int S : {16, 32, 40, 48}) {
-    Irfft2dParams q;
-    q.batch = RandInt(1, 3);
-    q.channels = 32 * RandInt(1, 2);
-    q.fft_size = S;
-    q.nhwc = true;
-    q.out_h = RandInt(1, S);
-    q.out_w = RandInt(1, S);
-    q.offset_h = RandInt(0, S - q.out_h);
-    q.offset_w = RandInt(0, S - q.out_w);
-    CheckIrfft2dHalf<H>(q, tag);
+    const int batch = RandInt(1, 3), channels = 32 * RandInt(1, 2);
+    Rfft2dParams p{batch, channels, RandInt(S / 2, S), RandInt(S / 2, S), S, 0, 0, true};
+    p.offset_h = RandInt(0, S - p.height);
+    p.offset_w = RandInt(0, S - p.width);
+    CheckRfft2dHalf<H>(p, tag);
+    CheckIrfft2dHalf<H>(RandomIrfft2dParams(S, batch, channels, true, false), tag);
   }
 }
 
