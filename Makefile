@@ -189,9 +189,10 @@ $(CHECK_DIR)/%.o: cuda/%.cu $(CU_DEPS)
 	$(CHECK_NVCC) -c $< -o $@
 
 # Kernel shapes to time against the defaults (make kernel-variants VARIANTS="..." builds a subset):
-# FFT block shapes as FFTCONV_SHAPE_<real>_<S>_<FWD|INV>[_LARGE[_NHWC]] overrides L * 10000 + G * 100 + MINB (lanes
-# per transform, images per block, minimum blocks per SM: FftShape in cuda/fft_common.cuh), and the
-# matmul's tile switches (cuda/spectral_matmul.cu). Only the kernels' own objects are rebuilt for each.
+# FFT block shapes as FFTCONV_SHAPE_<real>_<S>_<FWD|INV>[_LARGE[_NHWC]] overrides L * 10000 + G * 100
+# + MINB (lanes per transform, images per block, minimum blocks per SM: FftShape and LargeShape in
+# cuda/fft_common.cuh), and the matmul's tile switches (cuda/spectral_matmul.cu). Only the kernels'
+# own objects are rebuilt for each.
 VARIANTS := n0_default n1_f3_i2 n2_lanes2 n3_mixed n4_no_large m2_tile32 m3_tile48 m4_tile64 m5_stages2 m6_stages4 m7_noswap
 VARIANT_FLAGS_n0_default :=
 VARIANT_FLAGS_n1_f3_i2   := -DFFTCONV_SHAPE_float_32_FWD=10803 -DFFTCONV_SHAPE_float_32_INV=21602

@@ -313,7 +313,6 @@ __global__ void __launch_bounds__(Shape::kThreads, Shape::kMinBlocks)
   }
 }
 
-// spectrum: [bins, images] pairs, as Io values (re, im).
 // The launch plan of one block shape: shared memory, chunks of column jobs, the kernel's arguments.
 template <typename Io, int S, typename Shape>
 Rfft2dArgs PlanRfft2d(const Rfft2dParams& p, const void* input, size_t max_smem, size_t* smem) {
@@ -367,6 +366,7 @@ int LaunchRfft2dShaped(const Rfft2dArgs& a, size_t smem, const Io* input, Io* sp
                                         reinterpret_cast<Pair*>(spectrum), a);
 }
 
+// spectrum: [bins, images] pairs, as Io values (re, im).
 template <typename Io, int S>
 int LaunchRfft2dSized(const Rfft2dParams& p, const Io* input, Io* spectrum, cudaStream_t stream) {
   using Real = typename detail::Storage<Io>::Compute;
