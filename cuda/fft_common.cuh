@@ -24,6 +24,7 @@
 #include <type_traits>
 
 #include "cc/fftconv_params.h"
+#include "device_info.h"
 #include "fftconv_cuda.h"
 #include "twiddle_table.inc"
 
@@ -701,21 +702,36 @@ struct ShapeTag {
 };
 
 // Launches with Large where it differs from Ordinary, its plan fits without chunks and, for NHWC,
-// the channels come in whole blocks of its images; else with Ordinary. plan(ShapeTag<Shape>, &smem)
-// returns the kernel's arguments (use_stage: whole frames in shared memory) and the shared memory
-// they need; launch(ShapeTag<Shape>, args, smem) launches and returns the error code.
+// the channels come in whole blocks of its images; else with Ordinary. plan(ShapeTag<Shape>,
+// max_smem, &smem) returns the kernel's arguments (use_stage: whole frames in shared memory) and the
+// shared memory they need; launch(ShapeTag<Shape>, args, smem) launches and returns the error code.
 template <int S, typename Large, typename Ordinary, typename Plan, typename Launch>
-int LaunchPreferringLarge(bool nhwc, int channels, Plan&& plan, Launch&& launch) {
+int LaunchWithShapes(bool nhwc, int channels, size_t max_smem, Plan&& plan, Launch&& launch) {
   if constexpr (kDistinctShapes<S, Large, Ordinary>) {
     if (!nhwc || channels % Large::kImagesPerBlock == 0) {
       size_t smem = 0;
-      const auto args = plan(ShapeTag<Large>{}, &smem);
+      const auto args = plan(ShapeTag<Large>{}, max_smem, &smem);
       if (args.use_stage) return launch(ShapeTag<Large>{}, args, smem);
     }
   }
   size_t smem = 0;
-  const auto args = plan(ShapeTag<Ordinary>{}, &smem);
+  const auto args = plan(ShapeTag<Ordinary>{}, max_smem, &smem);
   return launch(ShapeTag<Ordinary>{}, args, smem);
+}
+
+// The launchers' entry: the current device's shared memory, then LargeShape or FftShape of the
+// transform's direction and layout (LaunchWithShapes).
+template <typename Real, int S, bool kInverse, typename Plan, typename Launch>
+int LaunchPreferringLarge(bool nhwc, int channels, Plan&& plan, Launch&& launch) {
+  DeviceLimits limits;
+  const int err = CurrentDeviceLimits(&limits);
+  if (err != 0) return err;
+  const size_t max_smem = static_cast<size_t>(limits.max_shared_per_block);
+  using Ordinary = FftShape<Real, S, kInverse>;
+  using LargeNhwc = LargeShape<Real, S, kInverse, true>;
+  using LargeNchw = LargeShape<Real, S, kInverse, false>;
+  return nhwc ? LaunchWithShapes<S, LargeNhwc, Ordinary>(true, channels, max_smem, plan, launch)
+              : LaunchWithShapes<S, LargeNchw, Ordinary>(false, channels, max_smem, plan, launch);
 }
 #undef FFTCONV_FFT_SHAPE_CODE
 #undef FFTCONV_FFT_SHAPE

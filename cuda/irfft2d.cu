@@ -309,23 +309,14 @@ int LaunchIrfft2dShaped(const Irfft2dArgs& a, size_t smem, const Io* spectrum, I
 template <typename Io, int S>
 int LaunchIrfft2dSized(const Irfft2dParams& p, const Io* spectrum, Io* output, cudaStream_t stream) {
   using Real = typename detail::Storage<Io>::Compute;
-  using Shape = detail::FftShape<Real, S, true>;
-
-  detail::DeviceLimits limits;
-  int err = detail::CurrentDeviceLimits(&limits);
-  if (err != 0) return err;
-  const size_t max_smem = static_cast<size_t>(limits.max_shared_per_block);
-
-  const auto plan = [&](auto tag, size_t* smem) {
-    return PlanIrfft2d<Io, S, typename decltype(tag)::type>(p, output, max_smem, smem);
-  };
-  const auto launch = [&](auto tag, const Irfft2dArgs& a, size_t smem) {
-    return LaunchIrfft2dShaped<Io, S, typename decltype(tag)::type>(a, smem, spectrum, output, stream);
-  };
-  return p.nhwc ? detail::LaunchPreferringLarge<S, detail::LargeShape<Real, S, true, true>, Shape>(
-                      true, p.channels, plan, launch)
-                : detail::LaunchPreferringLarge<S, detail::LargeShape<Real, S, true, false>, Shape>(
-                      false, p.channels, plan, launch);
+  return detail::LaunchPreferringLarge<Real, S, true>(
+      p.nhwc, p.channels,
+      [&](auto tag, size_t max_smem, size_t* smem) {
+        return PlanIrfft2d<Io, S, typename decltype(tag)::type>(p, output, max_smem, smem);
+      },
+      [&](auto tag, const Irfft2dArgs& a, size_t smem) {
+        return LaunchIrfft2dShaped<Io, S, typename decltype(tag)::type>(a, smem, spectrum, output, stream);
+      });
 }
 
 template <typename Real>

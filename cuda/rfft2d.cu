@@ -370,23 +370,14 @@ int LaunchRfft2dShaped(const Rfft2dArgs& a, size_t smem, const Io* input, Io* sp
 template <typename Io, int S>
 int LaunchRfft2dSized(const Rfft2dParams& p, const Io* input, Io* spectrum, cudaStream_t stream) {
   using Real = typename detail::Storage<Io>::Compute;
-  using Shape = detail::FftShape<Real, S, false>;
-
-  detail::DeviceLimits limits;
-  int err = detail::CurrentDeviceLimits(&limits);
-  if (err != 0) return err;
-  const size_t max_smem = static_cast<size_t>(limits.max_shared_per_block);
-
-  const auto plan = [&](auto tag, size_t* smem) {
-    return PlanRfft2d<Io, S, typename decltype(tag)::type>(p, input, max_smem, smem);
-  };
-  const auto launch = [&](auto tag, const Rfft2dArgs& a, size_t smem) {
-    return LaunchRfft2dShaped<Io, S, typename decltype(tag)::type>(a, smem, input, spectrum, stream);
-  };
-  return p.nhwc ? detail::LaunchPreferringLarge<S, detail::LargeShape<Real, S, false, true>, Shape>(
-                      true, p.channels, plan, launch)
-                : detail::LaunchPreferringLarge<S, detail::LargeShape<Real, S, false, false>, Shape>(
-                      false, p.channels, plan, launch);
+  return detail::LaunchPreferringLarge<Real, S, false>(
+      p.nhwc, p.channels,
+      [&](auto tag, size_t max_smem, size_t* smem) {
+        return PlanRfft2d<Io, S, typename decltype(tag)::type>(p, input, max_smem, smem);
+      },
+      [&](auto tag, const Rfft2dArgs& a, size_t smem) {
+        return LaunchRfft2dShaped<Io, S, typename decltype(tag)::type>(a, smem, input, spectrum, stream);
+      });
 }
 
 template <typename Real>
