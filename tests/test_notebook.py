@@ -28,7 +28,7 @@ def test_parameters_cell_is_tagged_and_complete():
     tagged = [c for c in notebook.cells if "parameters" in c.metadata.get("tags", [])]
     assert len(tagged) == 1 and tagged[0].cell_type == "code"
     for name in ("INSTALL", "DATASET", "EPOCHS", "BATCH_SIZE", "SEED", "LIMIT_TRAIN",
-                 "LIMIT_TEST", "BASELINE_SEEDS", "JSON_PATH", "PLOT_PATH"):
+                 "LIMIT_TEST", "SEEDS", "JSON_PATH", "PLOT_PATH"):
         assert f"\n{name} = " in "\n" + tagged[0].source
     assert all(not c.get("outputs") for c in notebook.cells if c.cell_type == "code"), \
         "commit the notebook without outputs"
@@ -61,7 +61,7 @@ def test_notebook_runs_with_tiny_settings(tmp_path, monkeypatch):
                  if "parameters" in c.metadata.get("tags", []))
     overrides = nbformat.v4.new_code_cell(
         "INSTALL = False\nDATASET = 'mnist'\nEPOCHS = 2\nBATCH_SIZE = 64\n"
-        "LIMIT_TRAIN = 256\nLIMIT_TEST = 128\nBASELINE_SEEDS = 2\n"
+        "LIMIT_TRAIN = 256\nLIMIT_TEST = 128\nSEEDS = 2\n"
         f"JSON_PATH = {str(tmp_path / 'result.json')!r}\n"
         f"PLOT_PATH = {str(tmp_path / 'plot.png')!r}\n",
         metadata={"tags": ["injected-parameters"]})
@@ -89,3 +89,4 @@ def test_notebook_runs_with_tiny_settings(tmp_path, monkeypatch):
     result = json.loads((tmp_path / "result.json").read_text())
     assert result["dataset"]["name"] == "mnist" and result["settings"]["epochs"] == 2
     assert len(result["baseline_accuracy_over_seeds"]["accuracies"]) == 2
+    assert len(result["fft_accuracy_over_seeds"]["accuracies"]) == 2

@@ -35,6 +35,10 @@ def test_format_table_matches_the_design_document_style():
         "baseline_accuracy_over_seeds": {"seeds": [0, 1, 2], "accuracies": [0.98, 0.99, 0.985],
                                          "mean": 0.985, "stdev": 0.005, "min": 0.98,
                                          "max": 0.99},
+        "fft_accuracy_over_seeds": {"seeds": [0, 1, 2], "accuracies": [0.97, 0.995, 0.98],
+                                    "mean": 0.9816667, "stdev": 0.0126, "min": 0.97,
+                                    "max": 0.995},
+        "paired_accuracy_differences": [-0.01, 0.005, -0.005],
     }
     lines = reproduce.format_table(result).splitlines()
     assert lines[0] == "| Experiment | Description | Avg epoch time | Wall time | Acc |"
@@ -49,7 +53,14 @@ def test_format_table_matches_the_design_document_style():
     assert "0.89x" in text and "-0.014 points" in text
     assert "auto / baseline epoch time: 0.75x; auto chose c1: spatial, c3: fft S=16 single keep" \
         in text
-    assert "over 3 seeds (0, 1, 2): mean 98.500%" in text
+    assert ("Over 3 seeds (0, 1, 2; each seed's baseline and FFT model from the same initial "
+            "weights on the same batches): baseline mean 98.500%, range 98.000-99.000%, stdev "
+            "0.500 points; FFT mean 98.167%, range 97.000-99.500%, within the baseline's range; "
+            "FFT - baseline per seed: -1.00, +0.50, -0.50 points (mean -0.333).") in text
+    result["fft_accuracy_over_seeds"]["mean"] = 0.975
+    assert "97.500%, range 97.000-99.500%, outside the baseline's range" in \
+        reproduce.format_table(result)
+    result["fft_accuracy_over_seeds"]["mean"] = 0.9816667
     assert 'baseline on, FFT off, auto off' in text
     assert "Device: GPU: test. TensorFlow 2.21.0, Keras 3.15.1." in text
     assert "NOTE" not in text
@@ -65,9 +76,10 @@ def test_format_table_matches_the_design_document_style():
 
 def test_arguments():
     args = reproduce.parse_args([])
-    assert (args.dataset, args.epochs, args.batch_size, args.seed, args.baseline_seeds) == (
+    assert (args.dataset, args.epochs, args.batch_size, args.seed, args.seeds) == (
         "mnist", 10, 128, 0, 1)
-    assert reproduce.parse_args(["--seeds", "3"]).baseline_seeds == 3
+    assert reproduce.parse_args(["--seeds", "3"]).seeds == 3
+    assert reproduce.parse_args(["--baseline-seeds", "3"]).seeds == 3  # the older spelling
     assert args.steps_per_execution == 1  # Keras' default
     assert reproduce.parse_args(["--steps-per-execution", "8"]).steps_per_execution == 8
     with pytest.raises(SystemExit):
@@ -120,11 +132,11 @@ def test_cli_smoke(tmp_path):
     done = subprocess.run(
         [sys.executable, "-m", "tf_fftconv.reproduce", "--dataset", "synthetic", "--epochs", "2",
          "--batch-size", "64", "--limit-train", "512", "--limit-test", "256",
-         "--baseline-seeds", "2", "--seed", "5", "--steps-per-execution", "4", "--json", str(out)],
+         "--seeds", "2", "--seed", "5", "--steps-per-execution", "4", "--json", str(out)],
         env=env, capture_output=True, text=True, timeout=600, cwd=str(tmp_path))
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     stdout = done.stdout
-    for label in ("baseline", "fft", "auto", "baseline seed 6"):
+    for label in ("baseline", "fft", "auto", "baseline seed 6", "fft seed 6"):
         for epoch in (1, 2):
             assert f"[{label}] epoch {epoch}/2:" in stdout
     # Epochs alternate between the models (the default order).
@@ -158,9 +170,23 @@ def test_cli_smoke(tmp_path):
     # The FFT row is the FFT path itself; auto says what it chose for each layer.
     assert set(result["auto_choices"]) == {"c1", "c3"}
     assert all(labels for labels in result["auto_choices"].values())
-    assert [r["seed"] for r in result["runs"]["baseline_extra_seeds"]] == [6]
-    spread = result["baseline_accuracy_over_seeds"]
-    assert spread["seeds"] == [5, 6] and len(spread["accuracies"]) == 2
+    # The second seed's pair: a baseline and an FFT model from one set of initial weights, on
+    # one order of batches (first losses agree), a different one from seed 5's.
+    extra_baseline, = result["runs"]["baseline_extra_seeds"]
+    extra_fft, = result["runs"]["fft_extra_seeds"]
+    assert extra_baseline["seed"] == extra_fft["seed"] == 6
+    assert extra_fft["jit_compile"] is False
+    assert abs(extra_fft["train_loss"][0] - extra_baseline["train_loss"][0]) <= \
+        1e-3 * extra_baseline["train_loss"][0]
+    assert extra_baseline["train_loss"][0] != baseline["train_loss"][0]
+    for key, runs in (("baseline", (baseline, extra_baseline)), ("fft", (fft, extra_fft))):
+        spread = result[f"{key}_accuracy_over_seeds"]
+        assert spread["seeds"] == [5, 6]
+        assert spread["accuracies"] == [r["test_accuracy"] for r in runs]
+    assert result["paired_accuracy_differences"] == [
+        f["test_accuracy"] - b["test_accuracy"] for f, b in ((fft, baseline),
+                                                             (extra_fft, extra_baseline))]
+    assert "FFT - baseline per seed: " in result["table"]
     assert result["table"] in stdout
 
 

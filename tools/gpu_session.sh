@@ -71,7 +71,7 @@ for step in $steps; do
     reproduce)
       log reproduce
       timeout 540 python3 -m tf_fftconv.reproduce --dataset "idx:${DATA_DIR:-.data/fashion-mnist}" --epochs "${EPOCHS:-10}" \
-        --baseline-seeds "${SEEDS:-3}" --json "$WORK/reproduce.json" 2>&1 | tee "$WORK/reproduce.log" | tail -30 ;;
+        --seeds "${SEEDS:-3}" --json "$WORK/reproduce.json" 2>&1 | tee "$WORK/reproduce.log" | tail -30 ;;
     xla-steps)
       # Where the LeNet step's time goes under XLA: the Keras train step of both models with XLA's
       # command buffers (CUDA graphs) as by default, with our custom calls kept out of them
@@ -139,7 +139,7 @@ for step in $steps; do
     mixed)
       log "reproduce --precision mixed_float16"
       timeout 400 python3 -m tf_fftconv.reproduce --dataset "idx:${DATA_DIR:-.data/fashion-mnist}" \
-        --epochs "${EPOCHS:-10}" --baseline-seeds "${SEEDS:-3}" --precision mixed_float16 \
+        --epochs "${EPOCHS:-10}" --seeds "${SEEDS:-3}" --precision mixed_float16 \
         --json "$WORK/reproduce_mixed_float16.json" 2>&1 | tee "$WORK/reproduce_mixed_float16.log" | tail -12 ;;
     steps)
       log "reproduce --steps-per-execution ${STEPS_PER_EXECUTION:-32}"

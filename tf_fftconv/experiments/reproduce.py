@@ -1,7 +1,7 @@
 """Baseline vs FFT vs automatic LeNet-5: the table of the MNIST reproduction, remeasured.
 
     python -m tf_fftconv.reproduce [--dataset mnist] [--epochs 10] [--batch-size 128] [--seed 0]
-                                   [--limit-train N] [--limit-test N] [--baseline-seeds K]
+                                   [--limit-train N] [--limit-test N] [--seeds K]
                                    [--json PATH]
 
 Trains LeNet-5 with spatial convolutions (keras.layers.Conv2D, the baseline), with
@@ -28,8 +28,10 @@ Before timing, one training step of each model type runs on throwaway copies, so
 process costs (library handles, kernel loading) fall on no timed run. The notes under the
 table say what `algorithm="auto"` chose for each layer.
 
-`--baseline-seeds K` trains K-1 more baselines with seeds seed+1 .. seed+K-1 and reports the
-mean and spread of the K baseline accuracies, to judge the FFT accuracy against run-to-run noise.
+`--seeds K` (also spelt `--baseline-seeds K`) trains K-1 more pairs of baseline and FFT models
+with seeds seed+1 .. seed+K-1, each pair again from one set of initial weights on one order of
+batches, and reports the mean and range of the K accuracies of each model and the K paired
+differences: the FFT accuracy judged against run-to-run noise, like for like.
 
 The data set comes from `tf_fftconv.experiments.data.load`: MNIST when it can be had quickly,
 otherwise Fashion-MNIST, otherwise synthetic data, always announced and named in the table's rows.
@@ -192,11 +194,11 @@ def _dtype_policy(keras, name):
 
 
 def run(dataset="mnist", epochs=10, batch_size=128, seed=0, limit_train=None, limit_test=None,
-        baseline_seeds=1, fallback=True, data_dir=None, data_format=None, fft_size=None,
+        seeds=1, fallback=True, data_dir=None, data_format=None, fft_size=None,
         warm_up=True, jit_compile="auto", xla_auto_clustering=False, steps_per_execution=1,
         precision="float32", order="interleaved", progress=print):
-    """Trains the baseline, the FFT and the automatic LeNet-5 (and extra baselines); returns the
-    results dict.
+    """Trains the baseline, the FFT and the automatic LeNet-5 (and `seeds` - 1 more pairs of
+    baseline and FFT models); returns the results dict.
 
     jit_compile: passed to model.compile for every model ("auto": Keras' default; False: no XLA for
     any, so the convolutions are compared on equal terms).
@@ -219,8 +221,8 @@ def run(dataset="mnist", epochs=10, batch_size=128, seed=0, limit_train=None, li
         raise ValueError(f"epochs must be >= 1, got {epochs}")
     if precision not in PRECISIONS:
         raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
-    if baseline_seeds < 1:
-        raise ValueError(f"baseline_seeds must be >= 1, got {baseline_seeds}")
+    if seeds < 1:
+        raise ValueError(f"seeds must be >= 1, got {seeds}")
     _check_order(order)
     with _dtype_policy(keras, precision):
         arrays = data.load_arrays(dataset, data_dir=data_dir, fallback=fallback)
@@ -257,24 +259,35 @@ def run(dataset="mnist", epochs=10, batch_size=128, seed=0, limit_train=None, li
             timed_runs.append(TimedRun(model, key, model_train, model_test, epochs, seed,
                                        progress))
             trained[key] = model
-        for k in range(1, baseline_seeds):
+        # Each further seed: a baseline and an FFT model from the baseline's initial weights,
+        # on that seed's batches.
+        extra_keys = ("baseline_extra_seeds", "fft_extra_seeds")
+        extra_runs = {key: [] for key in extra_keys}
+        for k in range(1, seeds):
             s = seed + k
             keras.utils.set_random_seed(s)
-            model = models.compile_lenet(_build("spatial", info), **compile_options)
-            extra_train, extra_test, _ = pipelines(s)
-            timed_runs.append(TimedRun(model, f"baseline seed {s}", extra_train, extra_test,
-                                       epochs, s, progress))
-        records = train_all(timed_runs, epochs, order)
+            pair_baseline = models.compile_lenet(_build("spatial", info), **compile_options)
+            pair_fft = _build("fft", info, fft_size)
+            pair_fft.set_weights(pair_baseline.get_weights())
+            models.compile_lenet(pair_fft, **compile_options)
+            for key, model, label in ((extra_keys[0], pair_baseline, f"baseline seed {s}"),
+                                      (extra_keys[1], pair_fft, f"fft seed {s}")):
+                pair_train, pair_test, _ = pipelines(s)
+                extra_runs[key].append(TimedRun(model, label, pair_train, pair_test, epochs, s,
+                                                progress))
+        all_runs = timed_runs + extra_runs[extra_keys[0]] + extra_runs[extra_keys[1]]
+        records = train_all(all_runs, epochs, order)
         runs = {key: record for (key, _), record in zip(MODELS, records)}
-        extra = records[len(MODELS):]
-        runs["baseline_extra_seeds"] = extra
+        extra_records = iter(records[len(MODELS):])
+        for key in extra_keys:
+            runs[key] = [next(extra_records) for _ in extra_runs[key]]
 
         result = {
             "dataset": info.to_dict(),
             "environment": env,
             "settings": {"dataset": dataset, "epochs": epochs, "batch_size": batch_size,
                          "seed": seed, "limit_train": limit_train, "limit_test": limit_test,
-                         "baseline_seeds": baseline_seeds, "fft_size": fft_size,
+                         "seeds": seeds, "fft_size": fft_size,
                          "data_format": data_format or keras.config.image_data_format(),
                          "warm_up": warm_up, "jit_compile": jit_compile,
                          "xla_auto_clustering": xla_auto_clustering,
@@ -283,18 +296,28 @@ def run(dataset="mnist", epochs=10, batch_size=128, seed=0, limit_train=None, li
             "runs": runs,
             "auto_choices": _auto_choices(trained["auto"]),
         }
-        accuracies = [runs["baseline"]["test_accuracy"]] + [r["test_accuracy"] for r in extra]
-        if len(accuracies) > 1:
-            result["baseline_accuracy_over_seeds"] = {
-                "seeds": [seed + k for k in range(baseline_seeds)],
-                "accuracies": accuracies,
-                "mean": statistics.fmean(accuracies),
-                "stdev": statistics.stdev(accuracies),
-                "min": min(accuracies),
-                "max": max(accuracies),
-            }
+        if seeds > 1:
+            result.update(_accuracy_over_seeds(runs, [seed + k for k in range(seeds)]))
         result["table"] = format_table(result)
         return result
+
+
+def _spread(seeds, accuracies):
+    return {"seeds": seeds, "accuracies": accuracies, "mean": statistics.fmean(accuracies),
+            "stdev": statistics.stdev(accuracies), "min": min(accuracies),
+            "max": max(accuracies)}
+
+
+def _accuracy_over_seeds(runs, seeds):
+    """The test accuracies of the baseline and of the FFT model over `seeds` (mean and spread of
+    each), and their paired differences (FFT - baseline, same seed: same initial weights, same
+    batches)."""
+    baseline, fft = ([runs[key]["test_accuracy"]]
+                     + [r["test_accuracy"] for r in runs[f"{key}_extra_seeds"]]
+                     for key in ("baseline", "fft"))
+    return {"baseline_accuracy_over_seeds": _spread(seeds, baseline),
+            "fft_accuracy_over_seeds": _spread(seeds, fft),
+            "paired_accuracy_differences": [f - b for f, b in zip(fft, baseline)]}
 
 
 def format_table(result):
@@ -343,12 +366,20 @@ def format_table(result):
             + (", ".join(f"{layer}: {' / '.join(labels)}" for layer, labels in choices.items())
                or "nothing recorded") + ".")
     spread = result.get("baseline_accuracy_over_seeds")
-    if spread:
+    fft_spread = result.get("fft_accuracy_over_seeds")
+    if spread and fft_spread:
+        differences = result["paired_accuracy_differences"]
+        within = spread["min"] <= fft_spread["mean"] <= spread["max"]
         notes.append(
-            f"Baseline accuracy over {len(spread['seeds'])} seeds ({', '.join(map(str, spread['seeds']))}): "
-            f"mean {100 * spread['mean']:.3f}%, stdev {100 * spread['stdev']:.3f} points, "
-            f"range {100 * spread['min']:.3f}-{100 * spread['max']:.3f}%; FFT is "
-            f"{100 * (fft['test_accuracy'] - spread['mean']):+.3f} points from the mean.")
+            f"Over {len(spread['seeds'])} seeds ({', '.join(map(str, spread['seeds']))}; each "
+            f"seed's baseline and FFT model from the same initial weights on the same batches): "
+            f"baseline mean {100 * spread['mean']:.3f}%, range "
+            f"{100 * spread['min']:.3f}-{100 * spread['max']:.3f}%, stdev "
+            f"{100 * spread['stdev']:.3f} points; FFT mean {100 * fft_spread['mean']:.3f}%, range "
+            f"{100 * fft_spread['min']:.3f}-{100 * fft_spread['max']:.3f}%, "
+            f"{'within' if within else 'outside'} the baseline's range; FFT - baseline per seed: "
+            + ", ".join(f"{100 * d:+.2f}" for d in differences)
+            + f" points (mean {100 * statistics.fmean(differences):+.3f}).")
     env = result["environment"]
     notes.append(f"Data: {name} ({info['source']}), {info['num_train']} training images, "
                  f"batch {info['batch_size']}. Device: {env['description']}. "
@@ -381,9 +412,10 @@ def build_parser():
                         help="use only the first N training images")
     parser.add_argument("--limit-test", type=_positive_int, default=None,
                         help="use only the first N test images")
-    parser.add_argument("--baseline-seeds", "--seeds", type=_positive_int, default=1,
-                        help="train the baseline with K seeds (seed .. seed+K-1) and report the "
-                             "accuracy spread")
+    parser.add_argument("--seeds", "--baseline-seeds", type=_positive_int, default=1,
+                        help="train the baseline and the FFT model with K seeds (seed .. "
+                             "seed+K-1; each pair from the same initial weights) and report both "
+                             "accuracy spreads and the paired differences")
     parser.add_argument("--json", metavar="PATH", help="write the results as JSON to PATH")
     parser.add_argument("--no-fallback", action="store_true",
                         help="fail instead of substituting another data set")
@@ -439,7 +471,7 @@ def main(argv=None):
     try:
         result = run(dataset=args.dataset, epochs=args.epochs, batch_size=args.batch_size,
                      seed=args.seed, limit_train=args.limit_train, limit_test=args.limit_test,
-                     baseline_seeds=args.baseline_seeds, fallback=not args.no_fallback,
+                     seeds=args.seeds, fallback=not args.no_fallback,
                      data_dir=args.data_dir, data_format=args.data_format,
                      fft_size=args.fft_size, warm_up=not args.no_warm_up,
                      jit_compile="auto" if args.jit_compile == "auto" else False,
