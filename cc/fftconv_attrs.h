@@ -80,6 +80,9 @@ absl::Status ReadFftAttrs(Ctx* ctx, FftAttrs* attrs) {
 struct SpectralMatmulAttrs {
   bool transpose_a = false, transpose_b = false, adjoint_a = false, adjoint_b = false;
   float alpha = 1.0f;
+  // false: FP32 products even where TensorFlow's TF32 switch is on (fft_conv2d's float32 spectra
+  // of half-precision inputs, whose accuracy TF32's 10-bit operands would undo).
+  bool allow_tf32 = true;
   bool half_spectrum = false;
 };
 
@@ -90,6 +93,7 @@ absl::Status ReadSpectralMatmulAttrs(Ctx* ctx, SpectralMatmulAttrs* attrs) {
   if (absl::Status s = ctx->GetAttr("adjoint_a", &attrs->adjoint_a); !s.ok()) return s;
   if (absl::Status s = ctx->GetAttr("adjoint_b", &attrs->adjoint_b); !s.ok()) return s;
   if (absl::Status s = ctx->GetAttr("alpha", &attrs->alpha); !s.ok()) return s;
+  if (absl::Status s = ctx->GetAttr("allow_tf32", &attrs->allow_tf32); !s.ok()) return s;
   tensorflow::DataType type;
   if (absl::Status s = ctx->GetAttr("T", &type); !s.ok()) return s;
   attrs->half_spectrum = IsHalfType(type);

@@ -21,7 +21,8 @@ struct SpectralMatmulFunctor {
                           SpectrumElement<Real>* c);
 };
 
-// Precision of float products on the GPU follows TensorFlow's TF32 switch, as tf.nn.conv2d does.
+// Precision of float products on the GPU follows TensorFlow's TF32 switch, as tf.nn.conv2d does,
+// unless the op's allow_tf32 attribute is false.
 bool TensorFloat32Enabled();
 
 // The parameters of a tf_fftconv_spectral_matmul custom call (cc/spectral_matmul_xla.cc) from its
@@ -66,7 +67,8 @@ class SpectralMatmulOp : public tensorflow::OpKernel {
     std::vector<int64_t> product_dims;
     OP_REQUIRES_OK(ctx, MakeSpectralMatmulParams(a_dims, b_dims, attrs_.transpose_a,
                                                  attrs_.adjoint_a, attrs_.transpose_b,
-                                                 attrs_.adjoint_b, TensorFloat32Enabled(),
+                                                 attrs_.adjoint_b,
+                                                 attrs_.allow_tf32 && TensorFloat32Enabled(),
                                                  attrs_.alpha, &params, &product_dims));
     if (kHalfSpectrum<Real>) product_dims.push_back(2);
 

@@ -19,6 +19,7 @@ REGISTER_OP("FftconvSpectralMatmul")
     .Attr("adjoint_a: bool = false")
     .Attr("adjoint_b: bool = false")
     .Attr("alpha: float = 1.0")
+    .Attr("allow_tf32: bool = true")
     .SetShapeFn([](InferenceContext* c) -> absl::Status {
       SpectralMatmulAttrs attrs;
       TF_RETURN_IF_ERROR(ReadSpectralMatmulAttrs(c, &attrs));
@@ -42,6 +43,8 @@ complex128 operands are [bins, rows, cols]; float16 and bfloat16 ones are half-p
 [bins, rows, cols, 2] (real, imaginary), multiplied and accumulated in float32, alpha applied in
 float32 before the product is rounded (fft_conv2d passes fft_size^2, which keeps a product of
 mean-normalised spectra mean-normalised).
+complex64 products on a GPU use TF32 tensor cores where TensorFlow's TF32 switch is on and
+allow_tf32 is true; allow_tf32 = false keeps them in FP32.
 )doc");
 
 template <typename Real>

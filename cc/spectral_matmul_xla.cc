@@ -7,8 +7,9 @@
 
 namespace fftconv {
 
-// a [bins, ., .], b [bins, ., .] complex -> [bins, m, n] (float16 / bfloat16: [.., 2] each). TensorFlow's TF32 switch is read when the
-// call is compiled, as XLA's own dot does.
+// a [bins, ., .], b [bins, ., .] complex -> [bins, m, n] (float16 / bfloat16: [.., 2] each).
+// TensorFlow's TF32 switch (and the allow_tf32 attribute) is read when the call is compiled, as
+// XLA's own dot does.
 class SpectralMatmulXlaOp : public tensorflow::XlaOpKernel {
  public:
   explicit SpectralMatmulXlaOp(tensorflow::OpKernelConstruction* ctx)
@@ -21,7 +22,7 @@ class SpectralMatmulXlaOp : public tensorflow::XlaOpKernel {
     OP_REQUIRES_OK(ctx, StaticSpectrumDims(ctx, 0, "a", attrs_.half_spectrum, &a_dims));
     OP_REQUIRES_OK(ctx, StaticSpectrumDims(ctx, 1, "b", attrs_.half_spectrum, &b_dims));
     SpectralMatmulParams params;
-    const bool allow_tf32 = TensorFloat32Enabled();
+    const bool allow_tf32 = attrs_.allow_tf32 && TensorFloat32Enabled();
     std::vector<int64_t> product_dims;
     OP_REQUIRES_OK(ctx, MakeSpectralMatmulParams(a_dims.data(), b_dims.data(), attrs_.transpose_a,
                                                  attrs_.adjoint_a, attrs_.transpose_b,

@@ -210,3 +210,35 @@ def test_fft_sizes_match_the_ops():
     assert tuple(int(s) for s in found[0].split(",")) == fc.geometry.FFT_SIZES
     listed = re.findall(r'#define FFTCONV_FFT_SIZES_TEXT "([\d, ]+)"', text)
     assert listed and listed[0] == ", ".join(map(str, fc.geometry.FFT_SIZES))
+
+
+@pytest.mark.parametrize("jit", [False, True], ids=["eager", "xla"])
+def test_spectral_matmul_allow_tf32_false_keeps_fp32_products(rng, jit):
+    """allow_tf32=False: FP32 products even with TensorFlow's TF32 switch on (the float32 spectra
+    of half-precision inputs rely on it); on the GPU the default (TF32) is visibly less exact."""
+    a = tf.constant((rng.standard_normal((9, 64, 96)) + 1j * rng.standard_normal((9, 64, 96)))
+                    .astype(np.complex64))
+    b = tf.constant((rng.standard_normal((9, 96, 80)) + 1j * rng.standard_normal((9, 96, 80)))
+                    .astype(np.complex64))
+    exact = np.matmul(a.numpy().astype(np.complex128), b.numpy().astype(np.complex128))
+    tf32 = tf.config.experimental.tensor_float_32_execution_enabled()
+    tf.config.experimental.enable_tensor_float_32_execution(True)
+    try:
+        devices = ["/CPU:0"] + (["/GPU:0"] if tf.config.list_logical_devices("GPU") else [])
+        for name in devices:
+            with tf.device(name):
+                errors = {}
+                for allow in (True, False):
+                    product = tf.function(
+                        lambda a, b, allow=allow: fc.ops.spectral_matmul(a, b, allow_tf32=allow),
+                        jit_compile=jit, autograph=False)
+                    errors[allow] = rel_error(product(a, b).numpy(), exact)
+            assert errors[False] <= 1e-6, (name, errors)
+            if name == "/CPU:0":
+                assert errors[True] <= 1e-6, (name, errors)
+            elif tf.config.experimental.get_device_details(
+                    tf.config.list_physical_devices("GPU")[0]).get("compute_capability",
+                                                                    (0, 0)) >= (8, 0):
+                assert errors[True] > 1e-5, (name, errors)   # TF32 tensor cores in use
+    finally:
+        tf.config.experimental.enable_tensor_float_32_execution(tf32)

@@ -2,6 +2,7 @@
 measurements it is calibrated on, determinism, explain, the memory budget, timings and their
 cache, and the fallback when the allocator refuses."""
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -644,3 +645,61 @@ def test_half_precision_spatial_estimates_follow_the_measured_factors():
         chosen[dtype] = (planning.plan(problem, "auto").algorithm, spatial)
     assert chosen["float16"][1] > 5 * chosen["float32"][1] > 5 * chosen["bfloat16"][1]
     assert [chosen[dtype][0] for dtype in ("float32", "float16", "bfloat16")] == ["fft"] * 3
+
+
+# ---------------------------------------------------------------------------------------------
+# Half precision: the spectra's type.
+
+def _half_problem(x_shape, w_shape, padding, dtype, device, half_spectra=None):
+    problem = planning.make_problem(x_shape, w_shape, padding, "NHWC", dtype, device,
+                                    half_spectra=half_spectra)
+    return dataclasses.replace(problem, device_name="test " + device, tf32=True)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_half_spectra_where_they_save_time_on_the_gpu(dtype):
+    """On a GPU, Mathieu's layer keeps half spectra (float32 ones would make it about 3x
+    slower), LeNet's layers take float32 spectra (the same time within 10%, one rounding)."""
+    mathieu = planning.plan(_half_problem((128, 32, 32, 96), (7, 7, 96, 256), "VALID", dtype,
+                                          "GPU"), "fft")
+    assert mathieu.config.spectra == "native" and mathieu.label == "fft S=32 single keep"
+    costs = planning.DEVICE_COSTS["GPU"]
+    wide = dataclasses.replace(mathieu.config, spectra="float32")
+    assert (planning.estimate_fft(mathieu.problem, wide, costs).time_s
+            > 2 * mathieu.candidate(mathieu.label).estimate.time_s)
+    for x_shape, w_shape in (((128, 32, 32, 1), (5, 5, 1, 6)), ((128, 14, 14, 6), (5, 5, 6, 16))):
+        lenet = planning.plan(_half_problem(x_shape, w_shape, "VALID", dtype, "GPU"), "fft")
+        assert lenet.config.spectra == "float32", lenet.label
+        assert lenet.label.endswith(" float32-spectra")
+        assert "float32 spectra and FP32 products" in str(lenet)
+
+
+def test_float32_spectra_on_the_cpu_and_when_forced():
+    """On a CPU every configuration takes float32 spectra; half_spectra forces either type, for
+    half dtypes only, and keys its own plans and timings."""
+    problem = _half_problem((16, 32, 32, 32), (7, 7, 32, 64), "SAME", "float16", "CPU")
+    assert all(c.config.spectra == "float32" for c in planning.candidates(problem, "fft"))
+    forced = _half_problem((16, 32, 32, 32), (7, 7, 32, 64), "SAME", "float16", "CPU", True)
+    assert all(c.config.spectra == "native" for c in planning.candidates(forced, "fft"))
+    assert forced.key() != problem.key()
+    wide = _half_problem((128, 32, 32, 96), (7, 7, 96, 256), "VALID", "float16", "GPU", False)
+    assert planning.plan(wide, "fft").config.spectra == "float32"
+    with pytest.raises(tf.errors.InvalidArgumentError, match="float16 and bfloat16 only"):
+        planning.make_problem((1, 8, 8, 1), (3, 3, 1, 1), half_spectra=True)
+    with pytest.raises(tf.errors.InvalidArgumentError, match="None, True or False"):
+        planning.make_problem((1, 8, 8, 1), (3, 3, 1, 1), dtype="float16", half_spectra=1)
+
+
+@pytest.mark.parametrize("half_spectra", [True, False])
+def test_fft_conv2d_follows_the_spectra_of_its_plan(rng, half_spectra):
+    """Both spectrum types give the float64 result within their rounding; the float32 one
+    within about one half-precision rounding of the output."""
+    x64 = np.maximum(rng.standard_normal((4, 20, 20, 3)), 0)
+    w64 = rng.standard_normal((5, 5, 3, 4)) * 0.2
+    x, w = (tf.cast(v, tf.float16) for v in (x64, w64))
+    y, chosen = conv.conv2d_with_plan(x, w, "SAME", algorithm="fft", half_spectra=half_spectra)
+    assert chosen.config.spectra == ("native" if half_spectra else "float32")
+    assert y.dtype == tf.float16
+    exact = tf.nn.conv2d(tf.cast(x, tf.float64), tf.cast(w, tf.float64), 1, "SAME").numpy()
+    error = rel_error(tf.cast(y, tf.float64).numpy(), exact)
+    assert error <= (4e-3 if half_spectra else 1e-3), error

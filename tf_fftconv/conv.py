@@ -21,12 +21,17 @@ spectrum exceeds the largest magnitude of the tensor it stands for, and none ove
 tensor (the output or a gradient) itself does. The same three passes, in the same dtype. float16
 weights are multiplied by a power of two before their transform (``_weight_gain``: a small kernel's
 spectrum divided by ``S^2`` would be subnormal), and the products that use them divide alpha by it.
+Where the plan says so (``planning``: small layers, where half spectra save little time), a half
+input is cast to float32 and takes the float32 passes with FP32 products instead, so that the
+result is rounded once, as cuDNN's is.
 
 Tiles (``geometry``): the padded input is cut into overlapping tiles that join the batch
 dimension, each tile is a VALID convolution in a small frame, and the output tiles are put side
 by side. Cutting and joining are TensorFlow's pad / reshape / slice / concat / transpose, whose
 gradients TensorFlow provides; the weight gradient sums over the tiles in the per-bin matmul.
 """
+
+import dataclasses
 
 import tensorflow as tf
 
@@ -147,13 +152,14 @@ def _run_time_geometry(x, data_format, k_h, k_w, padding):
 
 
 def fft_conv2d(x, w, padding="VALID", data_format="NHWC", fft_size=None, algorithm="auto",
-               tile=None, memory_budget=None, name=None):
+               tile=None, memory_budget=None, half_spectra=None, name=None):
     """Stride-1, dilation-1 ``tf.nn.conv2d`` (cross-correlation), by FFT where that pays.
 
     Args:
       x: float32, float64, float16 or bfloat16 input, ``[B, H, W, Cin]`` (NHWC) or
         ``[B, Cin, H, W]`` (NCHW). float16 and bfloat16 are transformed and multiplied in
-        float32 and stored (spectra too) in their own type.
+        float32 and stored in their own type; so are their spectra where that saves time,
+        otherwise those are float32 (``half_spectra``).
         Cin must be known statically; B, H and W may be dynamic (with static H and W the sizes
         are Python numbers, otherwise they are computed in the graph).
       w: filters ``[kh, kw, Cin, Cout]``, the same dtype as ``x``, with a static shape.
@@ -171,16 +177,20 @@ def fft_conv2d(x, w, padding="VALID", data_format="NHWC", fft_size=None, algorit
       memory_budget: bytes of spectra the FFT path may hold at once; default
         ``$TF_FFTCONV_MEMORY_BUDGET``, else none. Above it the FFT path recomputes spectra in
         pieces, or (``algorithm="auto"``) spatial convolution is used.
+      half_spectra: float16 and bfloat16 only. None (default): half-precision spectra where the
+        cost model puts float32 ones at least ``planning.HALF_SPECTRA_GAIN`` times slower, else
+        float32 spectra with FP32 products (one rounding, of the result; small layers); True or
+        False forces half or float32 spectra.
     Returns:
       ``[B, Ho, Wo, Cout]`` (NHWC) or ``[B, Cout, Ho, Wo]`` (NCHW), differentiable in ``x`` and
       ``w``. ``tf_fftconv.explain`` says what was chosen and why.
     """
     return conv2d_with_plan(x, w, padding, data_format, fft_size, algorithm, tile, memory_budget,
-                            name)[0]
+                            half_spectra, name)[0]
 
 
 def conv2d_with_plan(x, w, padding="VALID", data_format="NHWC", fft_size=None, algorithm="auto",
-                     tile=None, memory_budget=None, name=None):
+                     tile=None, memory_budget=None, half_spectra=None, name=None):
     """``fft_conv2d`` that also returns the ``planning.Plan`` it followed."""
     with tf.name_scope(name or "fft_conv2d"):
         x = tf.convert_to_tensor(x)
@@ -194,7 +204,7 @@ def conv2d_with_plan(x, w, padding="VALID", data_format="NHWC", fft_size=None, a
         fft_size = _optional_int(fft_size, "fft_size", 1)
         tile = _optional_int(tile, "tile", 1)
         problem = planning.make_problem(_static_dims(x, "x"), _static_dims(w, "w"), padding,
-                                        data_format, x.dtype)
+                                        data_format, x.dtype, half_spectra=half_spectra)
         if (fft_size is not None or tile is not None) and not problem.sizes_known:
             raise _invalid("an explicit fft_size or tile needs a static height and width, got "
                            "x %s" % (x.shape,))
@@ -235,15 +245,30 @@ def run_plan(chosen, x, w):
                                                   problem.k_w, problem.padding)
         return _frequency_domain_conv(geometry, image_size, kernel_size, problem.data_format)(x, w)
     config, tiles = chosen.config, chosen.config.tiles
+    if config.spectra == "float32":
+        # Half-precision x and w through the float32 passes, with FP32 products (TF32 would round
+        # the spectra to 10 bits again); y is rounded once, and tf.cast's gradients round dx and
+        # dw once. Under XLA the casts fuse into their neighbours.
+        wide = dataclasses.replace(config, spectra="native")
+        y = _run_config(wide, problem, tf.cast(x, tf.float32), tf.cast(w, tf.float32),
+                        allow_tf32=False)
+        return tf.cast(y, x.dtype)
+    return _run_config(config, problem, x, w)
+
+
+def _run_config(config, problem, x, w, allow_tf32=True):
+    """The FFT path of ``config`` (sizes known) on ``x`` and ``w``."""
+    tiles, kernel_size = config.tiles, (problem.k_h, problem.k_w)
     if not tiles.tiled:
         geometry = ConvGeometry(tiles.out_h, tiles.out_w, tiles.pad_top, tiles.pad_left,
                                 tiles.fft_size)
         return _spectral_conv(config, geometry, (problem.in_h, problem.in_w), kernel_size,
-                              problem.data_format)(x, w)
+                              problem.data_format, allow_tf32)(x, w)
     # Each tile: a VALID convolution of [in_tile_h, in_tile_w] into [tile_h, tile_w].
     geometry = ConvGeometry(tiles.tile_h, tiles.tile_w, 0, 0, tiles.fft_size)
     y_tiles = _spectral_conv(config, geometry, (tiles.in_tile_h, tiles.in_tile_w), kernel_size,
-                             problem.data_format)(cut_tiles(x, tiles, problem.data_format), w)
+                             problem.data_format, allow_tf32)(
+                                 cut_tiles(x, tiles, problem.data_format), w)
     return join_tiles(y_tiles, tiles, problem.data_format)
 
 
@@ -341,15 +366,18 @@ def _unrecorded(*tensors):
     return tensors
 
 
-def _spectral_conv(config, geometry, image_size, kernel_size, data_format):
+def _spectral_conv(config, geometry, image_size, kernel_size, data_format, allow_tf32=True):
     if config.memory == "keep":
-        return _frequency_domain_conv(geometry, image_size, kernel_size, data_format)
-    return _recomputing_conv(geometry, image_size, kernel_size, data_format, config.chunks)
+        return _frequency_domain_conv(geometry, image_size, kernel_size, data_format, allow_tf32)
+    return _recomputing_conv(geometry, image_size, kernel_size, data_format, config.chunks,
+                             allow_tf32)
 
 
-def _frequency_domain_conv(geometry, image_size, kernel_size, data_format):
-    """Mode "keep": X and W of the forward pass are kept for the backward pass."""
+def _frequency_domain_conv(geometry, image_size, kernel_size, data_format, allow_tf32=True):
+    """Mode "keep": X and W of the forward pass are kept for the backward pass. ``allow_tf32``
+    False: FP32 products (complex spectra) whatever TensorFlow's TF32 switch says."""
     size, pad_top, pad_left = geometry.fft_size, geometry.pad_top, geometry.pad_left
+    precision = {} if allow_tf32 else {"allow_tf32": False}
 
     def forward_spectra(x, w):
         # x_spectrum [F, B, Cin]; w_spectrum [F, Cout, Cin].
@@ -358,11 +386,12 @@ def _frequency_domain_conv(geometry, image_size, kernel_size, data_format):
 
     def backward(dy, x_spectrum, w_spectrum):
         dy_spectrum = ops.rfft2d(dy, size, 0, 0, data_format)                # [F, B, Cout]
-        dx_spectrum = _spectral_product(dy_spectrum, w_spectrum, size, kernel_size)  # [F, B, Cin]
+        dx_spectrum = _spectral_product(dy_spectrum, w_spectrum, size, kernel_size,
+                                        **precision)                           # [F, B, Cin]
         dx = ops.irfft2d(dx_spectrum, size, image_size[0], image_size[1], pad_top, pad_left,
                          data_format)
-        dw_spectrum = _spectral_product(dy_spectrum, x_spectrum, size,
-                                        adjoint_a=True)                        # [F, Cout, Cin]
+        dw_spectrum = _spectral_product(dy_spectrum, x_spectrum, size, adjoint_a=True,
+                                        **precision)                           # [F, Cout, Cin]
         dw = ops.irfft2d(dw_spectrum, size, kernel_size[0], kernel_size[1])  # [Cout, Cin, kh, kw]
         return dx, tf.transpose(dw, [2, 3, 1, 0])
 
@@ -370,7 +399,7 @@ def _frequency_domain_conv(geometry, image_size, kernel_size, data_format):
     def conv(x, w):
         x_spectrum, w_spectrum = forward_spectra(*_unrecorded(x, w))
         y_spectrum = _spectral_product(x_spectrum, w_spectrum, size, kernel_size,
-                                       adjoint_b=True)                        # [F, B, Cout]
+                                       adjoint_b=True, **precision)           # [F, B, Cout]
         y = ops.irfft2d(y_spectrum, size, geometry.out_h, geometry.out_w, 0, 0, data_format)
 
         def grad(dy):
@@ -420,14 +449,15 @@ def _pieces(t, count):
     return [t[min(i * step, batch):min((i + 1) * step, batch)] for i in range(count)]
 
 
-def _recomputing_conv(geometry, image_size, kernel_size, data_format, chunks):
+def _recomputing_conv(geometry, image_size, kernel_size, data_format, chunks, allow_tf32=True):
     """Mode "recompute": no spectrum kept between the passes; the batch in ``chunks`` pieces.
 
     Each piece's ops are made to wait for the previous piece's result (control dependencies), so
     only one piece's spectra are alive at a time; the weight-gradient spectrum ``[F, Cout, Cin]``
-    is summed over the pieces and inverted once.
+    is summed over the pieces and inverted once. ``allow_tf32`` as ``_frequency_domain_conv``'s.
     """
     size, pad_top, pad_left = geometry.fft_size, geometry.pad_top, geometry.pad_left
+    precision = {} if allow_tf32 else {"allow_tf32": False}
 
     def weight_spectrum(w):
         return _weight_spectrum(w, size, kernel_size)                         # [F, Cout, Cin]
@@ -443,7 +473,7 @@ def _recomputing_conv(geometry, image_size, kernel_size, data_format, chunks):
             with tf.control_dependencies(outputs[-1:]):
                 x_spectrum = ops.rfft2d(piece, size, pad_top, pad_left, data_format)  # [F, b, Cin]
             y_spectrum = _spectral_product(x_spectrum, w_spectrum, size, kernel_size,
-                                           adjoint_b=True)                     # [F, b, Cout]
+                                           adjoint_b=True, **precision)        # [F, b, Cout]
             outputs.append(ops.irfft2d(y_spectrum, size, geometry.out_h, geometry.out_w, 0, 0,
                                        data_format))
         y = outputs[0] if chunks == 1 else tf.concat(outputs, 0)
@@ -455,13 +485,14 @@ def _recomputing_conv(geometry, image_size, kernel_size, data_format, chunks):
                 with tf.control_dependencies([dw_spectrum] if dw_spectrum is not None else []):
                     dy_spectrum = ops.rfft2d(dy_piece, size, 0, 0, data_format)  # [F, b, Cout]
                 dx_spectrum = _spectral_product(dy_spectrum, w_spectrum, size,
-                                                kernel_size)                   # [F, b, Cin]
+                                                kernel_size, **precision)      # [F, b, Cin]
                 dxs.append(ops.irfft2d(dx_spectrum, size, image_size[0], image_size[1], pad_top,
                                        pad_left, data_format))
                 with tf.control_dependencies(dxs[-1:]):
                     x_spectrum = ops.rfft2d(piece, size, pad_top, pad_left, data_format)
                 # [F, Cout, Cin], summed over the pieces
-                piece_dw = _spectral_product(dy_spectrum, x_spectrum, size, adjoint_a=True)
+                piece_dw = _spectral_product(dy_spectrum, x_spectrum, size, adjoint_a=True,
+                                             **precision)
                 dw_spectrum = piece_dw if dw_spectrum is None else dw_spectrum + piece_dw
             dx = dxs[0] if chunks == 1 else tf.concat(dxs, 0)
             dw = ops.irfft2d(dw_spectrum, size, kernel_size[0], kernel_size[1])  # [Cout, Cin, kh, kw]

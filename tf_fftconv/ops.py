@@ -87,10 +87,12 @@ def rfft2d(x, fft_size, offset_h=0, offset_w=0, data_format="NCHW", name=None):
 
 
 def spectral_matmul(a, b, transpose_a=False, transpose_b=False, adjoint_a=False, adjoint_b=False,
-                    alpha=1.0, name=None):
+                    alpha=1.0, allow_tf32=True, name=None):
     """One complex matmul per bin: ``alpha * op(a)[f] @ op(b)[f]`` for ``a [F, ., .]``,
     ``b [F, ., .]`` (complex64 / complex128), or half-precision spectra ``[F, ., ., 2]`` (float16 /
-    bfloat16, accumulated in float32; ``alpha``, a Python float, is applied before rounding)."""
+    bfloat16, accumulated in float32; ``alpha``, a Python float, is applied before rounding).
+    complex64 products on a GPU use TF32 where TensorFlow's TF32 switch is on, unless
+    ``allow_tf32`` is False."""
     a = tf.convert_to_tensor(a)
     b = tf.convert_to_tensor(b)
     _check_dtype(a, _REAL_OF, "a")
@@ -99,7 +101,7 @@ def spectral_matmul(a, b, transpose_a=False, transpose_b=False, adjoint_a=False,
                        % (a.dtype.name, b.dtype.name))
     return load_library().fftconv_spectral_matmul(
         a=a, b=b, transpose_a=transpose_a, transpose_b=transpose_b, adjoint_a=adjoint_a,
-        adjoint_b=adjoint_b, alpha=float(alpha), name=name)
+        adjoint_b=adjoint_b, alpha=float(alpha), allow_tf32=bool(allow_tf32), name=name)
 
 
 def irfft2d(spectrum, fft_size, out_h, out_w, offset_h=0, offset_w=0, data_format="NCHW",

@@ -25,6 +25,15 @@ the other, so only one piece's spectra are alive at a time. A memory budget (arg
 ``memory_budget`` or ``TF_FFTCONV_MEMORY_BUDGET``, bytes) removes the candidates whose workspace
 exceeds it; spatial convolution's workspace is counted as zero (cuDNN's own scratch is not
 modelled).
+
+Spectra of float16 and bfloat16 problems: stored in the input's half type (half the bytes, four
+roundings: the image, weight and product spectra and the output) or in float32 (the inputs cast
+to float32, FP32 products, one rounding: the output's, as cuDNN's float32 accumulation). Each FFT
+configuration takes half spectra only where the cost model puts its float32 spectra at least
+``HALF_SPECTRA_GAIN`` times slower, and never on a CPU (whose kernels convert every half value,
+which costs more than the bytes save); elsewhere (small layers, bound by the ops' fixed costs) the
+accuracy is worth more than the time (benchmarks/NOTES.md, "Half precision: float32 spectra for
+small layers"). ``fft_conv2d(..., half_spectra=True / False)`` forces either.
 """
 
 import dataclasses
@@ -56,6 +65,10 @@ CLOSE_CALL_FACTOR = 1.6
 # Where FFTConv2D times close calls by default: on a CPU a timing of a large layer takes long and
 # the model's CPU constants were fitted on the machine the tests run on.
 CLOSE_CALL_DEVICES = ("GPU",)
+HALF_DTYPES = ("float16", "bfloat16")
+# A half-precision problem's FFT configuration stores half spectra only where float32 spectra
+# would make it at least this many times slower (module docstring).
+HALF_SPECTRA_GAIN = 1.1
 BUDGET_ENV = "TF_FFTCONV_MEMORY_BUDGET"
 CACHE_ENV = "TF_FFTCONV_AUTOTUNE_CACHE"
 AUTOTUNE_ENV = "TF_FFTCONV_AUTOTUNE"
@@ -81,7 +94,9 @@ class DeviceCosts:
     transform_frame_s: float       # ... plus this much per frame (per-image work of the CPU kernels)
     matmul_flops_per_s: float      # spectral matmul, 8 flops per complex multiply-add, FP32
     matmul_tf32_flops_per_s: float  # the same with TensorFlow's TF32 switch on
-    matmul_half_work: float        # per-bin multiply-adds where the matmul reaches half its rate
+    matmul_half_work: float        # per-bin multiply-adds where the TF32 matmul reaches half its
+                                   # rate (the FP32 one at as much less work as its peak is lower:
+                                   # the time below that work is the same latency for both)
     matmul_bytes_per_s: float
     copy_bytes_per_s: float        # TensorFlow's pad, slice, concat, transpose (tiles)
     spatial_flops_per_s: float     # tf.nn.conv2d's effective rate per unit of sqrt(kh * kw)
@@ -99,6 +114,10 @@ class DeviceCosts:
     # factor) pairs): the GPU's lane FFT does an odd factor with more registers and fewer images
     # per block.
     transform_radix_factors: tuple = ()
+    # float16 / bfloat16 problems: whether half spectra can pay here (the cost model then decides
+    # per configuration, ``_with_spectra``), and the rate of the casts to and from float32.
+    half_spectra_pay: bool = True
+    cast_bytes_per_s: float = 1.0e12
 
 
 DEVICE_COSTS = {
@@ -128,7 +147,9 @@ DEVICE_COSTS = {
         # Mathieu's k = 7 layer: 13.37 ms with TF32 off against 2.85 ms with it on (cuDNN's FP32
         # kernels without tensor cores; h200-2026-11-30-ffb53bd).
         spatial_no_tf32_factor=4.7,
-        transform_radix_factors=((3, 1.4), (5, 1.5))),
+        transform_radix_factors=((3, 1.4), (5, 1.5)),
+        # Elementwise casts run near copy bandwidth (and fuse into their neighbours under XLA).
+        cast_bytes_per_s=2.0e12),
     # Measured on the 2-core development CPU (benchmarks/NOTES.md, "The cost model"): op overhead
     # from a chain of tiny ops in a tf.function; cutting tiles 3-5 GB/s; tf.nn.conv2d (oneDNN)
     # 118-336 GFLOP/s on 32..64 channels, 21 and 88 GFLOP/s on LeNet's layers (1 and 6 input
@@ -148,7 +169,12 @@ DEVICE_COSTS = {
         # 16, 32->64, 32x32, k7 SAME, forward + both gradients: 336 ms in float16 (TensorFlow's
         # CPU convolution has no fast float16 kernel) and 23.3 ms in bfloat16 against 42.3 ms in
         # float32 (README, "Half precision").
-        spatial_dtype_factors=(("float16", 7.9), ("bfloat16", 0.55))),
+        spatial_dtype_factors=(("float16", 7.9), ("bfloat16", 0.55)),
+        # The CPU kernels convert every half value as they load and store it: forward + both
+        # gradients took longer with half spectra than with float32 ones (casts included) on
+        # LeNet's layers and on (16, 32 -> 64, 32x32, k7): float32 spectra 0.48-0.97x the time
+        # (benchmarks/NOTES.md, "Half precision: float32 spectra for small layers").
+        half_spectra_pay=False, cast_bytes_per_s=20e9),
 }
 
 
@@ -172,6 +198,9 @@ class Problem:
     device: str         # "CPU" or "GPU"
     device_name: str    # what the timing cache is keyed on, e.g. "NVIDIA H200"
     tf32: bool
+    # float16 / bfloat16 only: None lets the cost model choose each configuration's spectra;
+    # True forces half-precision spectra, False float32 ones.
+    half_spectra: object = None
 
     @property
     def sizes_known(self):
@@ -183,10 +212,13 @@ class Problem:
 
     def key(self):
         """The timing cache's key: everything that changes which candidate is fastest."""
+        forced = ("" if self.half_spectra is None else
+                  "|%s spectra" % ("half" if self.half_spectra else "float32"))
         return "|".join(str(v) for v in (
             self.device_name, self.dtype, "tf32" if self.tf32 else "fp32", self.padding,
             self.data_format, "B%s" % self.batch, "%sx%s" % (self.in_h, self.in_w),
-            "%d->%d" % (self.in_channels, self.out_channels), "k%dx%d" % (self.k_h, self.k_w)))
+            "%d->%d" % (self.in_channels, self.out_channels),
+            "k%dx%d" % (self.k_h, self.k_w))) + forced
 
     def describe(self):
         x = ("[%s, %s, %s, %d]" if self.data_format == "NHWC" else "[%s, %d, %s, %s]") % (
@@ -200,11 +232,14 @@ class Problem:
 
 @dataclasses.dataclass(frozen=True)
 class FftConfig:
-    """The FFT path's frame, tiling and memory mode."""
+    """The FFT path's frame, tiling, memory mode and (half-precision problems) spectrum type."""
 
     tiles: geometry.TileGeometry
     memory: str = "keep"   # "keep" or "recompute"
     chunks: int = 1        # pieces of the (tiled) batch, one after the other ("recompute")
+    # "native": spectra in the complex type of the input's (float32, float64) or in its half type
+    # (float16, bfloat16); "float32": a half-precision problem computed with complex64 spectra.
+    spectra: str = "native"
 
     @property
     def label(self):
@@ -212,13 +247,16 @@ class FftConfig:
         where = ("single" if not t.tiled else "tiles %dx%d of %dx%d"
                  % (t.tiles_h, t.tiles_w, t.tile_h, t.tile_w))
         memory = self.memory if self.chunks == 1 else "%s/%d" % (self.memory, self.chunks)
-        return "fft S=%d %s %s" % (t.fft_size, where, memory)
+        spectra = " float32-spectra" if self.spectra == "float32" else ""
+        return "fft S=%d %s %s%s" % (t.fft_size, where, memory, spectra)
 
     def describe(self):
         memory = ("X and W spectra kept for the backward pass" if self.memory == "keep" else
                   "spectra recomputed in the backward pass, batch in %d piece%s"
                   % (self.chunks, "" if self.chunks == 1 else "s"))
-        return "%s; %s" % (self.tiles.describe(), memory)
+        spectra = ("; float32 spectra and FP32 products (the half-precision inputs cast, the "
+                   "result rounded once)" if self.spectra == "float32" else "")
+        return "%s; %s%s" % (self.tiles.describe(), memory, spectra)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -287,7 +325,23 @@ def estimate_fft(problem, config, costs):
     """The FFT path as its ops: transforms, per-bin matmuls, inverses, and tiling's copies.
 
     Half precision: every tensor and spectrum has half the bytes of float32, the arithmetic
-    (float32 inside) the float32 rates."""
+    (float32 inside) the float32 rates. With float32 spectra: the float32 path without TF32, plus
+    the casts of x, w and dy to float32 and of y, dx and dw back, charged for their bytes only
+    (elementwise ops, which XLA fuses into their neighbours)."""
+    if config.spectra == "float32":
+        inner = estimate_fft(dataclasses.replace(problem, dtype="float32", tf32=False),
+                             dataclasses.replace(config, spectra="native"), costs)
+        out = geometry.output_geometry(problem.in_h, problem.in_w, problem.k_h, problem.k_w,
+                                       problem.padding)
+        batch = problem.model_batch
+        elements = (batch * problem.in_channels * problem.in_h * problem.in_w
+                    + batch * problem.out_channels * out.out_h * out.out_w
+                    + problem.k_h * problem.k_w * problem.in_channels * problem.out_channels)
+        cast_bytes = 2 * (2 + 4) * elements      # each tensor cast once per pass, both ways
+        return dataclasses.replace(
+            inner, time_s=inner.time_s + cast_bytes / costs.cast_bytes_per_s,
+            workspace_bytes=int(inner.workspace_bytes + 4 * elements),
+            bytes_moved=inner.bytes_moved + cast_bytes)
     t = config.tiles
     real = _element_bytes(problem.dtype)
     slow = 2.0 if problem.dtype == "float64" else 1.0
@@ -307,7 +361,8 @@ def estimate_fft(problem, config, costs):
     matmul_flops = 8.0 * bins * frames * ci * co
     work = frames / n * ci * co                 # multiply-adds per bin of one matmul
     peak = costs.matmul_tf32_flops_per_s if problem.tf32 else costs.matmul_flops_per_s
-    matmul_rate = peak * work / (work + costs.matmul_half_work) / slow
+    half_work = costs.matmul_half_work * peak / costs.matmul_tf32_flops_per_s
+    matmul_rate = peak * work / (work + half_work) / slow
     transform_rate = costs.transform_bytes_per_s / slow
     for radix, factor in costs.transform_radix_factors:
         if t.fft_size % radix == 0:
@@ -408,8 +463,24 @@ class Plan:
         return explain_plan(self)
 
 
+def _with_spectra(problem, config):
+    """``config`` with the spectrum type of ``problem`` (module docstring): float32 or half for
+    a half-precision problem, as forced or as the cost model finds worth it; native otherwise."""
+    if problem.dtype not in HALF_DTYPES:
+        return config
+    half = dataclasses.replace(config, spectra="native")
+    wide = dataclasses.replace(config, spectra="float32")
+    if problem.half_spectra is not None:
+        return half if problem.half_spectra else wide
+    costs = DEVICE_COSTS[problem.device]
+    worth_it = costs.half_spectra_pay and (estimate_fft(problem, wide, costs).time_s
+                >= HALF_SPECTRA_GAIN * estimate_fft(problem, half, costs).time_s)
+    return half if worth_it else wide
+
+
 def _fft_configs(problem, fft_size=None, tile=None):
-    """Every FFT configuration of a problem with static sizes (forced frame or tile honoured)."""
+    """Every FFT configuration of a problem with static sizes (forced frame or tile honoured),
+    each with its spectrum type (``_with_spectra``)."""
     out = geometry.output_geometry(problem.in_h, problem.in_w, problem.k_h, problem.k_w,
                                    problem.padding)
     if fft_size is not None:
@@ -435,7 +506,7 @@ def _fft_configs(problem, fft_size=None, tile=None):
             if frames is not None and chunks > max(frames, 1):
                 break
             configs.append(FftConfig(tiles, "recompute", chunks))
-    return configs
+    return [_with_spectra(problem, config) for config in configs]
 
 
 def within_budget(found, budget):
@@ -770,8 +841,9 @@ def _cpu_name():
 
 
 def make_problem(x_shape, w_shape, padding="VALID", data_format="NHWC", dtype="float32",
-                 device=None):
-    """A ``Problem`` from static shapes (None for unknown batch, height or width)."""
+                 device=None, half_spectra=None):
+    """A ``Problem`` from static shapes (None for unknown batch, height or width);
+    ``half_spectra`` (float16 and bfloat16 only): None, True or False (``Problem``)."""
     padding = geometry.check_padding(padding)
     if data_format not in ("NHWC", "NCHW"):
         raise _invalid("data_format must be \"NHWC\" or \"NCHW\", got %r" % (data_format,))
@@ -791,10 +863,15 @@ def make_problem(x_shape, w_shape, padding="VALID", data_format="NHWC", dtype="f
         raise _invalid("x has %d input channels but w is [%d, %d, %d, %d] (dimension 2 must "
                        "match)" % (in_channels, k_h, k_w, w_in, w_out))
     dtype = tf.as_dtype(dtype).name
+    if half_spectra is not None and not isinstance(half_spectra, bool):
+        raise _invalid("half_spectra must be None, True or False, got %r" % (half_spectra,))
+    if half_spectra is not None and dtype not in HALF_DTYPES:
+        raise _invalid("half_spectra applies to float16 and bfloat16 only, got %s" % dtype)
     kind, name = device_of(device)
     problem = Problem(batch, in_h, in_w, int(in_channels), int(w_out), int(k_h), int(k_w),
                       padding, data_format, dtype, kind, name,
-                      bool(tf.config.experimental.tensor_float_32_execution_enabled()))
+                      bool(tf.config.experimental.tensor_float_32_execution_enabled()),
+                      half_spectra)
     if problem.sizes_known:
         geometry.output_geometry(in_h, in_w, problem.k_h, problem.k_w, padding)  # validates
     return problem

@@ -5,21 +5,24 @@ and gives both convolutions of the trained network the inputs they see there: th
 activations, its trained weights and the cotangent of the loss with respect to its output (before
 bias and activation), scaled by a power of two as a loss scale would (Keras' mixed-precision
 optimizer multiplies the loss so that small gradients survive float16). Each half type's forward
-result and both gradients, from `tf_fftconv.fft_conv2d` (the FFT path) and from `tf.nn.conv2d` in
-the same type on the same rounded inputs, are compared with the float64 convolution of those
-rounded inputs.
+result and both gradients, from `tf_fftconv.fft_conv2d` (the FFT path, with the spectra its plan
+chooses, and again with half-precision spectra forced) and from `tf.nn.conv2d` in the same type on
+the same rounded inputs, are compared with the float64 convolution of those rounded inputs.
 
     python -m tf_fftconv.experiments.half_accuracy [--dataset fashion_mnist] [--epochs 1]
         [--limit-train 60000] [--device /GPU:0] [--json FILE] [--emulate]
 
-Prints one row per (layer, dtype, tensor): both relative errors (max |error| / max |reference|)
-and their ratio; exit status 1 when a ratio is above 2 (issue: "no worse than 2x conv2d's error").
+Prints one row per (layer, dtype, tensor): the relative errors (max |error| / max |reference|) of
+the FFT path as planned and of tf.nn.conv2d, their ratio, the FFT path's error with half spectra
+and its ratio, and the plan; exit status 1 when a ratio of the path as planned is above 2 (issue:
+"no worse than 2x conv2d's error").
 
 `--emulate` adds where the error comes from: the FFT path written out in float64 NumPy, rounding
 only where the kernels store a value (the image, weight and output-gradient spectra, the three
-per-bin products, the outputs), once as the kernels store them (`STORAGE["as built"]`) and once
-for each other storage choice in `STORAGE`, each against the error of rounding the exact result
-once (what a float32-accumulating convolution does).
+per-bin products, the outputs), once as the half-spectrum kernels store them (`STORAGE["half
+spectra"]`) and once for each other storage choice in `STORAGE` ("all float32" is the float32
+spectra that small layers' plans take), each against the error of rounding the exact result once
+(what a float32-accumulating convolution does).
 """
 
 import argparse
@@ -91,8 +94,9 @@ def layer_problems(model, images, labels):
 
 
 def conv_errors(x, w, dy, dtype, padding="VALID"):
-    """{"fft": [y, dx, dw errors], "conv2d": [...]}: both convolutions on x, w, dy rounded to
-    `dtype`, against the float64 convolution of the rounded values."""
+    """{"fft": [y, dx, dw errors], "fft half spectra": [...], "conv2d": [...], "plan": label}:
+    the convolutions on x, w, dy rounded to `dtype`, against the float64 convolution of the
+    rounded values."""
     x_half, w_half, dy_half = (tf.cast(tf.constant(v), dtype) for v in (x, w, dy))
     exact = [tf.cast(v, tf.float64) for v in (x_half, w_half, dy_half)]
     with tf.GradientTape() as tape:
@@ -100,8 +104,10 @@ def conv_errors(x, w, dy, dtype, padding="VALID"):
         y = tf.nn.conv2d(exact[0], exact[1], 1, padding)
     reference = [y.numpy()] + [g.numpy() for g in tape.gradient(
         y, exact[:2], output_gradients=exact[2])]
-    errors = {}
+    errors = {"plan": fc.conv.conv2d_with_plan(x_half, w_half, padding, algorithm="fft")[1].label}
     for name, conv in (("fft", lambda a, b: fc.fft_conv2d(a, b, padding, algorithm="fft")),
+                       ("fft half spectra", lambda a, b: fc.fft_conv2d(
+                           a, b, padding, algorithm="fft", half_spectra=True)),
                        ("conv2d", lambda a, b: tf.nn.conv2d(a, b, 1, padding))):
         with tf.GradientTape() as tape:
             tape.watch([x_half, w_half])
@@ -115,7 +121,7 @@ def conv_errors(x, w, dy, dtype, padding="VALID"):
 # _ROUND ("io": the input / output half type). "spectra": the image, weight and output-gradient
 # spectra (rfft2d's outputs); "products": the per-bin products Y, dX, dW (spectral_matmul's).
 STORAGE = {
-    "as built": {"spectra": "io", "products": "io"},
+    "half spectra": {"spectra": "io", "products": "io"},
     "products float32": {"spectra": "io", "products": "float32"},
     "spectra float32": {"spectra": "float32", "products": "io"},
     "float16 spectra and products": {"spectra": "float16", "products": "float16"},
@@ -191,16 +197,19 @@ def emulate(problems):
 
 
 def measure(problems):
-    """Rows (layer, dtype, tensor, fft error, conv2d error, ratio)."""
+    """Rows (layer, dtype, tensor, fft error, conv2d error, ratio, fft error with half spectra,
+    its ratio, the plan's label)."""
     rows = []
     for name in LAYERS:
         x, w, dy, _ = problems[name]
         for dtype in DTYPES:
             errors = conv_errors(x, w, dy, dtype)
             for i, tensor in enumerate(("y", "dx", "dw")):
-                ours, theirs = errors["fft"][i], errors["conv2d"][i]
+                ours, half, theirs = (errors[k][i] for k in ("fft", "fft half spectra",
+                                                             "conv2d"))
                 rows.append((name, dtype.name, tensor, ours, theirs,
-                             ours / theirs if theirs else float("inf")))
+                             ours / theirs if theirs else float("inf"), half,
+                             half / theirs if theirs else float("inf"), errors["plan"]))
     return rows
 
 
@@ -226,9 +235,10 @@ def main(argv=None):
     print(f"device {device}; loss scales: "
           + ", ".join(f"{n} 2^{int(np.log2(problems[n][3]))}" for n in LAYERS))
     print(f"{'layer':6s}{'dtype':10s}{'tensor':8s}{'fft_conv2d':>12s}{'tf.nn.conv2d':>14s}"
-          f"{'ratio':>8s}")
-    for name, dtype, tensor, ours, theirs, ratio in rows:
-        print(f"{name:6s}{dtype:10s}{tensor:8s}{ours:12.3e}{theirs:14.3e}{ratio:8.2f}")
+          f"{'ratio':>8s}{'half spectra':>14s}{'ratio':>8s}  plan")
+    for name, dtype, tensor, ours, theirs, ratio, half, half_ratio, label in rows:
+        print(f"{name:6s}{dtype:10s}{tensor:8s}{ours:12.3e}{theirs:14.3e}{ratio:8.2f}"
+              f"{half:14.3e}{half_ratio:8.2f}  {label}")
     worst = max(row[5] for row in rows)
     print(f"worst ratio {worst:.2f} (at most 2 asked)")
     emulated = emulate(problems) if args.emulate else None
