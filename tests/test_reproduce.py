@@ -58,7 +58,10 @@ def test_format_table_matches_the_design_document_style():
             "0.500 points; FFT mean 98.167%, range 97.000-99.500%, within the baseline's range; "
             "FFT - baseline per seed: -1.00, +0.50, -0.50 points (mean -0.333).") in text
     result["fft_accuracy_over_seeds"]["mean"] = 0.975
-    assert "97.500%, range 97.000-99.500%, outside the baseline's range" in \
+    assert "97.500%, range 97.000-99.500%, below the baseline's range" in \
+        reproduce.format_table(result)
+    result["fft_accuracy_over_seeds"]["mean"] = 0.995
+    assert "99.500%, range 97.000-99.500%, above the baseline's range" in \
         reproduce.format_table(result)
     result["fft_accuracy_over_seeds"]["mean"] = 0.9816667
     assert 'baseline on, FFT off, auto off' in text

@@ -172,7 +172,7 @@ DEVICE_COSTS = {
         spatial_dtype_factors=(("float16", 7.9), ("bfloat16", 0.55)),
         # The CPU kernels convert every half value as they load and store it: forward + both
         # gradients took longer with half spectra than with float32 ones (casts included) on
-        # LeNet's layers and on (16, 32 -> 64, 32x32, k7): float32 spectra 0.48-0.97x the time
+        # LeNet's layers and on (16, 32 -> 64, 32x32, k7): float32 spectra 0.42-0.97x the time
         # (benchmarks/NOTES.md, "Half precision: float32 spectra for small layers").
         half_spectra_pay=False, cast_bytes_per_s=20e9),
 }

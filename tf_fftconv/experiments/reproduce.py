@@ -369,7 +369,8 @@ def format_table(result):
     fft_spread = result.get("fft_accuracy_over_seeds")
     if spread and fft_spread:
         differences = result["paired_accuracy_differences"]
-        within = spread["min"] <= fft_spread["mean"] <= spread["max"]
+        where = ("below" if fft_spread["mean"] < spread["min"] else
+                 "above" if fft_spread["mean"] > spread["max"] else "within")
         notes.append(
             f"Over {len(spread['seeds'])} seeds ({', '.join(map(str, spread['seeds']))}; each "
             f"seed's baseline and FFT model from the same initial weights on the same batches): "
@@ -377,7 +378,7 @@ def format_table(result):
             f"{100 * spread['min']:.3f}-{100 * spread['max']:.3f}%, stdev "
             f"{100 * spread['stdev']:.3f} points; FFT mean {100 * fft_spread['mean']:.3f}%, range "
             f"{100 * fft_spread['min']:.3f}-{100 * fft_spread['max']:.3f}%, "
-            f"{'within' if within else 'outside'} the baseline's range; FFT - baseline per seed: "
+            f"{where} the baseline's range; FFT - baseline per seed: "
             + ", ".join(f"{100 * d:+.2f}" for d in differences)
             + f" points (mean {100 * statistics.fmean(differences):+.3f}).")
     env = result["environment"]

@@ -432,6 +432,8 @@ def run_case(case, mode, impls, *, device, generator, data_format, input_sets, w
 def fft_op_steps(case, data_format, fft_size=None):
     """The ops of fft_conv2d's train step (tf_fftconv/conv.py) in one frame, the smallest that
     holds the padded image or `fft_size` (the path `fft_size=` of that size forces), each alone.
+    In float16 and bfloat16 these are the half-spectrum ops (`fft_conv2d(..., half_spectra=True)`);
+    a plan with float32 spectra runs the float32 ops between two casts.
 
     Returns (steps, arguments): `steps` maps each op's name to a tf.function of the tensors it reads;
     `arguments(x, w, dy)` computes every op's arguments from one input set with the same ops.
