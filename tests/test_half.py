@@ -336,14 +336,23 @@ def _same_fft_conv_and_gradients(x, w, half_spectra=None):
     return (y, *tape.gradient(y, [x, w]))
 
 
+@pytest.mark.parametrize("half_spectra", [None, False], ids=["default", "float32-spectra"])
 @pytest.mark.parametrize("dtype", HALF, ids=_ids(HALF))
-def test_fft_conv2d_half_with_sizes_unknown_while_tracing(rng, dtype):
-    """The frame is known only at run time: the product's alpha is chosen in the graph."""
+def test_fft_conv2d_half_with_sizes_unknown_while_tracing(rng, dtype, half_spectra):
+    """The frame is known only at run time: the product's alpha is chosen in the graph (half
+    spectra, the default there), or float32 spectra when forced."""
     x = tf.cast(rng.standard_normal((2, 13, 11, 3)), dtype)
     w = tf.cast(rng.standard_normal((5, 5, 3, 4)) * 0.1, dtype)
 
-    traced = tf.function(_same_fft_conv_and_gradients, input_signature=[tf.TensorSpec([None, None, None, 3], dtype),
+    def conv(x, w):
+        return _same_fft_conv_and_gradients(x, w, half_spectra)
+
+    traced = tf.function(conv, input_signature=[tf.TensorSpec([None, None, None, 3], dtype),
                                                 tf.TensorSpec([5, 5, 3, 4], dtype)])
+    graph_def = traced.get_concrete_function().graph.as_graph_def()
+    nodes = list(graph_def.node) + [n for f in graph_def.library.function for n in f.node_def]
+    spectra = {tf.as_dtype(n.attr["T"].type) for n in nodes if n.op == "FftconvSpectralMatmul"}
+    assert spectra == ({tf.complex64} if half_spectra is False else {dtype})
     x64, w64 = (tf.cast(t, tf.float64).numpy() for t in (x, w))
     reference = ref.conv2d_nhwc(x64, w64, np.ones((2, 13, 11, 4)), "SAME")
     for got, expected in zip(traced(x, w), reference):

@@ -179,8 +179,9 @@ def fft_conv2d(x, w, padding="VALID", data_format="NHWC", fft_size=None, algorit
         pieces, or (``algorithm="auto"``) spatial convolution is used.
       half_spectra: float16 and bfloat16 only. None (default): half-precision spectra where the
         cost model puts float32 ones at least ``planning.HALF_SPECTRA_GAIN`` times slower, else
-        float32 spectra with FP32 products (one rounding, of the result; small layers); True or
-        False forces half or float32 spectra.
+        float32 spectra with FP32 products (one rounding, of the result; small layers); with
+        height or width unknown while tracing (no cost model), half spectra. True or False forces
+        half or float32 spectra.
     Returns:
       ``[B, Ho, Wo, Cout]`` (NHWC) or ``[B, Cout, Ho, Wo]`` (NCHW), differentiable in ``x`` and
       ``w``. ``tf_fftconv.explain`` says what was chosen and why.
@@ -243,17 +244,29 @@ def run_plan(chosen, x, w):
     if chosen.config is None:   # sizes unknown while tracing: one frame, sized at run time
         geometry, image_size = _run_time_geometry(x, problem.data_format, problem.k_h,
                                                   problem.k_w, problem.padding)
-        return _frequency_domain_conv(geometry, image_size, kernel_size, problem.data_format)(x, w)
-    config, tiles = chosen.config, chosen.config.tiles
+
+        def run_time_conv(x, w, allow_tf32=True):
+            return _frequency_domain_conv(geometry, image_size, kernel_size, problem.data_format,
+                                          allow_tf32)(x, w)
+
+        if problem.half_spectra is False:  # no cost model here: float32 spectra only if forced
+            return _in_float32(run_time_conv, x, w)
+        return run_time_conv(x, w)
+    config = chosen.config
     if config.spectra == "float32":
-        # Half-precision x and w through the float32 passes, with FP32 products (TF32 would round
-        # the spectra to 10 bits again); y is rounded once, and tf.cast's gradients round dx and
-        # dw once. Under XLA the casts fuse into their neighbours.
         wide = dataclasses.replace(config, spectra="native")
-        y = _run_config(wide, problem, tf.cast(x, tf.float32), tf.cast(w, tf.float32),
-                        allow_tf32=False)
-        return tf.cast(y, x.dtype)
+        return _in_float32(
+            lambda x, w, allow_tf32: _run_config(wide, problem, x, w, allow_tf32), x, w)
     return _run_config(config, problem, x, w)
+
+
+def _in_float32(conv, x, w):
+    """``conv(x, w, allow_tf32=False)`` on float32 copies of half-precision ``x`` and ``w``, the
+    result cast back: the float32 passes with FP32 products (TF32 would round the spectra to 10
+    bits again), so y is rounded once, and tf.cast's gradients round dx and dw once. Under XLA the
+    casts fuse into their neighbours."""
+    return tf.cast(conv(tf.cast(x, tf.float32), tf.cast(w, tf.float32), allow_tf32=False),
+                   x.dtype)
 
 
 def _run_config(config, problem, x, w, allow_tf32=True):
