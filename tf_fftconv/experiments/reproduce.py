@@ -107,6 +107,23 @@ def _warm_up(batches, info, fft_size, jit_compile="auto", steps_per_execution=1)
         model.train_on_batch(images, labels)
 
 
+def _from_one_initialisation(convs, info, fft_size, seed, compile_options):
+    """Compiled LeNet-5 models for `convs` ("spatial" first), all with the initial weights that
+    the first one draws after `keras.utils.set_random_seed(seed)`."""
+    import keras
+
+    from tf_fftconv.experiments import models
+
+    keras.utils.set_random_seed(seed)
+    first = models.compile_lenet(_build(convs[0], info, fft_size), **compile_options)
+    built = [first]
+    for conv in convs[1:]:
+        model = _build(conv, info, fft_size)
+        model.set_weights(first.get_weights())
+        built.append(models.compile_lenet(model, **compile_options))
+    return built
+
+
 class TimedRun:
     """One model's training, an epoch (one ``model.fit`` call) at a time, so that the epochs of
     several models can alternate; then its evaluation and record."""
@@ -215,7 +232,7 @@ def run(dataset="mnist", epochs=10, batch_size=128, seed=0, limit_train=None, li
     import keras
     import tensorflow as tf
 
-    from tf_fftconv.experiments import data, environment, models
+    from tf_fftconv.experiments import data, environment
 
     if epochs < 1:
         raise ValueError(f"epochs must be >= 1, got {epochs}")
@@ -242,45 +259,28 @@ def run(dataset="mnist", epochs=10, batch_size=128, seed=0, limit_train=None, li
             _warm_up(test, info, fft_size, jit_compile, steps_per_execution)
 
         # Same initial weights: build the baseline, copy its weights into the other models.
-        keras.utils.set_random_seed(seed)
         compile_options = {"jit_compile": jit_compile, "steps_per_execution": steps_per_execution}
-        baseline = models.compile_lenet(_build("spatial", info), **compile_options)
-        initial_weights = baseline.get_weights()
-        timed_runs, trained = [], {}
-        for key, conv in MODELS:
-            if key == "baseline":
-                model = baseline
-            else:
-                model = _build(conv, info, fft_size)
-                model.set_weights(initial_weights)
-                models.compile_lenet(model, **compile_options)
+        keys, convs = zip(*MODELS)
+        trained = dict(zip(keys, _from_one_initialisation(convs, info, fft_size, seed,
+                                                          compile_options)))
+        timed_runs = []
+        for key in keys:
             # A pipeline per model with the same seed: the same batches in the same order.
             model_train, model_test = (train, test) if key == "baseline" else pipelines(seed)[:2]
-            timed_runs.append(TimedRun(model, key, model_train, model_test, epochs, seed,
+            timed_runs.append(TimedRun(trained[key], key, model_train, model_test, epochs, seed,
                                        progress))
-            trained[key] = model
-        # Each further seed: a baseline and an FFT model from the baseline's initial weights,
-        # on that seed's batches.
-        extra_keys = ("baseline_extra_seeds", "fft_extra_seeds")
-        extra_runs = {key: [] for key in extra_keys}
-        for k in range(1, seeds):
-            s = seed + k
-            keras.utils.set_random_seed(s)
-            pair_baseline = models.compile_lenet(_build("spatial", info), **compile_options)
-            pair_fft = _build("fft", info, fft_size)
-            pair_fft.set_weights(pair_baseline.get_weights())
-            models.compile_lenet(pair_fft, **compile_options)
-            for key, model, label in ((extra_keys[0], pair_baseline, f"baseline seed {s}"),
-                                      (extra_keys[1], pair_fft, f"fft seed {s}")):
-                pair_train, pair_test, _ = pipelines(s)
-                extra_runs[key].append(TimedRun(model, label, pair_train, pair_test, epochs, s,
-                                                progress))
-        all_runs = timed_runs + extra_runs[extra_keys[0]] + extra_runs[extra_keys[1]]
-        records = train_all(all_runs, epochs, order)
-        runs = {key: record for (key, _), record in zip(MODELS, records)}
-        extra_records = iter(records[len(MODELS):])
-        for key in extra_keys:
-            runs[key] = [next(extra_records) for _ in extra_runs[key]]
+        # Each further seed: a baseline and an FFT model from one initialisation, on that seed's
+        # batches.
+        pairs = [(seed + k, _from_one_initialisation(("spatial", "fft"), info, fft_size,
+                                                     seed + k, compile_options))
+                 for k in range(1, seeds)]
+        extra_runs = [TimedRun(pair[i], f"{label} seed {s}", *pipelines(s)[:2], epochs, s,
+                               progress)
+                      for i, label in enumerate(("baseline", "fft")) for s, pair in pairs]
+        records = train_all(timed_runs + extra_runs, epochs, order)
+        runs = dict(zip(keys, records))
+        runs["baseline_extra_seeds"] = records[len(keys):len(keys) + len(pairs)]
+        runs["fft_extra_seeds"] = records[len(keys) + len(pairs):]
 
         result = {
             "dataset": info.to_dict(),
