@@ -390,7 +390,6 @@ def _frequency_domain_conv(geometry, image_size, kernel_size, data_format, allow
     """Mode "keep": X and W of the forward pass are kept for the backward pass. ``allow_tf32``
     False: FP32 products (complex spectra) whatever TensorFlow's TF32 switch says."""
     size, pad_top, pad_left = geometry.fft_size, geometry.pad_top, geometry.pad_left
-    precision = {} if allow_tf32 else {"allow_tf32": False}
 
     def forward_spectra(x, w):
         # x_spectrum [F, B, Cin]; w_spectrum [F, Cout, Cin].
@@ -400,11 +399,11 @@ def _frequency_domain_conv(geometry, image_size, kernel_size, data_format, allow
     def backward(dy, x_spectrum, w_spectrum):
         dy_spectrum = ops.rfft2d(dy, size, 0, 0, data_format)                # [F, B, Cout]
         dx_spectrum = _spectral_product(dy_spectrum, w_spectrum, size, kernel_size,
-                                        **precision)                           # [F, B, Cin]
+                                        allow_tf32=allow_tf32)                 # [F, B, Cin]
         dx = ops.irfft2d(dx_spectrum, size, image_size[0], image_size[1], pad_top, pad_left,
                          data_format)
         dw_spectrum = _spectral_product(dy_spectrum, x_spectrum, size, adjoint_a=True,
-                                        **precision)                           # [F, Cout, Cin]
+                                        allow_tf32=allow_tf32)                 # [F, Cout, Cin]
         dw = ops.irfft2d(dw_spectrum, size, kernel_size[0], kernel_size[1])  # [Cout, Cin, kh, kw]
         return dx, tf.transpose(dw, [2, 3, 1, 0])
 
@@ -412,7 +411,7 @@ def _frequency_domain_conv(geometry, image_size, kernel_size, data_format, allow
     def conv(x, w):
         x_spectrum, w_spectrum = forward_spectra(*_unrecorded(x, w))
         y_spectrum = _spectral_product(x_spectrum, w_spectrum, size, kernel_size,
-                                       adjoint_b=True, **precision)           # [F, B, Cout]
+                                       adjoint_b=True, allow_tf32=allow_tf32)  # [F, B, Cout]
         y = ops.irfft2d(y_spectrum, size, geometry.out_h, geometry.out_w, 0, 0, data_format)
 
         def grad(dy):
@@ -470,7 +469,6 @@ def _recomputing_conv(geometry, image_size, kernel_size, data_format, chunks, al
     is summed over the pieces and inverted once. ``allow_tf32`` as ``_frequency_domain_conv``'s.
     """
     size, pad_top, pad_left = geometry.fft_size, geometry.pad_top, geometry.pad_left
-    precision = {} if allow_tf32 else {"allow_tf32": False}
 
     def weight_spectrum(w):
         return _weight_spectrum(w, size, kernel_size)                         # [F, Cout, Cin]
@@ -486,7 +484,7 @@ def _recomputing_conv(geometry, image_size, kernel_size, data_format, chunks, al
             with tf.control_dependencies(outputs[-1:]):
                 x_spectrum = ops.rfft2d(piece, size, pad_top, pad_left, data_format)  # [F, b, Cin]
             y_spectrum = _spectral_product(x_spectrum, w_spectrum, size, kernel_size,
-                                           adjoint_b=True, **precision)        # [F, b, Cout]
+                                           adjoint_b=True, allow_tf32=allow_tf32)  # [F, b, Cout]
             outputs.append(ops.irfft2d(y_spectrum, size, geometry.out_h, geometry.out_w, 0, 0,
                                        data_format))
         y = outputs[0] if chunks == 1 else tf.concat(outputs, 0)
@@ -498,14 +496,14 @@ def _recomputing_conv(geometry, image_size, kernel_size, data_format, chunks, al
                 with tf.control_dependencies([dw_spectrum] if dw_spectrum is not None else []):
                     dy_spectrum = ops.rfft2d(dy_piece, size, 0, 0, data_format)  # [F, b, Cout]
                 dx_spectrum = _spectral_product(dy_spectrum, w_spectrum, size,
-                                                kernel_size, **precision)      # [F, b, Cin]
+                                                kernel_size, allow_tf32=allow_tf32)  # [F, b, Cin]
                 dxs.append(ops.irfft2d(dx_spectrum, size, image_size[0], image_size[1], pad_top,
                                        pad_left, data_format))
                 with tf.control_dependencies(dxs[-1:]):
                     x_spectrum = ops.rfft2d(piece, size, pad_top, pad_left, data_format)
                 # [F, Cout, Cin], summed over the pieces
                 piece_dw = _spectral_product(dy_spectrum, x_spectrum, size, adjoint_a=True,
-                                             **precision)
+                                             allow_tf32=allow_tf32)
                 dw_spectrum = piece_dw if dw_spectrum is None else dw_spectrum + piece_dw
             dx = dxs[0] if chunks == 1 else tf.concat(dxs, 0)
             dw = ops.irfft2d(dw_spectrum, size, kernel_size[0], kernel_size[1])  # [Cout, Cin, kh, kw]
