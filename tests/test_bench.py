@@ -53,6 +53,7 @@ def check_report(report, cases, modes, repeats):
     for record in results:
         where = f"{record['case']['name']} {record['mode']}"
         assert record["mode"] in modes
+        assert record["samples_interleaved"] is True
         assert positive(record["spatial_gflop"])
         for impl in ("conv2d", "signal"):  # the two peers always run
             timing = record["timings"][impl]
@@ -104,6 +105,7 @@ def test_main_in_process(tmp_path, capsys):
     assert report["environment"]["device"] == "/CPU:0"
     out = capsys.readouterr().out
     assert "fft/conv2d" in out and "fastest" in out and str(json_path) in out
+    assert "the samples of a case and mode taken in turns" in out
     try:
         import matplotlib  # noqa: F401
     except ImportError:
@@ -239,6 +241,63 @@ def test_time_per_call_rotates_inputs_and_calibrates():
     assert seen[6:] == [i % 3 for i in range(4 * calls)]
 
 
+def recording_calls(monkeypatch):
+    """Makes every step of run_case note its implementation at each call (in `calls`) and at each
+    trace (in `traces`)."""
+    calls, traces = [], []
+    conv_function = measure.conv_function
+
+    def recording_conv_function(impl, *args):
+        conv = conv_function(impl, *args)
+
+        def conv_and_record(x, w):
+            traces.append(impl)
+            mark = tf.numpy_function(lambda: calls.append(impl) or np.int32(0), [], tf.int32,
+                                     stateful=True)
+            with tf.control_dependencies([mark]):
+                return tf.identity(conv(x, w))
+        return conv_and_record
+
+    monkeypatch.setattr(measure, "conv_function", recording_conv_function)
+    return calls, traces
+
+
+@pytest.mark.parametrize("mode", ["forward", "train"])
+def test_samples_of_a_case_are_taken_in_turns(monkeypatch, mode):
+    """Every implementation is prepared (traced, checked, warmed up) before any is timed; then
+    sample i of each is taken before sample i + 1 of any, each step running its first trace."""
+    calls, traces = recording_calls(monkeypatch)
+    impls = ["conv2d", "signal", "fft", "auto", "tuned"]
+    warmup, repeats, calls_per_sample = 3, 4, 2
+    with tf.device("/CPU:0"):
+        generator = tf.random.Generator.from_seed(1)
+    record = measure.run_case(
+        measure.Case(2, 3, 4, 12, 5, "VALID"), mode, impls, device="/CPU:0", generator=generator,
+        data_format="NHWC", input_sets=2, warmup=warmup, repeats=repeats, calls=calls_per_sample)
+    assert list(record["timings"]) == impls and record["samples_interleaved"] is True
+    assert all(len(record["timings"][impl]["samples_ms"]) == repeats for impl in impls)
+    # The check's call and the warm-up of each in turn (no calibration with calls given) ...
+    prepared = [impl for impl in impls for _ in range(1 + warmup)]
+    # ... then the samples round-robin.
+    sampled = [impl for _ in range(repeats) for impl in impls for _ in range(calls_per_sample)]
+    assert calls == prepared + sampled
+    # Traced once each, before any sample: what "tuned" runs is the plan it was traced with,
+    # though the timings it was planned from are forgotten by then.
+    assert traces == impls
+    assert not planning.cached_timings(planning.make_problem(
+        (2, 12, 12, 3), (5, 5, 3, 4), "VALID", "NHWC", "float32", "CPU"))
+
+
+def test_in_turns_passes_over_a_timer_that_failed():
+    timers = {"a": "timer a", "b": "timer b", "c": "timer c"}
+    seen = []
+    for name, timer in measure.in_turns(timers, 3):
+        seen.append(name)
+        if name == "b" and seen.count("b") == 2:
+            del timers["b"]
+    assert seen == ["a", "b", "c", "a", "b", "c", "a", "c"]
+
+
 @pytest.mark.parametrize("data_format", ["NHWC", "NCHW"])
 @pytest.mark.parametrize("padding", ["VALID", "SAME"])
 def test_op_steps_compose_the_train_step(data_format, padding):
@@ -266,7 +325,7 @@ def test_ops_breakdown(tmp_path, capsys):
                      "--json", str(json_path)]) == 0
     report = json.loads(json_path.read_text())
     (record,) = report["fft_ops"]
-    assert len(record["timings"]) == 9
+    assert len(record["timings"]) == 9 and record["samples_interleaved"] is True
     assert all(positive(t["median_ms"]) for t in record["timings"].values())
     assert positive(record["call_overhead"]["median_ms"])
     assert record["sum_ms"] == pytest.approx(sum(t["median_ms"] for t in record["timings"].values()))

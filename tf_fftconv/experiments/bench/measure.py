@@ -1,9 +1,10 @@
-"""What the benchmark measures and how: the cases, the timed steps and the one timing function.
+"""What the benchmark measures and how: the cases, the timed steps and the one timing class.
 
 Every implementation is timed in the same process on the same inputs. Each step is a tf.function;
 after warm-up, a timed sample is a batch of N calls between two device synchronisations
 (tf.test.experimental.sync_devices, no copy of the output to the host), rotating over a few input
-sets; the reported time is the median per-call time over the samples. See docs/benchmarking.md.
+sets; the samples of one case's implementations are taken in turns; the reported time is the
+median per-call time over the samples. See docs/benchmarking.md.
 """
 
 import dataclasses
@@ -140,46 +141,76 @@ def parse_cases(text):
 
 
 # ---------------------------------------------------------------------------------------------
-# Timing: the one function every measurement goes through.
+# Timing: the one implementation every measurement goes through.
 
 def sync_devices():
     """Blocks until every queued op on every device has finished; copies nothing to the host."""
     tf.test.experimental.sync_devices()
 
 
-def time_per_call(fn, arg_sets, *, warmup, repeats, calls, target_sample_s=0.02, max_calls=1000):
-    """Per-call times (seconds) of `fn`, one per repeat.
+class CallTimer:
+    """Per-call times of `fn`, taken one sample at a time so that several functions can take
+    turns (`in_turns`): the warm-up and the calibration run when it is made, a sample at each
+    `sample()`.
 
     `warmup` calls first (tracing, autotuning, allocation; at least one per input set). Each sample
     then times `calls` calls between two device synchronisations and divides by `calls`; the calls
     rotate over `arg_sets` so that no input stays in cache from the call before. `calls=None`
-    calibrates: enough calls for a sample of about `target_sample_s`, a multiple of len(arg_sets).
-
-    Returns (samples in seconds, calls per sample).
+    calibrates: enough calls for a sample of about `target_sample_s`, a multiple of len(arg_sets),
+    so that every sample starts on the first set and ends on the last (and the next function's
+    sample, starting on the first, does not begin on the set just read).
     """
-    sets = len(arg_sets)
-    for i in range(max(warmup, sets)):
-        fn(*arg_sets[i % sets])
-    sync_devices()
-    if calls is None:
-        start = time.perf_counter()
-        for args in arg_sets:
-            fn(*args)
+
+    def __init__(self, fn, arg_sets, *, warmup, calls, target_sample_s=0.02, max_calls=1000):
+        self.fn, self.arg_sets = fn, arg_sets
+        sets = len(arg_sets)
+        for i in range(max(warmup, sets)):
+            fn(*arg_sets[i % sets])
         sync_devices()
-        per_call = max((time.perf_counter() - start) / sets, 1e-7)
-        calls = min(max(math.ceil(target_sample_s / per_call), sets), max_calls)
-        calls = sets * math.ceil(calls / sets)
-    samples = []
-    call = 0
+        if calls is None:
+            start = time.perf_counter()
+            for args in arg_sets:
+                fn(*args)
+            sync_devices()
+            per_call = max((time.perf_counter() - start) / sets, 1e-7)
+            calls = min(max(math.ceil(target_sample_s / per_call), sets), max_calls)
+            calls = sets * math.ceil(calls / sets)
+        self.calls = calls
+        self.samples = []       # seconds per call, one per sample
+        self._next_call = 0     # the rotation over arg_sets goes on from sample to sample
+
+    def sample(self):
+        """Times one sample; returns its seconds per call."""
+        sets = len(self.arg_sets)
+        sync_devices()
+        start = time.perf_counter()
+        for _ in range(self.calls):
+            self.fn(*self.arg_sets[self._next_call % sets])
+            self._next_call += 1
+        sync_devices()
+        self.samples.append((time.perf_counter() - start) / self.calls)
+        return self.samples[-1]
+
+
+def time_per_call(fn, arg_sets, *, warmup, repeats, calls, target_sample_s=0.02, max_calls=1000):
+    """`repeats` samples of `fn` in a row (`CallTimer`). Returns (samples in seconds, calls per
+    sample)."""
+    timer = CallTimer(fn, arg_sets, warmup=warmup, calls=calls, target_sample_s=target_sample_s,
+                      max_calls=max_calls)
     for _ in range(repeats):
-        sync_devices()
-        start = time.perf_counter()
-        for _ in range(calls):
-            fn(*arg_sets[call % sets])
-            call += 1
-        sync_devices()
-        samples.append((time.perf_counter() - start) / calls)
-    return samples, calls
+        timer.sample()
+    return timer.samples, timer.calls
+
+
+def in_turns(timers, repeats):
+    """The (name, timer) pairs of the dict `timers` in the order their samples are to be taken:
+    sample 1 of each, then sample 2 of each, ... `repeats` rounds. Taking them so, every timer sees
+    the same drift of clocks and host load, which a block of samples after another block would put
+    into the ratios. A timer deleted from `timers` meanwhile (it failed) is passed over."""
+    for _ in range(repeats):
+        for name in list(timers):
+            if name in timers:
+                yield name, timers[name]
 
 
 def summarize(samples, calls):
@@ -351,17 +382,22 @@ def run_case(case, mode, impls, *, device, generator, data_format, input_sets, w
              dtype=tf.float32, fft_size=None):
     """Times every implementation on one case and mode; returns the JSON record.
 
+    Every implementation is prepared first (its step traced, checked against the first one's
+    outputs, warmed up and calibrated), then their samples are taken in turns (`in_turns`).
     `unavailable` maps an implementation that cannot run here to the reason (recorded as skipped);
     `status` is told what is being measured; `fft_size` forces the "fft" implementation's frame.
     """
     unavailable = unavailable or {}
     record = {"case": {**dataclasses.asdict(case), "name": case.name, "spec": case.spec,
                        "out_size": case.out_size},
-              "mode": mode, "spatial_gflop": case.spatial_gflop(mode),
+              "mode": mode, "spatial_gflop": case.spatial_gflop(mode), "samples_interleaved": True,
               "timings": {}, "skipped": {}, "max_rel_diff": {}, "peak_memory_bytes": {}}
     with tf.device(device):
         arg_sets = make_inputs(case, data_format, input_sets, generator, dtype)
         reference, reference_impl, reference64 = None, None, None
+        # impl -> its CallTimer, and the peak memory of its calls so far. Every traced step stays
+        # alive until the samples are taken; the input sets are shared.
+        timers, peaks = {}, {}
         for impl in impls:
             status(f"{case.name} {mode}: {impl}")
             if impl in unavailable:
@@ -394,23 +430,39 @@ def run_case(case, mode, impls, *, device, generator, data_format, input_sets, w
                             impl: max_rel_diff(outputs, reference64)})
                         _reset_peak_memory(device)   # the float64 step is not this one's memory
                 del outputs
-                samples, used_calls = time_per_call(step, arg_sets, warmup=warmup,
-                                                    repeats=repeats, calls=calls)
+                timers[impl] = CallTimer(step, arg_sets, warmup=warmup, calls=calls)
                 # Inputs of every set included, as for every implementation.
-                record["peak_memory_bytes"][impl] = _peak_memory(device)
+                peaks[impl] = _peak_memory(device)
             except (KeyboardInterrupt, SystemExit):
                 raise
             except Exception as error:  # OOM, no kernel for this layout on this device, ...
                 record["skipped"][impl] = first_line(error)
-                continue
             finally:
                 if impl == "tuned":
                     # Forgotten again, so that "auto" of the next mode or case plans as before
-                    # (from the model, or from $TF_FFTCONV_AUTOTUNE_CACHE).
+                    # (from the model, or from $TF_FFTCONV_AUTOTUNE_CACHE). The traced step keeps
+                    # its plan: a plan is a constant of the graph traced with it, and the samples
+                    # call the step with the signature it was traced for.
                     planning.clear()
-            record["timings"][impl] = summarize(samples, used_calls)
+        status(f"{case.name} {mode}: {', '.join(timers)} in turns")
+        for impl, timer in in_turns(timers, repeats):
+            try:
+                _reset_peak_memory(device)
+                timer.sample()
+                peak = _peak_memory(device)
+            except (KeyboardInterrupt, SystemExit):
+                raise
+            except Exception as error:
+                record["skipped"][impl] = first_line(error)
+                del timers[impl]
+                continue
+            if peak is not None:
+                peaks[impl] = max(peaks[impl], peak)
+        for impl, timer in timers.items():
+            record["timings"][impl] = summarize(timer.samples, timer.calls)
+            record["peak_memory_bytes"][impl] = peaks[impl]
         record["max_rel_diff_against"] = reference_impl
-        del reference, reference64, arg_sets
+        del reference, reference64, arg_sets, timers
     medians = {impl: t["median_ms"] for impl, t in record["timings"].items()}
     record["ratios"] = {
         f"{a}/{b}": (medians[a] / medians[b] if a in medians and b in medians else None)
@@ -483,21 +535,26 @@ def run_fft_ops(case, *, device, generator, data_format, input_sets, warmup, rep
         # The breakdown follows the single-frame path; a case that needs tiles has none.
         record["skipped"] = error.message
         return record
+    record["samples_interleaved"] = True
     with tf.device(device):
         steps, arguments = fft_op_steps(case, data_format, fft_size)
         per_set = [arguments(*inputs)
                    for inputs in make_inputs(case, data_format, input_sets, generator, dtype)]
+        timers = {}
         for name, step in steps.items():
             status(f"{case.name}: {name}")
-            samples, used_calls = time_per_call(step, [args[name] for args in per_set],
-                                                warmup=warmup, repeats=repeats, calls=calls)
-            record["timings"][name] = summarize(samples, used_calls)
+            timers[name] = CallTimer(step, [args[name] for args in per_set], warmup=warmup,
+                                     calls=calls)
         # What a call of a tf.function costs without work, included once in every op's time.
-        samples, used_calls = time_per_call(tf.function(tf.identity),
-                                            [args["rfft x"] for args in per_set], warmup=warmup,
-                                            repeats=repeats, calls=calls)
-        record["call_overhead"] = summarize(samples, used_calls)
-        del per_set
+        overhead = CallTimer(tf.function(tf.identity), [args["rfft x"] for args in per_set],
+                             warmup=warmup, calls=calls)
+        status(f"{case.name}: ops in turns")
+        for _, timer in in_turns({**timers, "call overhead": overhead}, repeats):
+            timer.sample()
+        record["timings"] = {name: summarize(timer.samples, timer.calls)
+                             for name, timer in timers.items()}
+        record["call_overhead"] = summarize(overhead.samples, overhead.calls)
+        del per_set, timers
     record["sum_ms"] = sum(t["median_ms"] for t in record["timings"].values())
     return record
 

@@ -68,6 +68,7 @@ def format_table(report):
 def format_report(report):
     env, settings = report["environment"], report["settings"]
     device = env["gpu_name"] or env["cpu_model"]
+    interleaved = any(record.get("samples_interleaved") for record in report["results"])
     lines = [
         f"tf_fftconv bench: {device} ({env['device']}), TF {env['tf_version']}, "
         f"built with CUDA {env['cuda_version']}, cuDNN {env['cudnn_version']}, "
@@ -76,7 +77,8 @@ def format_report(report):
         f"{'every step under XLA (jit_compile=True), ' if settings.get('xla') else ''}"
         f"commit {env['git_commit'][:12]}",
         f"ms per call: median over {settings['repeats']} samples of N calls between device syncs "
-        f"({settings['input_sets']} rotating input sets, {settings['warmup']} warm-up calls); "
+        f"({settings['input_sets']} rotating input sets, {settings['warmup']} warm-up calls"
+        f"{'; the samples of a case and mode taken in turns' if interleaved else ''}); "
         "±: (max - min) / median; auto/best (tuned/best): auto (auto after tf_fftconv.autotune) "
         "against the faster of conv2d and fft; "
         "MB: peak device memory of each step, inputs included (GPU only)"
