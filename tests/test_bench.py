@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tf_fftconv import planning
+from tf_fftconv import conv as conv_module
+from tf_fftconv import planning, tuning
 from tf_fftconv.conv import conv_geometry, fft_conv2d
 from tf_fftconv.experiments import environment
 from tf_fftconv.experiments.bench import cli, measure
@@ -420,7 +421,8 @@ def test_train_cases_carry_the_fft_floor(tmp_path):
 
 def test_tuned_times_the_candidates_and_leaves_auto_to_the_model(tmp_path, capsys):
     """"tuned" is auto after tf_fftconv.autotune: its plan comes from timings on the device, and
-    the timings are forgotten afterwards, so "auto" of the next mode still plans from the model."""
+    the timings are forgotten afterwards, so "auto" of the next mode plans without them (on a
+    CPU, where FFTConv2D times no close call, from the model)."""
     json_path = tmp_path / "bench.json"
     argv = ["--cases", "2:3:4:12:5", "--modes", "train,forward", "--impl", "conv2d,fft,auto,tuned",
             "--repeats", "2", "--warmup", "3", "--iters", "1", "--device", "cpu",
@@ -442,3 +444,58 @@ def test_tuned_times_the_candidates_and_leaves_auto_to_the_model(tmp_path, capsy
             record["timings"]["tuned"]["median_ms"] / best)
     assert not planning.cached_timings(planning.make_problem(
         (2, 12, 12, 3), (5, 5, 3, 4), "VALID", "NHWC", "float32"))
+
+
+def test_auto_times_a_close_call_as_an_fft_conv2d_layer_does(monkeypatch):
+    """Where the cost model calls a case close, "auto" is planned as FFTConv2D plans it when built:
+    the candidates timed once, before its step is traced, which then runs the timed plan; "fft" and
+    "model", traced before, follow the model; the next mode starts from the model again."""
+    for name in (planning.AUTOTUNE_ENV, planning.CACHE_ENV):
+        monkeypatch.delenv(name, raising=False)
+    # Every untimed call close, on the CPU too (the cost model calls close calls on a GPU only).
+    monkeypatch.setattr(planning, "is_close_call", lambda made: not made.timings_ms)
+    tuned_problems = []
+    tune_problem = tuning.tune_problem
+
+    def counting_tune_problem(problem, *args, **kwargs):
+        tuned_problems.append(problem)
+        return tune_problem(problem, *args, **kwargs)
+
+    monkeypatch.setattr(tuning, "tune_problem", counting_tune_problem)
+    traced = []   # the plans the steps' traces ran, not those of the candidates' timings
+    run_plan = conv_module.run_plan
+
+    def recording_run_plan(chosen, x, w):
+        if chosen.source != "autotune":
+            traced.append(chosen)
+        return run_plan(chosen, x, w)
+
+    monkeypatch.setattr(conv_module, "run_plan", recording_run_plan)
+    case = measure.Case(2, 3, 4, 12, 5, "VALID")
+    with tf.device("/CPU:0"):
+        generator = tf.random.Generator.from_seed(2)
+    for mode in ("train", "forward"):
+        traced.clear()
+        tuned_problems.clear()
+        record = measure.run_case(case, mode, ["conv2d", "fft", "model", "auto"], device="/CPU:0",
+                                  generator=generator, data_format="NHWC", input_sets=1,
+                                  warmup=3, repeats=2, calls=1)
+        assert set(record["timings"]) == {"conv2d", "fft", "model", "auto"}, record["skipped"]
+        assert record["model_plan"]["source"] == "the cost model"
+        assert "timings_ms" not in record["model_plan"]
+        auto = record["auto_plan"]
+        assert auto["source"].startswith("timing on this device"), mode
+        assert "spatial" in auto["timings_ms"] and len(auto["timings_ms"]) >= 2
+        assert auto["label"] == min(auto["timings_ms"], key=auto["timings_ms"].get)
+        assert len(tuned_problems) == 1, mode    # once, for auto; the model's plan times nothing
+        fft, model, auto_traced = traced
+        assert fft.requested == "fft" and not fft.timings_ms
+        assert (model.label, model.source) == (record["model_plan"]["label"], "the cost model")
+        assert (auto_traced.label, auto_traced.source) == (auto["label"], auto["source"])
+    assert not planning.cached_timings(tuned_problems[0])
+    # The table marks the plan a timing decided.
+    table = report_module.format_table(
+        {"settings": {"impls": ["conv2d", "fft", "model", "auto"]}, "results": [record]})
+    assert f"{auto['label']} (timed)" in table
+    assert f"{record['model_plan']['label']} (timed)" not in table.replace(
+        f"{auto['label']} (timed)", "")

@@ -20,21 +20,37 @@ from tf_fftconv import ops, planning, tuning
 from tf_fftconv.conv import conv_geometry, fft_conv2d
 from tf_fftconv.reference import signal_fft_conv2d
 
-IMPLS = ("conv2d", "signal", "fft", "auto", "tuned")
-# What runs without --impl: "tuned" times candidates before it is timed itself, so it is asked for.
+# Also the order in which run_case prepares them, which the columns planned by tf_fftconv depend
+# on: each plans eagerly, then traces its step, whose plan is then a constant of its graph.
+# "fft" and "model" are traced before any timing of the case exists, so they follow the cost model.
+# "auto" then times a close call of the model as FFTConv2D does when it is built (this may record
+# timings), and "tuned" times the candidates in any case. Once every step is traced, run_case
+# forgets the plans and timings, so that each mode and case starts from the model again, as a
+# fresh process would (timings in $TF_FFTCONV_AUTOTUNE_CACHE, when set, are read again).
+IMPLS = ("conv2d", "signal", "fft", "model", "auto", "tuned")
+# What runs without --impl: "tuned" times candidates before it is timed itself, so it is asked
+# for; "model" is "auto" itself wherever the cost model's call is clear, so it is asked for too.
 DEFAULT_IMPLS = ("conv2d", "signal", "fft", "auto")
 IMPL_LABELS = {
     "conv2d": "tf.nn.conv2d",
     "signal": "tf.signal FFT conv (tf_fftconv.reference.signal_fft_conv2d)",
     "fft": "tf_fftconv.fft_conv2d(algorithm=\"fft\"): the FFT path, frame and tiling by the cost "
            "model",
-    "auto": "tf_fftconv.fft_conv2d(algorithm=\"auto\"): FFT or tf.nn.conv2d by the cost model "
-            "(or timings cached by tf_fftconv.autotune)",
+    "model": "tf_fftconv.fft_conv2d(algorithm=\"auto\") planned inside the tf.function, nothing "
+             "timed: FFT or tf.nn.conv2d by the cost model alone (or timings cached by "
+             "tf_fftconv.autotune)",
+    "auto": "tf_fftconv.fft_conv2d(algorithm=\"auto\") as FFTConv2D plans it when built: FFT or "
+            "tf.nn.conv2d by the cost model, a close call of the model (on a GPU) timed once on "
+            "the device first (tf_fftconv.tuning.confirm_close_call); auto_plan's source says "
+            "which decided",
     "tuned": "tf_fftconv.fft_conv2d(algorithm=\"auto\") after tf_fftconv.autotune timed the "
              "case's candidates on the device: the plan the timings choose",
 }
+# The implementations that are fft_conv2d(algorithm="auto"), each planned its own way
+# (plan_before_tracing); their plans are recorded as "<impl>_plan".
+PLANNED_IMPLS = ("model", "auto", "tuned")
 # Implementations that need the op library.
-LIBRARY_IMPLS = ("fft", "auto", "tuned")
+LIBRARY_IMPLS = ("fft",) + PLANNED_IMPLS
 MODES = ("forward", "train")  # train: forward and the gradients wrt input and weights
 
 
@@ -240,7 +256,7 @@ def conv_function(impl, padding, data_format, fft_size=None):
     if impl == "fft":
         return lambda x, w: fft_conv2d(x, w, padding=padding, data_format=data_format,
                                        algorithm=impl, fft_size=fft_size)
-    if impl in ("auto", "tuned"):
+    if impl in PLANNED_IMPLS:
         return lambda x, w: fft_conv2d(x, w, padding=padding, data_format=data_format,
                                        algorithm="auto")
     raise ValueError(impl)
@@ -255,10 +271,32 @@ def _problem(case, data_format, dtype):
         data_format, dtype)
 
 
-def auto_plan(case, data_format, dtype=tf.float32):
-    """What algorithm="auto" follows for `case` on the current device (the plan its trace made)."""
-    made = planning.plan(_problem(case, data_format, dtype))
-    return {"label": made.label, "source": made.source}
+def plan_before_tracing(impl, problem):
+    """What is done eagerly for `impl` (one of PLANNED_IMPLS) before its step is traced; returns
+    the plan the trace then follows.
+
+    "model": nothing; the cost model's plan (traced before any timing exists: IMPLS).
+    "auto": what FFTConv2D does when it is built (and an eager fft_conv2d call): a close call of
+    the cost model timed once (tuning.confirm_close_call). The model alone decides a clear call,
+    every call on a CPU (planning.CLOSE_CALL_DEVICES) and every call with TF_FFTCONV_AUTOTUNE=0.
+    The problem is the case's, batch included, as in an eager call or a layer built for a known
+    batch (a layer built for an unknown batch times at planning.ASSUMED_BATCH images).
+    "tuned": the candidates timed in any case, as tf_fftconv.autotune does.
+    """
+    if impl == "model":
+        return planning.plan(problem)
+    if impl == "auto":
+        return tuning.confirm_close_call(problem)
+    return tuning.tune_problem(problem)
+
+
+def plan_record(made):
+    """What the JSON file says about a plan: its label, what decided it (the cost model, or a
+    timing on this device) and the timings it was decided from, if any."""
+    record = {"label": made.label, "source": made.source}
+    if made.timings_ms:
+        record["timings_ms"] = dict(made.timings_ms)
+    return record
 
 
 def fft_bytes_moved(case, data_format, dtype=tf.float32, fft_size=None):
@@ -398,52 +436,47 @@ def run_case(case, mode, impls, *, device, generator, data_format, input_sets, w
         # impl -> its CallTimer, and the peak memory of its calls so far. Every traced step stays
         # alive until the samples are taken; the input sets are shared.
         timers, peaks = {}, {}
-        for impl in impls:
-            status(f"{case.name} {mode}: {impl}")
-            if impl in unavailable:
-                record["skipped"][impl] = unavailable[impl]
-                continue
-            step = make_step(conv_function(impl, case.padding, data_format, fft_size), mode,
-                             jit_compile)
-            try:
-                if impl == "auto":
-                    record["auto_plan"] = auto_plan(case, data_format, dtype)
-                if impl == "tuned":
-                    # Eagerly, before the step is traced: the trace then plans from the timings.
-                    # "auto" comes first in IMPLS, so its own plan was made from the model alone.
-                    tuning.tune_problem(_problem(case, data_format, dtype))
-                    record["tuned_plan"] = {
-                        **auto_plan(case, data_format, dtype),
-                        "timings_ms": planning.plan(_problem(case, data_format, dtype)).timings_ms}
-                _reset_peak_memory(device)
-                outputs = step(*arg_sets[0])
-                if reference is None:
-                    reference, reference_impl = outputs, impl
-                else:
-                    diffs = record["max_rel_diff"][impl] = max_rel_diff(outputs, reference)
-                    if not worst_diff(diffs) <= DIFF_NOTE_THRESHOLD:
-                        status(f"{case.name} {mode}: {impl} and {reference_impl} against float64")
-                        if reference64 is None:
-                            reference64 = float64_reference(case, mode, arg_sets[0], data_format)
-                        record.setdefault("max_rel_diff_float64", {}).update({
-                            reference_impl: max_rel_diff(reference, reference64),
-                            impl: max_rel_diff(outputs, reference64)})
-                        _reset_peak_memory(device)   # the float64 step is not this one's memory
-                del outputs
-                timers[impl] = CallTimer(step, arg_sets, warmup=warmup, calls=calls)
-                # Inputs of every set included, as for every implementation.
-                peaks[impl] = _peak_memory(device)
-            except (KeyboardInterrupt, SystemExit):
-                raise
-            except Exception as error:  # OOM, no kernel for this layout on this device, ...
-                record["skipped"][impl] = first_line(error)
-            finally:
-                if impl == "tuned":
-                    # Forgotten again, so that "auto" of the next mode or case plans as before
-                    # (from the model, or from $TF_FFTCONV_AUTOTUNE_CACHE). The traced step keeps
-                    # its plan: a plan is a constant of the graph traced with it, and the samples
-                    # call the step with the signature it was traced for.
-                    planning.clear()
+        try:
+            for impl in impls:   # in IMPLS' order, which the planned ones depend on
+                status(f"{case.name} {mode}: {impl}")
+                if impl in unavailable:
+                    record["skipped"][impl] = unavailable[impl]
+                    continue
+                step = make_step(conv_function(impl, case.padding, data_format, fft_size), mode,
+                                 jit_compile)
+                try:
+                    if impl in PLANNED_IMPLS:
+                        record[f"{impl}_plan"] = plan_record(
+                            plan_before_tracing(impl, _problem(case, data_format, dtype)))
+                    _reset_peak_memory(device)
+                    outputs = step(*arg_sets[0])
+                    if reference is None:
+                        reference, reference_impl = outputs, impl
+                    else:
+                        diffs = record["max_rel_diff"][impl] = max_rel_diff(outputs, reference)
+                        if not worst_diff(diffs) <= DIFF_NOTE_THRESHOLD:
+                            status(f"{case.name} {mode}: {impl} and {reference_impl} against "
+                                   "float64")
+                            if reference64 is None:
+                                reference64 = float64_reference(case, mode, arg_sets[0],
+                                                                data_format)
+                            record.setdefault("max_rel_diff_float64", {}).update({
+                                reference_impl: max_rel_diff(reference, reference64),
+                                impl: max_rel_diff(outputs, reference64)})
+                            _reset_peak_memory(device)   # the float64 step is not this one's
+                    del outputs
+                    timers[impl] = CallTimer(step, arg_sets, warmup=warmup, calls=calls)
+                    # Inputs of every set included, as for every implementation.
+                    peaks[impl] = _peak_memory(device)
+                except (KeyboardInterrupt, SystemExit):
+                    raise
+                except Exception as error:  # OOM, no kernel for this layout on this device, ...
+                    record["skipped"][impl] = first_line(error)
+        finally:
+            # Every step is traced, and keeps its plan: a plan is a constant of the graph traced
+            # with it, and the samples call each step with the signature it was traced for. So
+            # the plans and timings can go (IMPLS says why), also before the fft floor's plan.
+            planning.clear()
         status(f"{case.name} {mode}: {', '.join(timers)} in turns")
         for impl, timer in in_turns(timers, repeats):
             try:
@@ -466,12 +499,12 @@ def run_case(case, mode, impls, *, device, generator, data_format, input_sets, w
     medians = {impl: t["median_ms"] for impl, t in record["timings"].items()}
     record["ratios"] = {
         f"{a}/{b}": (medians[a] / medians[b] if a in medians and b in medians else None)
-        for a, b in (("fft", "conv2d"), ("fft", "signal"), ("signal", "conv2d"),
-                     ("auto", "conv2d"), ("tuned", "conv2d"))}
-    # auto (and auto after timing) against the faster of the two paths measured here
-    # (issue 10: <= 1.05).
+        for a, b in (("fft", "conv2d"), ("fft", "signal"), ("signal", "conv2d"))
+        + tuple((impl, "conv2d") for impl in PLANNED_IMPLS)}
+    # Each way of planning auto against the faster of the two paths measured here
+    # (issue 10: auto <= 1.05).
     best = [medians[impl] for impl in ("conv2d", "fft") if impl in medians]
-    for impl in ("auto", "tuned"):
+    for impl in PLANNED_IMPLS:
         record["ratios"][f"{impl}/best"] = (medians[impl] / min(best)
                                             if impl in medians and best else None)
     record["fastest"] = min(medians, key=medians.get) if medians else None

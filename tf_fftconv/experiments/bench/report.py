@@ -3,10 +3,12 @@
 import sys
 from pathlib import Path
 
-from tf_fftconv.experiments.bench.measure import DIFF_NOTE_THRESHOLD, MODES, worst_diff
+from tf_fftconv.experiments.bench.measure import (DIFF_NOTE_THRESHOLD, MODES, PLANNED_IMPLS,
+                                                  worst_diff)
 
 SHORT_LABELS = {"conv2d": "tf.nn.conv2d", "signal": "tf.signal FFT conv", "fft": "tf_fftconv",
-                "auto": "tf_fftconv auto"}
+                "model": "tf_fftconv auto, cost model", "auto": "tf_fftconv auto",
+                "tuned": "tf_fftconv auto, tuned"}
 MODEL_LABELS = {"conv2d": "Conv2D", "fft": "FFTConv2D fft", "auto": "FFTConv2D auto"}
 MODE_LABELS = {"forward": "forward", "train": "forward + both gradients"}
 
@@ -19,6 +21,13 @@ def _cell_ms(timing):
 
 def _cell_ratio(value):
     return "-" if value is None else f"{value:.2f}x"
+
+
+def _cell_plan(plan):
+    """The plan's label, marked where a timing on the device decided it rather than the model."""
+    if plan is None:
+        return "-"
+    return plan["label"] + (" (timed)" if plan["source"].startswith("timing") else "")
 
 
 def _cell_mb(value):
@@ -34,15 +43,14 @@ def _floor_cells(floor):
 
 def format_table(report):
     impls = report["settings"]["impls"]
-    with_auto = "auto" in impls
-    with_tuned = "tuned" in impls
+    planned = [impl for impl in PLANNED_IMPLS if impl in impls]
     with_memory = any(value is not None for record in report["results"]
                       for value in record.get("peak_memory_bytes", {}).values())
     with_floors = any("fft_floor" in record for record in report["results"])
     header = (["case", "mode"] + [f"{impl} ms" for impl in impls]
               + (["fft floor ms", "% of floor"] if with_floors else [])
-              + ["fft/conv2d", "fft/signal"] + (["auto/best", "auto chose"] if with_auto else [])
-              + (["tuned/best", "tuned chose"] if with_tuned else [])
+              + ["fft/conv2d", "fft/signal"]
+              + [cell for impl in planned for cell in (f"{impl}/best", f"{impl} chose")]
               + ([f"{impl} MB" for impl in impls] if with_memory else []) + ["fastest"])
     rows = []
     for record in report["results"]:
@@ -53,10 +61,9 @@ def format_table(report):
                     + (_floor_cells(record.get("fft_floor")) if with_floors else [])
                     + [_cell_ratio(record["ratios"]["fft/conv2d"]),
                        _cell_ratio(record["ratios"]["fft/signal"])]
-                    + ([_cell_ratio(record["ratios"].get("auto/best")),
-                        record.get("auto_plan", {}).get("label", "-")] if with_auto else [])
-                    + ([_cell_ratio(record["ratios"].get("tuned/best")),
-                        record.get("tuned_plan", {}).get("label", "-")] if with_tuned else [])
+                    + [cell for impl in planned for cell in (
+                        _cell_ratio(record["ratios"].get(f"{impl}/best")),
+                        _cell_plan(record.get(f"{impl}_plan")))]
                     + ([_cell_mb(memory.get(impl)) for impl in impls] if with_memory else [])
                     + [record["fastest"] or "-"])
     widths = [max(len(str(row[i])) for row in [header] + rows) for i in range(len(header))]
@@ -79,8 +86,9 @@ def format_report(report):
         f"ms per call: median over {settings['repeats']} samples of N calls between device syncs "
         f"({settings['input_sets']} rotating input sets, {settings['warmup']} warm-up calls"
         f"{'; the samples of a case and mode taken in turns' if interleaved else ''}); "
-        "±: (max - min) / median; auto/best (tuned/best): auto (auto after tf_fftconv.autotune) "
-        "against the faster of conv2d and fft; "
+        "±: (max - min) / median; auto/best (model/best, tuned/best): auto as FFTConv2D plans it "
+        "(from the cost model alone, after tf_fftconv.autotune) against the faster of conv2d and "
+        "fft; "
         "MB: peak device memory of each step, inputs included (GPU only)"
         + (f"; fft floor: the bytes the FFT path's ops move (train mode: each op reading its "
            f"inputs and writing its outputs once) at the copy bandwidth measured in this run, "
