@@ -499,3 +499,54 @@ def test_auto_times_a_close_call_as_an_fft_conv2d_layer_does(monkeypatch):
     assert f"{auto['label']} (timed)" in table
     assert f"{record['model_plan']['label']} (timed)" not in table.replace(
         f"{auto['label']} (timed)", "")
+
+
+def synthetic_result(name, mode, **medians_and_ranges):
+    """A result in run_case's form with (median ms, min ms, max ms) per implementation."""
+    timings = {impl: {"median_ms": median, "min_ms": low, "max_ms": high,
+                      "spread_pct": 100 * (high - low) / median}
+               for impl, (median, low, high) in medians_and_ranges.items()}
+    best = [timings[impl]["median_ms"] for impl in ("conv2d", "fft") if impl in timings]
+    ratio = timings["auto"]["median_ms"] / min(best) if "auto" in timings and best else None
+    return {"case": {"name": name}, "mode": mode, "timings": timings,
+            "ratios": {"auto/best": ratio}}
+
+
+def test_auto_summary_counts_and_lists_the_misses():
+    results = [
+        synthetic_result("a", "train", conv2d=(1.0, 0.9, 1.1), fft=(2.0, 1.9, 2.1),
+                         auto=(1.0, 0.95, 1.05)),                       # 1.00x: within
+        synthetic_result("b", "train", conv2d=(2.0, 1.9, 2.2), fft=(1.0, 0.9, 1.2),
+                         auto=(1.05, 1.0, 1.1)),                        # 1.05x: within
+        synthetic_result("c", "train", conv2d=(1.0, 0.8, 1.2), fft=(2.0, 1.8, 2.2),
+                         auto=(1.32, 1.3, 1.4)),                        # a miss, apart
+        synthetic_result("d", "train", conv2d=(3.0, 2.0, 4.0), fft=(1.0, 0.5, 1.5),
+                         auto=(1.1, 0.6, 1.7)),                         # a miss in the noise
+        synthetic_result("e", "train", conv2d=(1.0, 0.9, 1.1)),         # no auto: not counted
+    ]
+    assert report_module.format_auto_summary(results).splitlines() == [
+        "auto within 1.05x of the faster of conv2d and fft in 2 of 4 cases; the misses "
+        "(auto/best, the spread of auto's samples and of the faster's):",
+        "  c train: 1.32x, auto ±8%, conv2d ±40%",
+        "  d train: 1.10x, auto ±100%, fft ±100%; their samples overlap",
+    ]
+    results[2]["mode"] = "forward"
+    assert report_module.format_auto_summary(results[:2] + results[2:3]).startswith(
+        "auto within 1.05x of the faster of conv2d and fft in 2 of 3 cases and modes; ")
+    assert report_module.format_auto_summary(results[:2]) == (
+        "auto within 1.05x of the faster of conv2d and fft in 2 of 2 cases")
+    assert report_module.format_auto_summary(results[4:]) is None
+
+
+def test_the_report_ends_with_the_auto_summary(tmp_path):
+    json_path = tmp_path / "bench.json"
+    assert cli.main(["--cases", "1:2:3:8:3", "--modes", "train", "--impl", "conv2d,fft,auto",
+                     "--repeats", "2", "--warmup", "3", "--iters", "1", "--device", "cpu",
+                     "--no-progress", "--json", str(json_path)]) == 0
+    report = json.loads(json_path.read_text())
+    within = report["results"][0]["ratios"]["auto/best"] <= 1.05
+    lines = report_module.format_report(report).splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("auto within"))
+    assert lines[start].startswith(
+        f"auto within 1.05x of the faster of conv2d and fft in {int(within)} of 1 cases")
+    assert len(lines) - start == (1 if within else 2)   # the line, and the miss if it is one

@@ -11,6 +11,8 @@ SHORT_LABELS = {"conv2d": "tf.nn.conv2d", "signal": "tf.signal FFT conv", "fft":
                 "tuned": "tf_fftconv auto, tuned"}
 MODEL_LABELS = {"conv2d": "Conv2D", "fft": "FFTConv2D fft", "auto": "FFTConv2D auto"}
 MODE_LABELS = {"forward": "forward", "train": "forward + both gradients"}
+# Issue 10: auto at most this many times the faster of conv2d and fft.
+AUTO_BOUND = 1.05
 
 
 def _cell_ms(timing):
@@ -69,6 +71,32 @@ def format_table(report):
     widths = [max(len(str(row[i])) for row in [header] + rows) for i in range(len(header))]
     lines = ["  ".join(str(cell).ljust(width) for cell, width in zip(row, widths)).rstrip()
              for row in [header, ["-" * width for width in widths]] + rows]
+    return "\n".join(lines)
+
+
+def format_auto_summary(results):
+    """Issue 10's criterion over the run: in how many results auto is within AUTO_BOUND of the
+    faster of conv2d and fft, then each miss with its ratio and the spreads of the two columns'
+    samples, so that a reader sees whether a miss is noise. None where no result has the ratio."""
+    compared = [record for record in results if record["ratios"].get("auto/best") is not None]
+    if not compared:
+        return None
+    misses = [record for record in compared if record["ratios"]["auto/best"] > AUTO_BOUND]
+    what = "cases" if len({record["mode"] for record in compared}) == 1 else "cases and modes"
+    line = (f"auto within {AUTO_BOUND:.2f}x of the faster of conv2d and fft in "
+            f"{len(compared) - len(misses)} of {len(compared)} {what}")
+    if not misses:
+        return line
+    lines = [line + "; the misses (auto/best, the spread of auto's samples and of the faster's):"]
+    for record in misses:
+        timings = record["timings"]
+        faster = min((impl for impl in ("conv2d", "fft") if impl in timings),
+                     key=lambda impl: timings[impl]["median_ms"])
+        auto, best = timings["auto"], timings[faster]
+        lines.append(f"  {record['case']['name']} {record['mode']}: "
+                     f"{record['ratios']['auto/best']:.2f}x, auto ±{auto['spread_pct']:.0f}%, "
+                     f"{faster} ±{best['spread_pct']:.0f}%"
+                     + ("; their samples overlap" if auto["min_ms"] <= best["max_ms"] else ""))
     return "\n".join(lines)
 
 
@@ -149,6 +177,9 @@ def format_report(report):
         unique = list(dict.fromkeys(notes))
         lines += [""] + (unique if len(unique) <= 12 else unique[:12] + [
             f"... and {len(unique) - 12} more notes in the JSON file"])
+    summary = format_auto_summary(report["results"])
+    if summary:
+        lines += ["", summary]
     return "\n".join(lines)
 
 
