@@ -1,9 +1,11 @@
 // Batched complex matmul, one product per frequency bin: c[f] = alpha * op_a(a[f]) * op_b(b[f]).
 //
-// Three kernels:
-//   * ComplexGemmSimt : shared-memory tiled FP32 / FP64 kernel for every architecture. Tiles of op_a and
-//     op_b (op applied while loading: transpose by index, conjugate by sign) are double-buffered in shared
+// Four kernels:
+//   * ComplexGemmSimt : shared-memory tiled FP64 kernel for every architecture. Tiles of op_a and op_b
+//     (op applied while loading: transpose by index, conjugate by sign) are double-buffered in shared
 //     memory; each thread accumulates a TM x TN block of complex outputs with 4 real FMAs per product.
+//   * ComplexGemmSimtGauss : the same tiles for float arithmetic (FP32, and half precision on GPUs
+//     without its tensor-core kernel, or TF32 not allowed), with 3 real FMAs per complex product.
 //   * ComplexGemmTf32 : float on sm_80+ with TF32 allowed. The complex product is one real GEMM
 //       C2[M x 2N] = A2[M x 2K] * B2[2K x 2N],  A2[m][2k+s] = (Re, Im)[s] of A[m][k],
 //       B2 2x2 block of B[k][n] = [[Re, Im], [-Im, Re]],
@@ -176,6 +178,140 @@ __global__ void __launch_bounds__(256, sizeof(typename detail::Storage<Io>::Comp
 }
 
 // ------------------------------------------------------------------------------------------------
+// SIMT kernel for float arithmetic (float, and half-precision storage computed in float) with the
+// complex product taken as three real products (Gauss):
+//   P1 = Re(a) Re(b),  P2 = Im(a) Im(b),  P3 = (Re(a) + Im(a)) (Re(b) + Im(b)),
+//   Re(c) = P1 - P2,   Im(c) = P3 - P1 - P2,
+// so each complex multiply-add is 3 FMAs instead of 4; the sums are formed once per operand element
+// as its tile is stored, not once per product. The error stays within FP32's for these products:
+// each P is an FP32 sum of products, and Im(c)'s cancellation is bounded by (|Re a| + |Im a|)
+// (|Re b| + |Im b|), the size of the operands' own terms.
+// Tiles: BM x BK of op_a, BK x BN of op_b, BK = 8 complex k; thread tile TM x TN (TM, TN multiples
+// of 4, or TN = 2); 256 threads. Shared memory holds three real planes per operand, already
+// conjugated: plane 0 = Re, 1 = Im, 2 = Re + Im, so that a thread's TM (TN) consecutive values of
+// one plane are float4 loads.
+template <typename Io, int BM, int BN, int TM, int TN, int kMinBlocks, bool kTransA, bool kTransB>
+__global__ void __launch_bounds__(256, kMinBlocks)
+    ComplexGemmSimtGauss(const typename detail::Storage<Io>::Pair* __restrict__ a,
+                         const typename detail::Storage<Io>::Pair* __restrict__ b,
+                         typename detail::Storage<Io>::Pair* __restrict__ c, const MatmulArgs args) {
+  using Pair = typename detail::Storage<Io>::Pair;
+  static_assert(std::is_same<typename detail::Storage<Io>::Compute, float>::value, "float arithmetic");
+  constexpr int BK = 8;
+  constexpr int kThreads = 256;
+  static_assert((BM / TM) * (BN / TN) == kThreads, "thread tile");
+  static_assert(TM % 4 == 0 && (TN % 4 == 0 || TN == 2), "vector loads of the thread tile");
+  constexpr int kLoadsA = BM * BK / kThreads;
+  constexpr int kLoadsB = BN * BK / kThreads;
+  // a_planes[buf][plane][kk][mm] = plane of op_a(a)[m0 + mm][k0 + kk];
+  // b_planes[buf][plane][kk][nn] = plane of op_b(b)[k0 + kk][n0 + nn].
+  // Rows padded by 4 floats: 16-byte aligned, and the stores of 8 k rows by one warp spread over
+  // the banks (row stride = 4 mod 32 floats).
+  __shared__ __align__(16) float a_planes[2][3][BK][BM + 4];
+  __shared__ __align__(16) float b_planes[2][3][BK][BN + 4];
+
+  const int tid = threadIdx.x;
+  const int tx = tid % (BN / TN), ty = tid / (BN / TN);
+  const int tile_m = blockIdx.x / args.tiles_n, tile_n = blockIdx.x % args.tiles_n;
+  const int m0 = tile_m * BM, n0 = tile_n * BN;
+  const size_t f = blockIdx.y;
+  a += f * args.a_bin;
+  b += f * args.b_bin;
+  c += f * args.c_bin;
+
+  const TileLoader<kTransA, BM, BK, kThreads> a_loader(tid);
+  const TileLoader<kTransB, BK, BN, kThreads> b_loader(tid);
+  const float a_sign = args.a_conj ? -1.f : 1.f, b_sign = args.b_conj ? -1.f : 1.f;
+  float2 ra[kLoadsA], rb[kLoadsB];
+  auto load = [&](int k0) {
+    a_loader.Load(a, m0, k0, args.m, args.k, args.lda, ra);
+    b_loader.Load(b, k0, n0, args.k, args.n, args.ldb, rb);
+  };
+  auto store = [&](int buf) {
+#pragma unroll
+    for (int r = 0; r < kLoadsA; ++r) {
+      const int kk = a_loader.Col(r), mm = a_loader.Row(r);
+      const float re = ra[r].x, im = a_sign * ra[r].y;
+      a_planes[buf][0][kk][mm] = re;
+      a_planes[buf][1][kk][mm] = im;
+      a_planes[buf][2][kk][mm] = re + im;
+    }
+#pragma unroll
+    for (int r = 0; r < kLoadsB; ++r) {
+      const int kk = b_loader.Row(r), nn = b_loader.Col(r);
+      const float re = rb[r].x, im = b_sign * rb[r].y;
+      b_planes[buf][0][kk][nn] = re;
+      b_planes[buf][1][kk][nn] = im;
+      b_planes[buf][2][kk][nn] = re + im;
+    }
+  };
+
+  // acc[p][i][j]: P1, P2, P3 (above) of output (ty * TM + i, tx * TN + j).
+  float acc[3][TM][TN];
+#pragma unroll
+  for (int p = 0; p < 3; ++p)
+#pragma unroll
+    for (int i = 0; i < TM; ++i)
+#pragma unroll
+      for (int j = 0; j < TN; ++j) acc[p][i][j] = 0.f;
+
+  const int k_tiles = (args.k + BK - 1) / BK;
+  load(0);
+  store(0);
+  __syncthreads();
+  for (int kt = 0; kt < k_tiles; ++kt) {
+    const int buf = kt & 1;
+    const bool more = kt + 1 < k_tiles;
+    if (more) load((kt + 1) * BK);
+#pragma unroll
+    for (int kk = 0; kk < BK; ++kk) {
+      float av[3][TM], bv[3][TN];
+#pragma unroll
+      for (int p = 0; p < 3; ++p) {
+#pragma unroll
+        for (int i = 0; i < TM; i += 4) {
+          const float4 v = *reinterpret_cast<const float4*>(&a_planes[buf][p][kk][ty * TM + i]);
+          av[p][i] = v.x, av[p][i + 1] = v.y, av[p][i + 2] = v.z, av[p][i + 3] = v.w;
+        }
+        if constexpr (TN == 2) {
+          const float2 v = *reinterpret_cast<const float2*>(&b_planes[buf][p][kk][tx * TN]);
+          bv[p][0] = v.x, bv[p][1] = v.y;
+        } else {
+#pragma unroll
+          for (int j = 0; j < TN; j += 4) {
+            const float4 v = *reinterpret_cast<const float4*>(&b_planes[buf][p][kk][tx * TN + j]);
+            bv[p][j] = v.x, bv[p][j + 1] = v.y, bv[p][j + 2] = v.z, bv[p][j + 3] = v.w;
+          }
+        }
+      }
+#pragma unroll
+      for (int p = 0; p < 3; ++p)
+#pragma unroll
+        for (int i = 0; i < TM; ++i)
+#pragma unroll
+          for (int j = 0; j < TN; ++j) acc[p][i][j] = fmaf(av[p][i], bv[p][j], acc[p][i][j]);
+    }
+    if (more) store(buf ^ 1);
+    __syncthreads();
+  }
+
+  const float alpha = static_cast<float>(args.alpha);
+#pragma unroll
+  for (int i = 0; i < TM; ++i) {
+    const int m = m0 + ty * TM + i;
+    if (m >= args.m) continue;
+#pragma unroll
+    for (int j = 0; j < TN; ++j) {
+      const int n = n0 + tx * TN + j;
+      if (n < args.n) {
+        const float2 v = make_float2(acc[0][i][j] - acc[1][i][j], acc[2][i][j] - acc[0][i][j] - acc[1][i][j]);
+        c[static_cast<size_t>(m) * args.n + n] = detail::ToStorage<Pair>(detail::CScale(v, alpha));
+      }
+    }
+  }
+}
+
+// ------------------------------------------------------------------------------------------------
 // TF32 tensor-core kernel (sm_80+): a multi-stage cp.async pipeline feeding mma.sync.m16n8k8.
 //
 // Block tile 128 x BN complex outputs (BN = 4 * kNi * kWarpsN), BK = 16 complex k per stage;
@@ -208,11 +344,19 @@ constexpr int kTf32Bm = 128;
 #ifndef FFTCONV_TF32_TILE
 #define FFTCONV_TF32_TILE 0
 #endif
+// SIMT tiles: 0: the one wasting the least work; 3: 128 x 64, 4: 128 x 32, 5: 64 x 64 wherever they apply.
+#ifndef FFTCONV_SIMT_TILE
+#define FFTCONV_SIMT_TILE 0
+#endif
 // 1: products with few rows are computed transposed (LaunchSpectralMatmulOf); 0: never.
 #ifndef FFTCONV_TF32_SWAP
 #define FFTCONV_TF32_SWAP 1
 #endif
-constexpr int kTf32Bk = 16;
+// Complex k per pipeline stage of the TF32 kernel.
+#ifndef FFTCONV_TF32_BK
+#define FFTCONV_TF32_BK 16
+#endif
+constexpr int kTf32Bk = FFTCONV_TF32_BK;
 constexpr int kTf32Stages = FFTCONV_TF32_STAGES;
 static_assert(kTf32Stages >= 2, "the pipeline needs two stages");
 
@@ -356,8 +500,13 @@ __device__ __forceinline__ void StoreWarpTile(const float (&acc)[kRowTiles][kCol
         const int n = n_first + ni * 4 + t;
         if (n < args.n) {
           const size_t at = args.c_trans ? static_cast<size_t>(n) * args.m + m : static_cast<size_t>(m) * args.n + n;
-          c[at] = detail::ToStorage<Pair>(
+          const Pair v = detail::ToStorage<Pair>(
               make_float2(alpha * acc[mi][ni][2 * half], alpha * acc[mi][ni][2 * half + 1]));
+#if defined(FFTCONV_MATMUL_EVICT_FIRST) && FFTCONV_MATMUL_EVICT_FIRST
+          __stcs(c + at, v);
+#else
+          c[at] = v;
+#endif
         }
       }
     }
@@ -577,6 +726,24 @@ __global__ void __launch_bounds__(64 * kWarpsN, (MmaTile<uint32_t, kWarpsN, kNi,
 }
 
 // ------------------------------------------------------------------------------------------------
+// The SIMT kernels: four real FMAs per complex product (ComplexGemmSimt) for double, three
+// (ComplexGemmSimtGauss) for float arithmetic unless FFTCONV_SIMT_GAUSS is 0 (make kernel-variants).
+#ifndef FFTCONV_SIMT_GAUSS
+#define FFTCONV_SIMT_GAUSS 1
+#endif
+template <typename Io, int BM, int BN, int TM, int TN, bool kTransA, bool kTransB>
+void LaunchSimtKernel(dim3 grid, const MatmulArgs& args, const typename detail::Storage<Io>::Pair* a,
+                      const typename detail::Storage<Io>::Pair* b, typename detail::Storage<Io>::Pair* c,
+                      cudaStream_t stream) {
+  if constexpr (FFTCONV_SIMT_GAUSS && std::is_same<typename detail::Storage<Io>::Compute, float>::value) {
+    // Three accumulator planes: the 8 x 4 thread tile takes more than half the registers.
+    constexpr int kMinBlocks = TM * TN >= 32 ? 1 : 2;
+    ComplexGemmSimtGauss<Io, BM, BN, TM, TN, kMinBlocks, kTransA, kTransB><<<grid, 256, 0, stream>>>(a, b, c, args);
+  } else {
+    ComplexGemmSimt<Io, BM, BN, TM, TN, kTransA, kTransB><<<grid, 256, 0, stream>>>(a, b, c, args);
+  }
+}
+
 template <typename Io, int BM, int BN, int TM, int TN>
 int LaunchSimt(MatmulArgs args, int bins, const typename detail::Storage<Io>::Pair* a,
                const typename detail::Storage<Io>::Pair* b, typename detail::Storage<Io>::Pair* c,
@@ -586,15 +753,15 @@ int LaunchSimt(MatmulArgs args, int bins, const typename detail::Storage<Io>::Pa
   const dim3 grid(static_cast<unsigned>(tiles_m * args.tiles_n), static_cast<unsigned>(bins));
   if (args.a_trans) {
     if (args.b_trans) {
-      ComplexGemmSimt<Io, BM, BN, TM, TN, true, true><<<grid, 256, 0, stream>>>(a, b, c, args);
+      LaunchSimtKernel<Io, BM, BN, TM, TN, true, true>(grid, args, a, b, c, stream);
     } else {
-      ComplexGemmSimt<Io, BM, BN, TM, TN, true, false><<<grid, 256, 0, stream>>>(a, b, c, args);
+      LaunchSimtKernel<Io, BM, BN, TM, TN, true, false>(grid, args, a, b, c, stream);
     }
   } else {
     if (args.b_trans) {
-      ComplexGemmSimt<Io, BM, BN, TM, TN, false, true><<<grid, 256, 0, stream>>>(a, b, c, args);
+      LaunchSimtKernel<Io, BM, BN, TM, TN, false, true>(grid, args, a, b, c, stream);
     } else {
-      ComplexGemmSimt<Io, BM, BN, TM, TN, false, false><<<grid, 256, 0, stream>>>(a, b, c, args);
+      LaunchSimtKernel<Io, BM, BN, TM, TN, false, false>(grid, args, a, b, c, stream);
     }
   }
   return static_cast<int>(cudaGetLastError());
@@ -762,7 +929,11 @@ int LaunchSpectralMatmulOf(const SpectralMatmulParams& p, const Real* a, const R
     const long long area_big = PaddedArea(p.m, p.n, 128, 64);
     const long long area_narrow = PaddedArea(p.m, p.n, 128, 32);
     const long long area_small = PaddedArea(p.m, p.n, 64, 64);
-    tile = (area_big <= area_narrow && area_big <= area_small) ? 3 : (area_narrow <= area_small ? 4 : 5);
+    // The three-product kernel's 128 x 64 tile holds three accumulator planes, which leaves one
+    // block per SM: it was slower than 128 x 32 on each of Mathieu's products (benchmarks/NOTES.md).
+    const bool big_tile = !(FFTCONV_SIMT_GAUSS && std::is_same<typename detail::Storage<Real>::Compute, float>::value);
+    tile = (big_tile && area_big <= area_narrow && area_big <= area_small) ? 3 : (area_narrow <= area_small ? 4 : 5);
+    if (FFTCONV_SIMT_TILE != 0) tile = FFTCONV_SIMT_TILE;
   }
 
   // grid.y holds the bin; more bins than a grid dimension allows are launched in slices.
