@@ -101,7 +101,7 @@ __device__ __forceinline__ void StoreStage(const Real* stage, Io* __restrict__ o
           int h, w;
           a.div_w.DivMod(pix, h, w);
           const float* src = window + a.stage.At(i, h, w);
-          detail::StoreStreaming(reinterpret_cast<float4*>(dst + static_cast<size_t>(pix) * a.channels),
+          detail::StoreStreaming<true>(reinterpret_cast<float4*>(dst + static_cast<size_t>(pix) * a.channels),
                                  make_float4(src[0], src[a.stage.image_stride], src[2 * a.stage.image_stride],
                                              src[3 * a.stage.image_stride]));
         }
@@ -116,7 +116,7 @@ __device__ __forceinline__ void StoreStage(const Real* stage, Io* __restrict__ o
     for (int pix = tid / G; pix < hw; pix += kThreads / G) {
       int h, w;
       a.div_w.DivMod(pix, h, w);
-      detail::StoreStreaming(dst + static_cast<size_t>(pix) * a.channels,
+      detail::StoreStreaming<true>(dst + static_cast<size_t>(pix) * a.channels,
                              detail::ToStorage<Io>(window[a.stage.At(i, h, w)]));
     }
   }
