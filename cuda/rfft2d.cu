@@ -44,6 +44,11 @@ struct Rfft2dArgs {
   detail::FastDivmod div_hw, div_w, div_channels;
 };
 
+// Scalar loads in flight per thread in the stage copy (make kernel-variants).
+#ifndef FFTCONV_RFFT_LOADS
+#define FFTCONV_RFFT_LOADS 16
+#endif
+
 // Copies the block's images into their zeroed frames (pixel (h, w) at frame (offset_h + h, offset_w + w)).
 template <typename Io, typename Real, int G, int kThreads>
 __device__ __forceinline__ void LoadStage(const Io* __restrict__ input, Real* stage, const Rfft2dArgs& a,
@@ -51,7 +56,7 @@ __device__ __forceinline__ void LoadStage(const Io* __restrict__ input, Real* st
   const int tid = threadIdx.x;
   const int hw = a.height * a.width;
   Real* frame = stage + a.stage.At(0, a.offset_h, a.offset_w);
-  constexpr int kUnroll = 16;  // scalar loads in flight per thread (vector path: kUnroll / 2 float4)
+  constexpr int kUnroll = FFTCONV_RFFT_LOADS;  // scalar loads in flight per thread (vector path: kUnroll / 2 float4)
   if (!a.nhwc) {
     // NCHW: the block's images are one contiguous run of nvalid * H * W values.
     const Io* src = input + static_cast<size_t>(n0) * hw;
