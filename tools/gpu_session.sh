@@ -12,6 +12,8 @@
 #                      compute-sanitizer over the ops inside TensorFlow
 #   kernels            tools/gpu_check.sh (the standalone kernel check and its sanitizer runs)
 #   bench, bench-xla   the benchmark; every step under XLA and the Keras step of a convnet
+#   bench-tf32off      Mathieu's layer with TensorFlow's TF32 switch off (FP32 products, cuDNN's
+#                      FP32 kernels)
 #   reproduce          the Fashion-MNIST reproduction under Keras' defaults
 #   variants           the reproduction with XLA off for both models
 #   steps              the reproduction with --steps-per-execution $STEPS_PER_EXECUTION (32)
@@ -64,6 +66,10 @@ for step in $steps; do
     bench)
       log bench
       timeout 420 python3 -m tf_fftconv.bench --json "$WORK/bench.json" --plot "$WORK/bench.png" --no-progress 2>&1 | tee "$WORK/bench.log" | tail -40 ;;
+    bench-tf32off)
+      log "bench --tf32 off"
+      timeout 300 python3 -m tf_fftconv.bench --cases "${TF32OFF_CASES:-128:96:256:32:7}" --modes forward,train \
+        --impl conv2d,fft --tf32 off --json "$WORK/bench_tf32off.json" --no-progress 2>&1 | tee "$WORK/bench_tf32off.log" | tail -8 ;;
     bench-xla)
       log "bench --xla --model convnet7"
       timeout 420 python3 -m tf_fftconv.bench --xla --cases "${XLA_CASES:-mathieu,lenet}" --modes train --model convnet7 \
