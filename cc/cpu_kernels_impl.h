@@ -734,7 +734,7 @@ inline void StoreMatrixRow(const typename Simd<Real>::Vec* re, const typename Si
 }
 
 // One task per group of kLanes consecutive bins. op(a) and op(b) are packed into lane-major panels
-// (the flags are applied while packing, so one kernel serves every transpose and adjoint), in
+// (the flags are applied while packing, so one kernel serves every transpose and conjugation), in
 // blocks of rows of op(a) and columns of op(b) of about 128 KiB each; every kTileM x kTileN tile of
 // c is accumulated in registers over the whole k, staged per panel of rows, and written once.
 // a, b, c: [bins, rows, cols][re, im] of Io; c = alpha op(a) op(b), alpha applied in Real before
@@ -749,9 +749,9 @@ void SpectralMatmul(const ParallelRunner& parallel, const SpectralMatmulParams& 
   const int64_t a_cols = swap_a ? p.m : p.k, b_cols = swap_b ? p.k : p.n;
   // op(a) is m x k; op(b) is packed as its transpose, n x k, so that both are packed by rows.
   const OperandView a_view{swap_a ? 1 : a_cols, swap_a ? a_cols : 1, int64_t{p.m} * p.k,
-                           p.adjoint_a};
+                           p.adjoint_a || p.conjugate_a};
   const OperandView b_view{swap_b ? b_cols : 1, swap_b ? 1 : b_cols, int64_t{p.k} * p.n,
-                           p.adjoint_b};
+                           p.adjoint_b || p.conjugate_b};
   const int64_t c_size = int64_t{p.m} * p.n;
   const int64_t panel_bytes = std::max<int64_t>(1, int64_t{p.k} * 2 * sizeof(Vec));
   const int m_panels = (p.m + kTileM - 1) / kTileM, n_panels = (p.n + kTileN - 1) / kTileN;

@@ -75,10 +75,11 @@ absl::Status ReadFftAttrs(Ctx* ctx, FftAttrs* attrs) {
 }
 
 // FftconvSpectralMatmul(a, b): how each operand enters the product (ValidateSpectralMatmul checks
-// that an operand is not both transposed and adjoint), the scale alpha of the product, and whether
-// the operands are half-precision spectra [bins, rows, cols, 2].
+// that adjoint_x comes without transpose_x and conjugate_x), the scale alpha of the product, and
+// whether the operands are half-precision spectra [bins, rows, cols, 2].
 struct SpectralMatmulAttrs {
   bool transpose_a = false, transpose_b = false, adjoint_a = false, adjoint_b = false;
+  bool conjugate_a = false, conjugate_b = false;
   float alpha = 1.0f;
   // false: FP32 products even where TensorFlow's TF32 switch is on (fft_conv2d's float32 spectra
   // of half-precision inputs, whose accuracy TF32's 10-bit operands would undo).
@@ -92,6 +93,8 @@ absl::Status ReadSpectralMatmulAttrs(Ctx* ctx, SpectralMatmulAttrs* attrs) {
   if (absl::Status s = ctx->GetAttr("transpose_b", &attrs->transpose_b); !s.ok()) return s;
   if (absl::Status s = ctx->GetAttr("adjoint_a", &attrs->adjoint_a); !s.ok()) return s;
   if (absl::Status s = ctx->GetAttr("adjoint_b", &attrs->adjoint_b); !s.ok()) return s;
+  if (absl::Status s = ctx->GetAttr("conjugate_a", &attrs->conjugate_a); !s.ok()) return s;
+  if (absl::Status s = ctx->GetAttr("conjugate_b", &attrs->conjugate_b); !s.ok()) return s;
   if (absl::Status s = ctx->GetAttr("alpha", &attrs->alpha); !s.ok()) return s;
   if (absl::Status s = ctx->GetAttr("allow_tf32", &attrs->allow_tf32); !s.ok()) return s;
   tensorflow::DataType type;

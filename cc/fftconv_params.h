@@ -103,7 +103,9 @@ struct Irfft2dParams {
 
 // FftconvSpectralMatmul: one complex matmul per frequency bin, c[f] = op_a(a[f]) * op_b(b[f]).
 //   a : [bins, a_rows, a_cols], b : [bins, b_rows, b_cols], c : [bins, m, n], all complex, row-major.
-//   op_x is identity, transpose (transpose_x) or conjugate transpose (adjoint_x); never both.
+//   op_x is the identity, the transpose (transpose_x), the conjugate (conjugate_x) or the conjugate
+//   transpose (adjoint_x, or transpose_x with conjugate_x); adjoint_x comes alone.
+//   An operand is transposed when transpose_x || adjoint_x, conjugated when conjugate_x || adjoint_x.
 //   m, n, k are the sizes after op: op_a(a[f]) is m x k and op_b(b[f]) is k x n.
 // allow_tf32: the caller's TensorFlow TF32 switch; only float on sm_80+ may use tensor cores.
 // alpha: c[f] = alpha * op_a(a[f]) * op_b(b[f]), applied in the compute type (float32 for the half
@@ -114,6 +116,9 @@ struct SpectralMatmulParams {
   bool transpose_a, adjoint_a, transpose_b, adjoint_b;
   bool allow_tf32;
   float alpha = 1.0f;
+  // Last and defaulted, so that an aggregate initialiser naming only the fields above still means
+  // what it says.
+  bool conjugate_a = false, conjugate_b = false;
 };
 
 }  // namespace fftconv

@@ -195,14 +195,28 @@ struct MatmulDims {
   int64_t bins = -1, m = -1, k = -1, n = -1;
 };
 
+// Each operand's flags: transpose_x, conjugate_x or both (the adjoint), or adjoint_x alone.
+// adjoint_x with either of the others is refused: with transpose_x it names the transpose twice,
+// and with conjugate_x it is ambiguous (conjugated once, or twice?).
 inline absl::Status ValidateSpectralMatmul(const int64_t a_dims[3], const int64_t b_dims[3],
-                                           bool transpose_a, bool adjoint_a, bool transpose_b,
-                                           bool adjoint_b, MatmulDims* out) {
+                                           bool transpose_a, bool adjoint_a, bool conjugate_a,
+                                           bool transpose_b, bool adjoint_b, bool conjugate_b,
+                                           MatmulDims* out) {
   if (transpose_a && adjoint_a) {
     return absl::InvalidArgumentError("transpose_a and adjoint_a cannot both be true");
   }
   if (transpose_b && adjoint_b) {
     return absl::InvalidArgumentError("transpose_b and adjoint_b cannot both be true");
+  }
+  if (conjugate_a && adjoint_a) {
+    return absl::InvalidArgumentError(
+        "conjugate_a and adjoint_a cannot both be true: adjoint_a already conjugates (the "
+        "adjoint is adjoint_a alone, or transpose_a with conjugate_a)");
+  }
+  if (conjugate_b && adjoint_b) {
+    return absl::InvalidArgumentError(
+        "conjugate_b and adjoint_b cannot both be true: adjoint_b already conjugates (the "
+        "adjoint is adjoint_b alone, or transpose_b with conjugate_b)");
   }
   const bool swap_a = transpose_a || adjoint_a;
   const bool swap_b = transpose_b || adjoint_b;
@@ -284,13 +298,14 @@ inline absl::Status MakeIrfft2dParams(const int64_t spectrum_dims[3], int64_t ff
 
 // a, b: [bins, rows, cols] before op_a / op_b.
 inline absl::Status MakeSpectralMatmulParams(const int64_t a_dims[3], const int64_t b_dims[3],
-                                             bool transpose_a, bool adjoint_a, bool transpose_b,
-                                             bool adjoint_b, bool allow_tf32, float alpha,
+                                             bool transpose_a, bool adjoint_a, bool conjugate_a,
+                                             bool transpose_b, bool adjoint_b, bool conjugate_b,
+                                             bool allow_tf32, float alpha,
                                              SpectralMatmulParams* params,
                                              std::vector<int64_t>* output_dims = nullptr) {
   MatmulDims dims;
-  if (absl::Status s = ValidateSpectralMatmul(a_dims, b_dims, transpose_a, adjoint_a, transpose_b,
-                                              adjoint_b, &dims);
+  if (absl::Status s = ValidateSpectralMatmul(a_dims, b_dims, transpose_a, adjoint_a, conjugate_a,
+                                              transpose_b, adjoint_b, conjugate_b, &dims);
       !s.ok())
     return s;
   if (output_dims != nullptr) *output_dims = {dims.bins, dims.m, dims.n};
@@ -302,6 +317,8 @@ inline absl::Status MakeSpectralMatmulParams(const int64_t a_dims[3], const int6
   params->adjoint_a = adjoint_a;
   params->transpose_b = transpose_b;
   params->adjoint_b = adjoint_b;
+  params->conjugate_a = conjugate_a;
+  params->conjugate_b = conjugate_b;
   params->allow_tf32 = allow_tf32;
   params->alpha = alpha;
   return ValidateAlpha(alpha);

@@ -1,6 +1,7 @@
 // FftconvSpectralMatmul: one complex matmul per frequency bin, c[f] = op_a(a[f]) * op_b(b[f]).
 //   a : [bins, a_rows, a_cols], b : [bins, b_rows, b_cols], c : [bins, m, n], complex, row-major
-//   op_x: identity, transpose (transpose_x) or conjugate transpose (adjoint_x).
+//   op_x: identity, transpose (transpose_x), conjugate (conjugate_x) or conjugate transpose
+//   (adjoint_x, or transpose_x with conjugate_x).
 //   float16 / bfloat16: a [bins, a_rows, a_cols, 2], b [bins, b_rows, b_cols, 2], c [bins, m, n, 2],
 //   (re, im) pairs, products accumulated in float32.
 //   c = alpha * op_a(a) op_b(b), alpha (an attribute) applied before c is rounded to its type.
@@ -30,7 +31,8 @@ bool TensorFloat32Enabled();
 // and CUDA handlers.
 absl::Status SpectralMatmulParamsFromCall(const ffi::AnyBuffer& a, const ffi::AnyBuffer& b,
                                           int64_t transpose_a, int64_t adjoint_a,
-                                          int64_t transpose_b, int64_t adjoint_b,
+                                          int64_t conjugate_a, int64_t transpose_b,
+                                          int64_t adjoint_b, int64_t conjugate_b,
                                           int64_t allow_tf32, float alpha,
                                           SpectralMatmulParams* params);
 
@@ -44,8 +46,10 @@ auto BindSpectralMatmulCall(Binding binding) {
       .template Ret<ffi::AnyBuffer>()
       .template Attr<int64_t>("transpose_a")
       .template Attr<int64_t>("adjoint_a")
+      .template Attr<int64_t>("conjugate_a")
       .template Attr<int64_t>("transpose_b")
       .template Attr<int64_t>("adjoint_b")
+      .template Attr<int64_t>("conjugate_b")
       .template Attr<int64_t>("allow_tf32")
       .template Attr<float>("alpha");
 }
@@ -66,8 +70,9 @@ class SpectralMatmulOp : public tensorflow::OpKernel {
     SpectralMatmulParams params;
     std::vector<int64_t> product_dims;
     OP_REQUIRES_OK(ctx, MakeSpectralMatmulParams(a_dims, b_dims, attrs_.transpose_a,
-                                                 attrs_.adjoint_a, attrs_.transpose_b,
-                                                 attrs_.adjoint_b,
+                                                 attrs_.adjoint_a, attrs_.conjugate_a,
+                                                 attrs_.transpose_b, attrs_.adjoint_b,
+                                                 attrs_.conjugate_b,
                                                  attrs_.allow_tf32 && TensorFloat32Enabled(),
                                                  attrs_.alpha, &params, &product_dims));
     if (kHalfSpectrum<Real>) product_dims.push_back(2);

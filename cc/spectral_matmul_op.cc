@@ -18,6 +18,8 @@ REGISTER_OP("FftconvSpectralMatmul")
     .Attr("transpose_b: bool = false")
     .Attr("adjoint_a: bool = false")
     .Attr("adjoint_b: bool = false")
+    .Attr("conjugate_a: bool = false")
+    .Attr("conjugate_b: bool = false")
     .Attr("alpha: float = 1.0")
     .Attr("allow_tf32: bool = true")
     .SetShapeFn([](InferenceContext* c) -> absl::Status {
@@ -28,8 +30,9 @@ REGISTER_OP("FftconvSpectralMatmul")
       TF_RETURN_IF_ERROR(SpectrumDims(c, 1, "b", attrs.half_spectrum, b_dims));
       MatmulDims dims;
       TF_RETURN_IF_ERROR(ValidateSpectralMatmul(a_dims, b_dims, attrs.transpose_a,
-                                                attrs.adjoint_a, attrs.transpose_b,
-                                                attrs.adjoint_b, &dims));
+                                                attrs.adjoint_a, attrs.conjugate_a,
+                                                attrs.transpose_b, attrs.adjoint_b,
+                                                attrs.conjugate_b, &dims));
       std::vector<tensorflow::shape_inference::DimensionHandle> product = {
           DimOrUnknown(c, dims.bins), DimOrUnknown(c, dims.m), DimOrUnknown(c, dims.n)};
       if (attrs.half_spectrum) product.push_back(c->MakeDim(2));
@@ -38,7 +41,9 @@ REGISTER_OP("FftconvSpectralMatmul")
     })
     .Doc(R"doc(
 One complex matrix product per frequency bin: product[f] = alpha * op(a[f]) * op(b[f]), where op
-is the identity, the transpose or the conjugate transpose (adjoint) as the flags say. complex64 and
+is the identity, the transpose (transpose_x), the conjugate (conjugate_x) or the conjugate
+transpose (adjoint_x, or transpose_x with conjugate_x) as the flags say; adjoint_x with either of
+the other two is refused. complex64 and
 complex128 operands are [bins, rows, cols]; float16 and bfloat16 ones are half-precision spectra
 [bins, rows, cols, 2] (real, imaginary), multiplied and accumulated in float32, alpha applied in
 float32 before the product is rounded (fft_conv2d passes fft_size^2, which keeps a product of

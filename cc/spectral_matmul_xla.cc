@@ -25,16 +25,19 @@ class SpectralMatmulXlaOp : public tensorflow::XlaOpKernel {
     const bool allow_tf32 = attrs_.allow_tf32 && TensorFloat32Enabled();
     std::vector<int64_t> product_dims;
     OP_REQUIRES_OK(ctx, MakeSpectralMatmulParams(a_dims.data(), b_dims.data(), attrs_.transpose_a,
-                                                 attrs_.adjoint_a, attrs_.transpose_b,
-                                                 attrs_.adjoint_b, allow_tf32, attrs_.alpha,
+                                                 attrs_.adjoint_a, attrs_.conjugate_a,
+                                                 attrs_.transpose_b, attrs_.adjoint_b,
+                                                 attrs_.conjugate_b, allow_tf32, attrs_.alpha,
                                                  &params, &product_dims));
     if (attrs_.half_spectrum) product_dims.push_back(2);
     ctx->SetOutput(0, EmitCustomCall(ctx, kSpectralMatmulTarget, {{0, a_dims}, {1, b_dims}},
                                      ctx->input_xla_type(0), product_dims,
                                      {{"transpose_a", attrs_.transpose_a},
                                       {"adjoint_a", attrs_.adjoint_a},
+                                      {"conjugate_a", attrs_.conjugate_a},
                                       {"transpose_b", attrs_.transpose_b},
                                       {"adjoint_b", attrs_.adjoint_b},
+                                      {"conjugate_b", attrs_.conjugate_b},
                                       {"allow_tf32", allow_tf32}},
                                      {{"alpha", attrs_.alpha}}));
   }
@@ -52,7 +55,8 @@ FFTCONV_REGISTER_KERNEL(Name("FftconvSpectralMatmul").Device(tensorflow::DEVICE_
 
 absl::Status SpectralMatmulParamsFromCall(const ffi::AnyBuffer& a, const ffi::AnyBuffer& b,
                                           int64_t transpose_a, int64_t adjoint_a,
-                                          int64_t transpose_b, int64_t adjoint_b,
+                                          int64_t conjugate_a, int64_t transpose_b,
+                                          int64_t adjoint_b, int64_t conjugate_b,
                                           int64_t allow_tf32, float alpha,
                                           SpectralMatmulParams* params) {
   if (a.element_type() != b.element_type()) {
@@ -71,17 +75,19 @@ absl::Status SpectralMatmulParamsFromCall(const ffi::AnyBuffer& a, const ffi::An
     if (absl::Status s = ValidatePairDim("b", b_dims[3]); !s.ok()) return s;
   }
   return MakeSpectralMatmulParams(a_dims, b_dims, transpose_a != 0, adjoint_a != 0,
-                                  transpose_b != 0, adjoint_b != 0, allow_tf32 != 0, alpha,
-                                  params);
+                                  conjugate_a != 0, transpose_b != 0, adjoint_b != 0,
+                                  conjugate_b != 0, allow_tf32 != 0, alpha, params);
 }
 
 static ffi::Error SpectralMatmulHost(ffi::ThreadPool pool, ffi::AnyBuffer a, ffi::AnyBuffer b,
                                      ffi::Result<ffi::AnyBuffer> product, int64_t transpose_a,
-                                     int64_t adjoint_a, int64_t transpose_b, int64_t adjoint_b,
-                                     int64_t allow_tf32, float alpha) {
+                                     int64_t adjoint_a, int64_t conjugate_a, int64_t transpose_b,
+                                     int64_t adjoint_b, int64_t conjugate_b, int64_t allow_tf32,
+                                     float alpha) {
   SpectralMatmulParams params;
-  if (absl::Status s = SpectralMatmulParamsFromCall(a, b, transpose_a, adjoint_a, transpose_b,
-                                                    adjoint_b, allow_tf32, alpha, &params);
+  if (absl::Status s = SpectralMatmulParamsFromCall(a, b, transpose_a, adjoint_a, conjugate_a,
+                                                    transpose_b, adjoint_b, conjugate_b,
+                                                    allow_tf32, alpha, &params);
       !s.ok())
     return FfiError(s);
   if (product->element_count() == 0) return ffi::Error::Success();

@@ -720,9 +720,9 @@ int LaunchSpectralMatmulOf(const SpectralMatmulParams& p, const Real* a, const R
   args.n = p.n;
   args.k = p.k;
   args.a_trans = p.transpose_a || p.adjoint_a;
-  args.a_conj = p.adjoint_a;
+  args.a_conj = p.adjoint_a || p.conjugate_a;
   args.b_trans = p.transpose_b || p.adjoint_b;
-  args.b_conj = p.adjoint_b;
+  args.b_conj = p.adjoint_b || p.conjugate_b;
   args.lda = args.a_trans ? p.m : p.k;  // a[f] is m x k, or k x m when transposed
   args.ldb = args.b_trans ? p.k : p.n;  // b[f] is k x n, or n x k when transposed
   args.a_bin = static_cast<long long>(p.m) * p.k;

@@ -178,7 +178,7 @@ def case_matmul(rng):
     if rng.random() < 0.3:
         bins, m, k, n = huge_empty(rng, [bins, m, k, n])
     flags = {name: bool(rng.random() < 0.35) for name in
-             ("transpose_a", "adjoint_a", "transpose_b", "adjoint_b")}
+             ("transpose_a", "adjoint_a", "conjugate_a", "transpose_b", "adjoint_b", "conjugate_b")}
     swap_a = flags["transpose_a"] or flags["adjoint_a"]
     swap_b = flags["transpose_b"] or flags["adjoint_b"]
     k_b = k if rng.random() < 0.85 else int(rng.integers(0, 7))
@@ -191,6 +191,8 @@ def case_matmul(rng):
     valid = (cplx == cplx_b and len(a_shape) == 3 and len(b_shape) == 3
              and not (flags["transpose_a"] and flags["adjoint_a"])
              and not (flags["transpose_b"] and flags["adjoint_b"])
+             and not (flags["conjugate_a"] and flags["adjoint_a"])
+             and not (flags["conjugate_b"] and flags["adjoint_b"])
              and a_shape[0] == b_shape[0] and k == k_b
              and count_ok(*a_shape) and count_ok(*b_shape) and count_ok(bins, m, n))
     if not (creatable(a_shape) and creatable(b_shape)):

@@ -12,6 +12,7 @@ import sys
 import numpy as np
 import tensorflow as tf
 
+import np_reference as ref
 import tf_fftconv as fc
 from np_reference import rel_error as rel
 
@@ -38,13 +39,13 @@ def main():
                 worst = max(worst, rel(spectrum, on("/CPU:0", fn, x)))
                 inv = lambda s: fc.ops.irfft2d(s, size, h, w - 1, size - h, 1, fmt)
                 worst = max(worst, rel(on("/GPU:0", inv, spectrum), on("/CPU:0", inv, spectrum)))
-        for modes in [(False, False, False, False), (True, False, False, True), (False, True, True, False),
-                      (False, False, False, True), (True, False, True, False)]:
-            ta, aa, tb, ab = modes
-            m, k, n, bins = 37, 19, 45, 7
-            a = (rng.standard_normal((bins, k, m) if ta or aa else (bins, m, k)) * (1 + 1j)).astype(np.complex64)
-            b = (rng.standard_normal((bins, n, k) if tb or ab else (bins, k, n)) * (1 - 1j)).astype(np.complex64)
-            fn = lambda p, q: fc.ops.spectral_matmul(p, q, transpose_a=ta, adjoint_a=aa, transpose_b=tb, adjoint_b=ab)
+        for mode_a, mode_b in [("N", "N"), ("T", "H"), ("H", "T"), ("N", "H"), ("T", "T"),
+                               ("N", "C"), ("T", "C"), ("C", "T"), ("TC", "N")]:
+            flags = ref.matmul_flags(mode_a, mode_b)
+            a_shape, b_shape = ref.matmul_shapes(mode_a, mode_b, bins=7, m=37, k=19, n=45)
+            a = ref.random_complex(rng, a_shape).astype(np.complex64)
+            b = ref.random_complex(rng, b_shape).astype(np.complex64)
+            fn = lambda p, q: fc.ops.spectral_matmul(p, q, **flags)
             err = rel(on("/GPU:0", fn, a, b), on("/CPU:0", fn, a, b))
             worst = max(worst, err if not tf32 else 0.0)
         for padding in ("VALID", "SAME"):
@@ -94,13 +95,14 @@ def half_precision(rng):
                 round_trip = lambda t: fc.ops.irfft2d(fc.ops.rfft2d(t, size, size - h, 0, fmt),
                                                       size, h, w - 1, size - h, 1, fmt)
                 worst = max(worst, compare(round_trip, x))
-        for ta, aa, tb, ab in [(False, False, False, False), (True, False, False, True),
-                               (False, True, True, False)]:
-            m, k, n, bins = 37, 19, 45, 7
-            a = half(rng.standard_normal(((bins, k, m) if ta or aa else (bins, m, k)) + (2,)))
-            b = half(rng.standard_normal(((bins, n, k) if tb or ab else (bins, k, n)) + (2,)))
+        for mode_a, mode_b in [("N", "N"), ("T", "H"), ("H", "T"), ("N", "C"), ("T", "C"),
+                               ("C", "T")]:
+            flags = ref.matmul_flags(mode_a, mode_b)
+            a_shape, b_shape = ref.matmul_shapes(mode_a, mode_b, bins=7, m=37, k=19, n=45)
+            a = half(rng.standard_normal(a_shape + (2,)))
+            b = half(rng.standard_normal(b_shape + (2,)))
             worst = max(worst, compare(lambda p, q: fc.ops.spectral_matmul(
-                p, q, transpose_a=ta, adjoint_a=aa, transpose_b=tb, adjoint_b=ab, alpha=0.5), a, b))
+                p, q, alpha=0.5, **flags), a, b))
         x = half(rng.standard_normal((4, 14, 13, 6)))
         w = half(rng.standard_normal((5, 3, 6, 16)) * 0.1)
 

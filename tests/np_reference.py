@@ -30,18 +30,41 @@ def irfft2d(spectrum, fft_size, out_h, out_w, offset_h=0, offset_w=0, data_forma
     return from_nchw(window, data_format)
 
 
-def apply_mode(m, transpose, adjoint):
+def apply_mode(m, transpose, adjoint, conjugate=False):
     if adjoint:
         return np.conj(np.swapaxes(m, 1, 2))
     if transpose:
-        return np.swapaxes(m, 1, 2)
-    return m
+        m = np.swapaxes(m, 1, 2)
+    return np.conj(m) if conjugate else m
 
 
-def spectral_matmul(a, b, transpose_a=False, transpose_b=False, adjoint_a=False, adjoint_b=False):
-    a = apply_mode(np.asarray(a, np.complex128), transpose_a, adjoint_a)
-    b = apply_mode(np.asarray(b, np.complex128), transpose_b, adjoint_b)
+def spectral_matmul(a, b, transpose_a=False, transpose_b=False, adjoint_a=False, adjoint_b=False,
+                    conjugate_a=False, conjugate_b=False):
+    a = apply_mode(np.asarray(a, np.complex128), transpose_a, adjoint_a, conjugate_a)
+    b = apply_mode(np.asarray(b, np.complex128), transpose_b, adjoint_b, conjugate_b)
     return np.einsum("fmk,fkn->fmn", a, b)
+
+
+# How a matmul operand enters the product in the tests: N as it is, T transposed, H adjoint,
+# C conjugated, TC transposed and conjugated (the adjoint again, by the other two flags).
+MATMUL_MODES = ["N", "T", "H", "C", "TC"]
+
+
+def matmul_flags(mode_a, mode_b):
+    """spectral_matmul's flags for the modes of a and b."""
+    flags = {}
+    for operand, mode in (("a", mode_a), ("b", mode_b)):
+        flags.update({"transpose_" + operand: "T" in mode, "adjoint_" + operand: mode == "H",
+                      "conjugate_" + operand: "C" in mode})
+    return flags
+
+
+def matmul_shapes(mode_a, mode_b, bins, m, k, n):
+    """The shapes of a and b for which op_a(a) is m x k and op_b(b) k x n in each bin."""
+    def swapped(mode):
+        return "T" in mode or mode == "H"
+    return ((bins, k, m) if swapped(mode_a) else (bins, m, k),
+            (bins, n, k) if swapped(mode_b) else (bins, k, n))
 
 
 def random_complex(rng, shape):

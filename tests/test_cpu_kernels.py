@@ -52,13 +52,10 @@ CHECK = textwrap.dedent("""
         # ((bins, m, k, n), the modes' label, the op's flags, a's shape, b's shape)
         # (bins, m, k, n): tiles with edges; a long k packed in several blocks of rows and columns.
         for bins, m, k, n in ((35, 19, 7, 13), (13, 3, 700, 5), (40, 64, 1, 6)):
-            for mode_a in "NTH":
-                for mode_b in "NTH":
-                    flags = dict(transpose_a=mode_a == "T", adjoint_a=mode_a == "H",
-                                 transpose_b=mode_b == "T", adjoint_b=mode_b == "H")
-                    yield ((bins, m, k, n), mode_a + mode_b, flags,
-                           (bins, k, m) if mode_a != "N" else (bins, m, k),
-                           (bins, n, k) if mode_b != "N" else (bins, k, n))
+            for mode_a in ref.MATMUL_MODES:
+                for mode_b in ref.MATMUL_MODES:
+                    yield ((bins, m, k, n), mode_a + "," + mode_b, ref.matmul_flags(mode_a, mode_b),
+                           *ref.matmul_shapes(mode_a, mode_b, bins, m, k, n))
 
     for dtype in (np.float32, np.float64):
         cdtype = np.complex64 if dtype == np.float32 else np.complex128

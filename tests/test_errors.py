@@ -86,6 +86,11 @@ MATMUL_CASES = [
     (lambda: fc.ops.spectral_matmul(tf.zeros([2, 3, 4], tf.complex64), tf.zeros([2, 4, 4], tf.complex64), transpose_a=True), "inner dimensions do not match"),
     (lambda: fc.ops.spectral_matmul(tf.zeros([2, 3, 3], tf.complex64), tf.zeros([2, 3, 3], tf.complex64), transpose_a=True, adjoint_a=True), "transpose_a and adjoint_a"),
     (lambda: fc.ops.spectral_matmul(tf.zeros([2, 3, 3], tf.complex64), tf.zeros([2, 3, 3], tf.complex64), transpose_b=True, adjoint_b=True), "transpose_b and adjoint_b"),
+    # Both conjugate: ambiguous (conjugate_x with transpose_x is the adjoint, tests/test_ops.py).
+    (lambda: fc.ops.spectral_matmul(tf.zeros([2, 3, 3], tf.complex64), tf.zeros([2, 3, 3], tf.complex64), conjugate_a=True, adjoint_a=True),
+     "conjugate_a and adjoint_a cannot both be true: adjoint_a already conjugates"),
+    (lambda: fc.ops.spectral_matmul(tf.zeros([2, 3, 3, 2], tf.bfloat16), tf.zeros([2, 3, 3, 2], tf.bfloat16), conjugate_b=True, adjoint_b=True),
+     "conjugate_b and adjoint_b cannot both be true: adjoint_b already conjugates"),
     (lambda: fc.ops.spectral_matmul(tf.zeros([2, 3, 3]), tf.zeros([2, 3, 3])), "a must be complex64 or complex128"),
     (lambda: fc.ops.spectral_matmul(tf.zeros([2, 3, 3], tf.complex64), tf.zeros([2, 3, 3], tf.complex128)), "same dtype"),
     (lambda: fc.ops.spectral_matmul(tf.zeros([1, 65536, 1], tf.complex64), tf.zeros([1, 1, 65536], tf.complex64)),
@@ -190,3 +195,8 @@ def test_shape_functions_reject_static_problems_while_tracing():
     with pytest.raises(ValueError, match="a has 2 bins but b has 3"):
         tf.function(lambda a, b: fc.ops.spectral_matmul(a, b)).get_concrete_function(
             tf.TensorSpec([2, 3, 3], tf.complex64), tf.TensorSpec([3, 3, 3], tf.complex64))
+    # The flags are attributes: refused while tracing whatever the shapes.
+    with pytest.raises(ValueError, match="conjugate_b and adjoint_b cannot both be true"):
+        tf.function(lambda a, b: fc.ops.spectral_matmul(
+            a, b, adjoint_b=True, conjugate_b=True)).get_concrete_function(
+                tf.TensorSpec(None, tf.complex64), tf.TensorSpec(None, tf.complex64))

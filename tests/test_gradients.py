@@ -40,16 +40,34 @@ def test_irfft2d_gradient(rng, device, data_format, fft_size, out_h, out_w, offs
     assert _max_jacobian_error(fn, [spectrum]) < 1e-7
 
 
-@pytest.mark.parametrize("mode_a", ["N", "T", "H"])
-@pytest.mark.parametrize("mode_b", ["N", "T", "H"])
+@pytest.mark.parametrize("mode_a", ref.MATMUL_MODES)
+@pytest.mark.parametrize("mode_b", ref.MATMUL_MODES)
 def test_spectral_matmul_gradient(rng, device, mode_a, mode_b):
-    bins, m, k, n = 3, 4, 2, 5
-    a = ref.random_complex(rng, (bins, k, m) if mode_a != "N" else (bins, m, k))
-    b = ref.random_complex(rng, (bins, n, k) if mode_b != "N" else (bins, k, n))
-    flags = dict(transpose_a=mode_a == "T", adjoint_a=mode_a == "H",
-                 transpose_b=mode_b == "T", adjoint_b=mode_b == "H")
-    fn = lambda x, y: fc.ops.spectral_matmul(x, y, **flags)
+    a_shape, b_shape = ref.matmul_shapes(mode_a, mode_b, bins=3, m=4, k=2, n=5)
+    a, b = ref.random_complex(rng, a_shape), ref.random_complex(rng, b_shape)
+    fn = lambda x, y: fc.ops.spectral_matmul(x, y, **ref.matmul_flags(mode_a, mode_b))
     assert _max_jacobian_error(fn, [tf.constant(a), tf.constant(b)]) < 1e-7
+
+
+@pytest.mark.parametrize("mode_a", ref.MATMUL_MODES)
+@pytest.mark.parametrize("mode_b", ref.MATMUL_MODES)
+def test_spectral_matmul_second_order_gradient(rng, mode_a, mode_b):
+    """The gradient's products (other flags, the conjugate ones among them) have gradients too:
+    the Jacobian of <grad_a, u> + <grad_b, v> in (a, b, g), against a numerical one."""
+    bins, m, k, n = 2, 3, 2, 4
+    a_shape, b_shape = ref.matmul_shapes(mode_a, mode_b, bins, m, k, n)
+    a, b = (tf.constant(ref.random_complex(rng, shape)) for shape in (a_shape, b_shape))
+    g = tf.constant(ref.random_complex(rng, (bins, m, n)))
+    flags = ref.matmul_flags(mode_a, mode_b)
+
+    def gradients(a, b, g):
+        with tf.GradientTape() as tape:
+            tape.watch([a, b])
+            product = fc.ops.spectral_matmul(a, b, **flags)
+        grad_a, grad_b = tape.gradient(product, [a, b], output_gradients=g)
+        return tf.concat([tf.reshape(grad_a, [-1]), tf.reshape(grad_b, [-1])], 0)
+
+    assert _max_jacobian_error(gradients, [a, b, g]) < 1e-7
 
 
 @pytest.mark.parametrize("padding", ["VALID", "SAME"])

@@ -113,15 +113,13 @@ def test_float16_spectrum_at_the_top_of_the_range_does_not_overflow(rng, device,
 
 
 @pytest.mark.parametrize("dtype", HALF, ids=_ids(HALF))
-@pytest.mark.parametrize("mode_a", ["N", "T", "H"])
-@pytest.mark.parametrize("mode_b", ["N", "T", "H"])
+@pytest.mark.parametrize("mode_a", ref.MATMUL_MODES)
+@pytest.mark.parametrize("mode_b", ref.MATMUL_MODES)
 def test_spectral_matmul_half_with_alpha(rng, device, run, mode_a, mode_b, dtype):
-    flags = dict(transpose_a=mode_a == "T", adjoint_a=mode_a == "H",
-                 transpose_b=mode_b == "T", adjoint_b=mode_b == "H")
+    flags = ref.matmul_flags(mode_a, mode_b)
     for (bins, m, k, n), alpha in [((1, 1, 1, 1), 1.0), ((5, 3, 4, 2), 64.0), ((17, 33, 9, 20), 0.25),
                                    ((544, 8, 6, 16), 4096.0), ((3, 70, 65, 67), 3.0)]:
-        a_shape = (bins, k, m) if mode_a != "N" else (bins, m, k)
-        b_shape = (bins, n, k) if mode_b != "N" else (bins, k, n)
+        a_shape, b_shape = ref.matmul_shapes(mode_a, mode_b, bins, m, k, n)
         # Scaled so that alpha a b stays of order one.
         scale = 1.0 / np.sqrt(alpha * k)
         a, a_exact = _as_half(rng.standard_normal(a_shape + (2,)) * scale, dtype)
@@ -146,12 +144,11 @@ def test_spectral_matmul_alpha_for_complex_spectra(rng, device, dtype):
 # ---------------------------------------------------------------------------------------------
 # Gradients of the ops.
 
-@pytest.mark.parametrize("flags", [{}, {"adjoint_a": True}, {"transpose_b": True},
-                                   {"transpose_a": True, "adjoint_b": True}])
-def test_spectral_matmul_alpha_gradient_numerically(rng, flags):
-    bins, m, k, n = 3, 2, 4, 3
-    a_shape = (bins, k, m) if flags.get("adjoint_a") or flags.get("transpose_a") else (bins, m, k)
-    b_shape = (bins, n, k) if flags.get("adjoint_b") or flags.get("transpose_b") else (bins, k, n)
+@pytest.mark.parametrize("mode_a,mode_b", [("N", "N"), ("H", "N"), ("N", "T"), ("T", "H"),
+                                           ("C", "N"), ("N", "C"), ("T", "C"), ("TC", "C")])
+def test_spectral_matmul_alpha_gradient_numerically(rng, mode_a, mode_b):
+    a_shape, b_shape = ref.matmul_shapes(mode_a, mode_b, bins=3, m=2, k=4, n=3)
+    flags = ref.matmul_flags(mode_a, mode_b)
     a = tf.constant(ref.random_complex(rng, a_shape))
     b = tf.constant(ref.random_complex(rng, b_shape))
     theoretical, numerical = tf.test.compute_gradient(
@@ -168,8 +165,14 @@ def _pairs_loss(spectrum, cotangent):
     return tf.reduce_sum(tf.cast(spectrum, tf.float64) * cotangent)
 
 
+# a [bins, 4, 3] and b [bins, 5, 3] in a [4, 5] product: the gradients conjugate a pair through
+# the adjoint flags, or through the conjugate ones.
+@pytest.mark.parametrize("matmul_flags", [{"adjoint_b": True},
+                                          {"transpose_b": True, "conjugate_b": True},
+                                          {"conjugate_a": True, "transpose_b": True}],
+                         ids=["adjoint_b", "transpose_conjugate_b", "conjugate_a"])
 @pytest.mark.parametrize("dtype", HALF, ids=_ids(HALF))
-def test_half_op_gradients_match_the_float64_ones(rng, device, dtype):
+def test_half_op_gradients_match_the_float64_ones(rng, device, dtype, matmul_flags):
     """The gradients registered for the half ops are those of the float64 ops with the half
     spectra's scales (rfft2d / S^2, irfft2d * S^2) and alpha."""
     fft_size, offset_h, offset_w = 16, 2, 3
@@ -196,7 +199,7 @@ def test_half_op_gradients_match_the_float64_ones(rng, device, dtype):
             l_rfft = _pairs_loss(spectrum, cot_spectrum) / area
             image = fc.ops.irfft2d(z * (area if not half else 1.0), fft_size, 7, 5, 1, 2, "NHWC")
             l_irfft = tf.reduce_sum(tf.cast(image, tf.float64) * cot_image)
-            product = fc.ops.spectral_matmul(a, b, adjoint_b=True, alpha=8.0)
+            product = fc.ops.spectral_matmul(a, b, alpha=8.0, **matmul_flags)
             l_matmul = _pairs_loss(product, cot_product)
         return [tape.gradient(l_rfft, x), *tape.gradient(l_irfft, [zr, zi]),
                 *tape.gradient(l_matmul, [ar, ai, br, bi])]

@@ -61,20 +61,32 @@ def test_irfft2d_matches_numpy(rng, device, run, fft_size, data_format, dtype):
 
 
 @pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
-@pytest.mark.parametrize("mode_a", ["N", "T", "H"])
-@pytest.mark.parametrize("mode_b", ["N", "T", "H"])
+@pytest.mark.parametrize("mode_a", ref.MATMUL_MODES)
+@pytest.mark.parametrize("mode_b", ref.MATMUL_MODES)
 def test_spectral_matmul_matches_numpy(rng, device, run, mode_a, mode_b, dtype):
-    flags = dict(transpose_a=mode_a == "T", adjoint_a=mode_a == "H",
-                 transpose_b=mode_b == "T", adjoint_b=mode_b == "H")
+    flags = ref.matmul_flags(mode_a, mode_b)
     for bins, m, k, n in [(1, 1, 1, 1), (5, 3, 4, 2), (17, 33, 9, 20), (544, 8, 6, 16), (3, 70, 65, 67)]:
-        a_shape = (bins, k, m) if mode_a != "N" else (bins, m, k)
-        b_shape = (bins, n, k) if mode_b != "N" else (bins, k, n)
+        a_shape, b_shape = ref.matmul_shapes(mode_a, mode_b, bins, m, k, n)
         a = ref.random_complex(rng, a_shape).astype(dtype)
         b = ref.random_complex(rng, b_shape).astype(dtype)
         out = run(lambda x, y: fc.ops.spectral_matmul(x, y, **flags), tf.constant(a), tf.constant(b))
         expected = ref.spectral_matmul(a, b, **flags)
         assert out.shape == (bins, m, n) and out.dtype == dtype
         assert rel_error(out, expected) <= (1e-6 if dtype == np.complex64 else 1e-13)
+
+
+@pytest.mark.parametrize("dtype", [tf.complex64, tf.float16])
+def test_transpose_with_conjugate_is_the_adjoint(rng, device, dtype):
+    """conjugate_x with transpose_x is allowed and is adjoint_x, to the bit (conjugate_x with
+    adjoint_x is refused: tests/test_errors.py)."""
+    if dtype == tf.float16:
+        a, b = (tf.constant(rng.standard_normal((9, 6, 5, 2)), dtype) for _ in range(2))
+    else:
+        a, b = (tf.constant(ref.random_complex(rng, (9, 6, 5)), dtype) for _ in range(2))
+    np.testing.assert_array_equal(fc.ops.spectral_matmul(a, b, transpose_a=True, conjugate_a=True),
+                                  fc.ops.spectral_matmul(a, b, adjoint_a=True))
+    np.testing.assert_array_equal(fc.ops.spectral_matmul(b, a, transpose_b=True, conjugate_b=True),
+                                  fc.ops.spectral_matmul(b, a, adjoint_b=True))
 
 
 def test_spectral_matmul_empty_inner_dimension_gives_zeros(device):

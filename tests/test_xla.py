@@ -75,18 +75,21 @@ def test_mixed_radix_frames_under_xla(rng, device, fft_size, data_format):
     assert 'custom_call_target="tf_fftconv_rfft2d"' in _hlo(compiled, x)
 
 
-@pytest.mark.parametrize("flags", [{}, {"adjoint_a": True}, {"transpose_b": True},
-                                   {"adjoint_a": True, "adjoint_b": True}])
-def test_spectral_matmul_under_xla(rng, device, flags):
+@pytest.mark.parametrize("mode_a,mode_b", [("N", "N"), ("H", "N"), ("N", "T"), ("H", "H"),
+                                           ("N", "C"), ("C", "T"), ("T", "C"), ("TC", "N")])
+def test_spectral_matmul_under_xla(rng, device, mode_a, mode_b):
+    """Every flag reaches the custom call as an attribute: the product is the eager one and the
+    float64 reference's."""
     bins, m, k, n = 5, 3, 4, 6
-    a_shape = (bins, k, m) if flags.get("adjoint_a") else (bins, m, k)
-    b_shape = (bins, n, k) if flags.get("transpose_b") or flags.get("adjoint_b") else (bins, k, n)
+    flags = ref.matmul_flags(mode_a, mode_b)
+    a_shape, b_shape = ref.matmul_shapes(mode_a, mode_b, bins, m, k, n)
     a = tf.constant(ref.random_complex(rng, a_shape).astype(np.complex64))
     b = tf.constant(ref.random_complex(rng, b_shape).astype(np.complex64))
     product, eager, compiled = _xla_and_eager(lambda a, b: fc.ops.spectral_matmul(a, b, **flags),
                                               a, b)
     assert product.shape == (bins, m, n)
     assert rel_error(product, eager) <= SAME_KERNELS
+    assert rel_error(product, ref.spectral_matmul(a.numpy(), b.numpy(), **flags)) <= 1e-6
     assert 'custom_call_target="tf_fftconv_spectral_matmul"' in _hlo(compiled, a, b)
 
 

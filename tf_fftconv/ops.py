@@ -5,8 +5,7 @@ for an ``S x S`` real FFT (bin ``ky * (S/2 + 1) + kx``). float16 and bfloat16 im
 half-precision spectra instead: ``[bins, batch, channels, 2]`` of the same type (real, imaginary),
 computed in float32 and stored divided by ``S^2`` ("mean-normalised": no bin exceeds the largest
 input magnitude, so a spectrum overflows only where its images would). Every gradient below is
-made of the same three ops (plus a constant per-bin weight and, for two transpose-flag cases, a
-conjugate).
+made of the same three ops (plus a constant per-bin weight).
 """
 
 import numpy as np
@@ -87,12 +86,17 @@ def rfft2d(x, fft_size, offset_h=0, offset_w=0, data_format="NCHW", name=None):
 
 
 def spectral_matmul(a, b, transpose_a=False, transpose_b=False, adjoint_a=False, adjoint_b=False,
-                    alpha=1.0, allow_tf32=True, name=None):
+                    alpha=1.0, allow_tf32=True, conjugate_a=False, conjugate_b=False, name=None):
     """One complex matmul per bin: ``alpha * op(a)[f] @ op(b)[f]`` for ``a [F, ., .]``,
     ``b [F, ., .]`` (complex64 / complex128), or half-precision spectra ``[F, ., ., 2]`` (float16 /
     bfloat16, accumulated in float32; ``alpha``, a Python float, is applied before rounding).
     complex64 products on a GPU use TF32 where TensorFlow's TF32 switch is on, unless
-    ``allow_tf32`` is False."""
+    ``allow_tf32`` is False.
+
+    ``op(x)`` is ``x``, its transpose (``transpose_x``), its conjugate (``conjugate_x``) or its
+    conjugate transpose (``adjoint_x``, or ``transpose_x`` with ``conjugate_x``); the kernels
+    conjugate while they read, so no conjugated copy is made. ``adjoint_x`` with ``transpose_x``
+    or ``conjugate_x`` is an InvalidArgumentError."""
     a = tf.convert_to_tensor(a)
     b = tf.convert_to_tensor(b)
     _check_dtype(a, _REAL_OF, "a")
@@ -101,7 +105,8 @@ def spectral_matmul(a, b, transpose_a=False, transpose_b=False, adjoint_a=False,
                        % (a.dtype.name, b.dtype.name))
     return load_library().fftconv_spectral_matmul(
         a=a, b=b, transpose_a=transpose_a, transpose_b=transpose_b, adjoint_a=adjoint_a,
-        adjoint_b=adjoint_b, alpha=float(alpha), allow_tf32=bool(allow_tf32), name=name)
+        adjoint_b=adjoint_b, conjugate_a=conjugate_a, conjugate_b=conjugate_b, alpha=float(alpha),
+        allow_tf32=bool(allow_tf32), name=name)
 
 
 def irfft2d(spectrum, fft_size, out_h, out_w, offset_h=0, offset_w=0, data_format="NCHW",
@@ -197,50 +202,60 @@ def _irfft2d_grad(op, grad):
                            lambda area, m: m * area), None, None, None
 
 
-def _mode(transpose, adjoint):
-    return "H" if adjoint else ("T" if transpose else "N")
+# An operand's mode: N (as it is), T (transpose), C (conjugate), H (conjugate transpose), and the
+# op's flags for each (H by adjoint_x alone, which is also what transpose_x with conjugate_x means).
+_FLAGS_OF_MODE = {"N": (False, False, False), "T": (True, False, False),
+                  "C": (False, False, True), "H": (False, True, False)}
 
 
-def conj(spectrum):
-    """The conjugate of a complex or half-precision (``[.., 2]``: imaginary part negated) spectrum."""
-    if is_half(spectrum.dtype):
-        return spectrum * tf.constant([1, -1], spectrum.dtype)
-    return tf.math.conj(spectrum)
+def _mode(transpose, adjoint, conjugate):
+    if adjoint or (transpose and conjugate):
+        return "H"
+    return "T" if transpose else ("C" if conjugate else "N")
 
 
 def _product(x, mode_x, y, mode_y, alpha=1.0):
-    """``alpha mode_x(x) @ mode_y(y)`` per bin; modes N, T (transpose), H (adjoint), C (conjugate)."""
-    if mode_x == "C":
-        x, mode_x = conj(x), "N"
-    if mode_y == "C":
-        y, mode_y = conj(y), "N"
-    return spectral_matmul(x, y, transpose_a=mode_x == "T", adjoint_a=mode_x == "H",
-                           transpose_b=mode_y == "T", adjoint_b=mode_y == "H", alpha=alpha)
+    """``alpha mode_x(x) @ mode_y(y)`` per bin, one spectral matmul whatever the modes."""
+    (transpose_a, adjoint_a, conjugate_a), (transpose_b, adjoint_b, conjugate_b) = (
+        _FLAGS_OF_MODE[mode_x], _FLAGS_OF_MODE[mode_y])
+    return spectral_matmul(x, y, transpose_a=transpose_a, adjoint_a=adjoint_a,
+                           conjugate_a=conjugate_a, transpose_b=transpose_b, adjoint_b=adjoint_b,
+                           conjugate_b=conjugate_b, alpha=alpha)
 
 
-# For c = op_a(a) op_b(b): grad op_a(a) = g op_b(b)^H and grad op_b(b) = op_a(a)^H g, then undone
-# through op_a / op_b. _ADJOINT_OF[m] writes op(x)^H as a mode of x; _CONJ_OF[m], conj(op(x)).
-_ADJOINT_OF = {"N": "H", "T": "C", "H": "N"}
-_CONJ_OF = {"N": "C", "T": "H", "H": "T"}
+# op(x)^H, op(x)^T and conj(op(x)) as modes of x.
+_ADJOINT_OF = {"N": "H", "T": "C", "C": "T", "H": "N"}
+_TRANSPOSE_OF = {"N": "T", "T": "N", "C": "H", "H": "C"}
+_CONJ_OF = {"N": "C", "T": "H", "C": "N", "H": "T"}
 
 
 @tf.RegisterGradient("FftconvSpectralMatmul")
 def _spectral_matmul_grad(op, grad):
-    # alpha is real: both gradients carry it once.
+    # For c = A B with A = op_a(a), B = op_b(b): grad A = g B^H and grad B = A^H g (TensorFlow's
+    # gradient of a real loss in a complex z is dL/dRe z + i dL/dIm z, so a real-linear map's
+    # gradient is its adjoint under Re <u, v> = Re sum conj(u) v). Each op is its own adjoint
+    # there (Re <u, v^T> = Re <u^T, v>, Re <u, conj(v)> = Re <conj(u), v>): grad a = op_a(grad A),
+    #   A = a:       grad a = g B^H                       A = a^T:  grad a = (g B^H)^T = conj(B) g^T
+    #   A = conj(a): grad a = conj(g B^H) = conj(g) B^T   A = a^H:  grad a = (g B^H)^H = B g^H
+    # and likewise grad b = op_b(A^H g). alpha is real: both gradients carry it once.
     a, b = op.inputs
     alpha = op.get_attr("alpha")
-    mode_a = _mode(op.get_attr("transpose_a"), op.get_attr("adjoint_a"))
-    mode_b = _mode(op.get_attr("transpose_b"), op.get_attr("adjoint_b"))
+    mode_a, mode_b = (_mode(op.get_attr("transpose_" + x), op.get_attr("adjoint_" + x),
+                            op.get_attr("conjugate_" + x)) for x in "ab")
     if mode_a == "N":
         grad_a = _product(grad, "N", b, _ADJOINT_OF[mode_b], alpha)
     elif mode_a == "T":
         grad_a = _product(b, _CONJ_OF[mode_b], grad, "T", alpha)
+    elif mode_a == "C":
+        grad_a = _product(grad, "C", b, _TRANSPOSE_OF[mode_b], alpha)
     else:
         grad_a = _product(b, mode_b, grad, "H", alpha)
     if mode_b == "N":
         grad_b = _product(a, _ADJOINT_OF[mode_a], grad, "N", alpha)
     elif mode_b == "T":
         grad_b = _product(grad, "T", a, _CONJ_OF[mode_a], alpha)
+    elif mode_b == "C":
+        grad_b = _product(a, _TRANSPOSE_OF[mode_a], grad, "C", alpha)
     else:
         grad_b = _product(grad, "H", a, mode_a, alpha)
     return grad_a, grad_b

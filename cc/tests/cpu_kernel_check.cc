@@ -2,12 +2,12 @@
 //
 // The check runs the three kernels on shapes that reach every path of their lane layout (many lane
 // groups and a partial last one, NCHW and NHWC with 1, 6 and 11 channels, odd heights, offsets,
-// every transpose and adjoint flag, long k) on fresh random inputs and compares with a float64
-// direct DFT or product by ||out - ref|| / ||ref||. Prints the worst error per kernel and dtype as a
-// multiple of its tolerance; exit status 1 if one exceeds it. The timer runs each op of the fft
-// train step of the four CPU cases (the bench's `cpu` preset) alone, best of --repeats, on --threads
-// threads started for each call (so small ops gain less from a second thread than in TensorFlow's
-// pool).
+// every transpose, adjoint and conjugate flag, long k) on fresh random inputs and compares with a
+// float64 direct DFT or product by ||out - ref|| / ||ref||. Prints the worst error per kernel and
+// dtype as a multiple of its tolerance; exit status 1 if one exceeds it. The timer runs each op of
+// the fft train step of the four CPU cases (the bench's `cpu` preset) alone, best of --repeats, on
+// --threads threads started for each call (so small ops gain less from a second thread than in
+// TensorFlow's pool).
 //
 //   build : make cpu-kernel-check
 //   run   : build/cpu_kernel_check --check             correctness
@@ -167,7 +167,9 @@ double CheckSpectralMatmul(const ParallelRunner& parallel, const SpectralMatmulP
         for (int k = 0; k < p.k; ++k) {
           cd x = a[bin * a_size + (swap_a ? int64_t{k} * p.m + m : int64_t{m} * p.k + k)];
           cd y = b[bin * b_size + (swap_b ? int64_t{n} * p.k + k : int64_t{k} * p.n + n)];
-          expected += (p.adjoint_a ? std::conj(x) : x) * (p.adjoint_b ? std::conj(y) : y);
+          if (p.adjoint_a || p.conjugate_a) x = std::conj(x);
+          if (p.adjoint_b || p.conjugate_b) y = std::conj(y);
+          expected += x * y;
         }
         error.Add(cd(c[(bin * p.m + m) * p.n + n]), expected);
       }
@@ -203,10 +205,13 @@ bool Check(const ParallelRunner& parallel) {
   }
   for (auto [bins, m, k, n] :
        {std::array{35, 19, 7, 13}, {13, 3, 700, 5}, {40, 64, 1, 6}, {9, 3, 0, 2}}) {
-    for (int flags = 0; flags < 9; ++flags) {
-      const int mode_a = flags / 3, mode_b = flags % 3;  // 0: none, 1: transpose, 2: adjoint
-      const SpectralMatmulParams params{bins, m, n, k, mode_a == 1, mode_a == 2,
-                                        mode_b == 1, mode_b == 2, false};
+    // Modes: 0 none, 1 transpose, 2 adjoint, 3 conjugate, 4 transpose and conjugate.
+    for (int flags = 0; flags < 25; ++flags) {
+      const int mode_a = flags / 5, mode_b = flags % 5;
+      SpectralMatmulParams params{bins, m, n, k, mode_a == 1 || mode_a == 4, mode_a == 2,
+                                  mode_b == 1 || mode_b == 4, mode_b == 2, false};
+      params.conjugate_a = mode_a >= 3;
+      params.conjugate_b = mode_b >= 3;
       const double float_tolerance = 1e-6 * std::sqrt(std::max(1.0, k / 64.0));
       worst[2][0] =
           std::max(worst[2][0], CheckSpectralMatmul<float>(parallel, params) / float_tolerance);
