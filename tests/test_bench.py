@@ -310,7 +310,7 @@ def test_op_steps_compose_the_train_step(data_format, padding):
     assert list(args) == list(steps)
     y = steps["irfft y"](*args["irfft y"])
     dx = steps["irfft dx"](*args["irfft dx"])
-    dw = steps["irfft dw, transpose dw"](*args["irfft dw, transpose dw"])
+    dw = steps["irfft dw"](*args["irfft dw"])
     # The breakdown is of the single-frame path in the smallest frame: the same path, forced.
     size = conv_geometry(case.size, case.size, case.kernel, case.kernel, padding).fft_size
     train = measure.make_step(lambda x, w: fft_conv2d(x, w, padding, data_format, fft_size=size),
@@ -377,7 +377,7 @@ def test_op_steps_compose_the_half_precision_train_step(dtype):
     steps, arguments = measure.fft_op_steps(case, "NHWC")
     args = arguments(x, w, dy)
     ours = (steps["irfft y"](*args["irfft y"]), steps["irfft dx"](*args["irfft dx"]),
-            steps["irfft dw, transpose dw"](*args["irfft dw, transpose dw"]))
+            steps["irfft dw"](*args["irfft dw"]))
     size = conv_geometry(case.size, case.size, case.kernel, case.kernel, "SAME").fft_size
     train = measure.make_step(lambda x, w: fft_conv2d(x, w, "SAME", "NHWC", fft_size=size,
                                                       half_spectra=True), "train")

@@ -242,3 +242,100 @@ def test_spectral_matmul_allow_tf32_false_keeps_fp32_products(rng, jit):
                 assert errors[True] > 1e-5, (name, errors)   # TF32 tensor cores in use
     finally:
         tf.config.experimental.enable_tensor_float_32_execution(tf32)
+
+
+# ---------------------------------------------------------------------------------------------
+# The weights in their own layout: no pass copies w or dw only to rearrange them.
+
+def _weight_transform_ops(w):
+    """The ops between the weights ``w`` (a placeholder) and the FftconvRfft2d ops that transform
+    them, and those rfft2d ops: everything computed from ``w`` up to its transform. IdentityN (how
+    tf.custom_gradient passes its inputs through) forwards input i to output i only, so that the
+    walk does not wander from w to the outputs passed with it."""
+    between, transforms, seen, pending = set(), set(), set(), [w]
+    while pending:
+        tensor = pending.pop()
+        if tensor.ref() in seen:
+            continue
+        seen.add(tensor.ref())
+        for consumer in tensor.consumers():
+            if consumer.type == "FftconvRfft2d":
+                transforms.add(consumer)
+                continue
+            between.add(consumer)
+            if consumer.type == "IdentityN":
+                pending.extend(consumer.outputs[i] for i, t in enumerate(consumer.inputs)
+                               if t is tensor)
+            else:
+                pending.extend(consumer.outputs)
+    return between, transforms
+
+
+def _weight_gradient_ops(dw):
+    """The ops that compute ``dw`` from the FftconvIrfft2d ops that invert its spectrum, and those
+    irfft2d ops (IdentityN as in ``_weight_transform_ops``)."""
+    between, inverses, seen, pending = set(), set(), set(), [dw]
+    while pending:
+        tensor = pending.pop()
+        if tensor.ref() in seen:
+            continue
+        seen.add(tensor.ref())
+        producer = tensor.op
+        if producer.type == "FftconvIrfft2d":
+            inverses.add(producer)
+            continue
+        between.add(producer)
+        if producer.type == "IdentityN":
+            pending.append(producer.inputs[list(producer.outputs).index(tensor)])
+        else:
+            pending.extend(producer.inputs)
+    return between, inverses
+
+
+# (x shape NHWC, w shape, fft_conv2d options): one frame in each mode and layout, tiles, float16
+# (the weight gain) and bfloat16 (float32 spectra between casts), sizes known only at run time.
+NO_TRANSPOSE_CASES = {
+    "keep": ((2, 12, 12, 3), (5, 5, 3, 4), {}),
+    "keep_nchw": ((2, 12, 12, 3), (5, 5, 3, 4), {"data_format": "NCHW"}),
+    "recompute": ((4, 12, 12, 3), (5, 5, 3, 4), {"memory_budget": 1}),
+    "tiled": ((2, 30, 30, 3), (3, 3, 3, 4), {"fft_size": 16}),
+    "float16": ((2, 12, 12, 3), (5, 5, 3, 4), {"dtype": tf.float16, "half_spectra": True}),
+    "bfloat16_float32_spectra": ((2, 12, 12, 3), (5, 5, 3, 4),
+                                 {"dtype": tf.bfloat16, "half_spectra": False}),
+    "run_time_sizes": ((2, None, None, 3), (5, 5, 3, 4), {}),
+}
+
+
+@pytest.mark.parametrize("case", list(NO_TRANSPOSE_CASES))
+def test_training_step_transposes_neither_weights_nor_weight_gradient(case):
+    """The FFT path transforms w [kh, kw, Cin, Cout] as it lies (one NHWC image of Cin * Cout
+    channels) and writes dw in that layout, so a traced training step has no Transpose between w
+    and its rfft2d, nor between the irfft2d of dW and dw."""
+    x_shape, w_shape, options = NO_TRANSPOSE_CASES[case]
+    options = dict(options)
+    dtype = options.pop("dtype", tf.float32)
+    data_format = options.setdefault("data_format", "NHWC")
+    if data_format == "NCHW":
+        x_shape = (x_shape[0], x_shape[3], x_shape[1], x_shape[2])
+
+    @tf.function(input_signature=[tf.TensorSpec(x_shape, dtype), tf.TensorSpec(w_shape, dtype)])
+    def train_step(x, w):
+        with tf.GradientTape() as tape:
+            tape.watch([x, w])
+            y = fc.fft_conv2d(x, w, "SAME", algorithm="fft", **options)
+            loss = tf.reduce_sum(tf.cast(y, tf.float32) ** 2)
+        return tape.gradient(loss, [x, w])
+
+    graph = train_step.get_concrete_function().graph
+    w = graph.inputs[1]
+    dw = graph.outputs[1]
+    before_transform, transforms = _weight_transform_ops(w)
+    after_inverse, inverses = _weight_gradient_ops(dw)
+    # Not vacuous: the walks found the weights' transforms (the forward's, and the backward's
+    # again in mode recompute) and the inverse that gives dw.
+    assert len(transforms) == (2 if "memory_budget" in options else 1)
+    assert len(inverses) == 1
+    assert [op.name for op in before_transform if op.type == "Transpose"] == []
+    assert [op.name for op in after_inverse if op.type == "Transpose"] == []
+    # The spectrum of w and the inverse of dW' are NHWC: w and dw in their own layout.
+    assert all(op.get_attr("data_format") == b"NHWC" for op in transforms | inverses)

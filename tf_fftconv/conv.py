@@ -2,13 +2,17 @@
 or by ``tf.nn.conv2d`` itself where that is faster (``planning``).
 
 Per frequency bin (design: "Convolution as three ops"), with ``X = rfft2d(x)``, ``W = rfft2d(w)``
-(w as ``[Cout, Cin, kh, kw]``) and ``dY = rfft2d(dy)``:
+and ``dY = rfft2d(dy)``. The weights ``[kh, kw, Cin, Cout]`` are, as they lie in memory, one NHWC
+image of ``Cin * Cout`` channels, so their spectrum is ``W' [F, Cin, Cout]`` (reshapes only), per
+bin the transpose of the design's ``W [Cout, Cin]``; the products read ``W'`` and write ``dW'``
+through their transpose and conjugate flags, and no pass copies a tensor to rearrange it:
 
-- forward       ``Y  = X  · W^H``   ``[B, Cin] · [Cin, Cout]``  -> ``y  = irfft2d(Y)``, window at 0
-- input grad    ``dX = dY · W``     ``[B, Cout] · [Cout, Cin]`` -> ``dx = irfft2d(dX)``, window at pad
-- weight grad   ``dW = dY^H · X``   ``[Cout, B] · [B, Cin]``    -> ``dw = irfft2d(dW)``, window [0, k)
+- forward       ``Y   = X · W^H = X · conj(W')``         -> ``y  = irfft2d(Y)``, window at 0
+- input grad    ``dX  = dY · W  = dY · W'^T``            -> ``dx = irfft2d(dX)``, window at pad
+- weight grad   ``dW' = (dY^H · X)^T = X^T · conj(dY)``  -> ``dw = irfft2d(dW')``, window [0, k),
+  ``[F, Cin, Cout]`` inverted as one NHWC image of ``Cin * Cout`` channels: ``dw`` in ``w``'s layout
 
-In mode "keep", ``X`` and ``W`` from the forward pass are reused by the backward pass and ``dY`` is
+In mode "keep", ``X`` and ``W'`` from the forward pass are reused by the backward pass and ``dY`` is
 transformed once for both gradients. In mode "recompute" nothing is kept: the batch runs in pieces,
 one after the other, and the backward pass transforms each piece of ``x`` (and ``w``) again. The
 Hermitian weights and ``S^2`` factors of the op-level gradients cancel in this composition, so none
@@ -94,18 +98,38 @@ def _static_size(fft_size):
     return None if static is None else int(static)
 
 
+def _reshape_bins(spectrum, dims):
+    """``spectrum`` with each bin's matrix reshaped to ``dims`` (a half spectrum keeps its trailing
+    pair): the same memory, not a copy."""
+    pair = [2] if ops.is_half(spectrum.dtype) else []
+    return tf.reshape(spectrum, [-1] + list(dims) + pair)
+
+
 def _weight_spectrum(w, fft_size, kernel_size):
-    """``rfft2d`` of ``w`` ``[kh, kw, Cin, Cout]`` as ``[F, Cout, Cin]``, of ``w * _weight_gain``."""
-    w = tf.transpose(w, [3, 2, 0, 1])
-    if w.dtype != tf.float16:
-        return ops.rfft2d(w, fft_size)
-    size = _static_size(fft_size)
-    if size is not None:
-        gain = tf.constant(_weight_gain(w.dtype, size, kernel_size), w.dtype)
-    else:
-        gains = [_weight_gain(w.dtype, s, kernel_size) for s in FFT_SIZES]
-        gain = tf.gather(tf.constant(gains, w.dtype), _frame_index(fft_size))
-    return ops.rfft2d(w * gain, fft_size)
+    """``W' [F, Cin, Cout]``: ``rfft2d`` of ``w * _weight_gain``, ``w [kh, kw, Cin, Cout]`` taken
+    as it lies, one NHWC image of ``Cin * Cout`` channels."""
+    k_h, k_w, in_channels, out_channels = w.shape
+    image = tf.reshape(w, [1, k_h, k_w, in_channels * out_channels])
+    if w.dtype == tf.float16:
+        size = _static_size(fft_size)
+        if size is not None:
+            gain = tf.constant(_weight_gain(w.dtype, size, kernel_size), w.dtype)
+        else:
+            gains = [_weight_gain(w.dtype, s, kernel_size) for s in FFT_SIZES]
+            gain = tf.gather(tf.constant(gains, w.dtype), _frame_index(fft_size))
+        image = image * gain
+    spectrum = ops.rfft2d(image, fft_size, data_format="NHWC")         # [F, 1, Cin * Cout]
+    return _reshape_bins(spectrum, [in_channels, out_channels])
+
+
+def _weight_gradient(dw_spectrum, fft_size, kernel_size):
+    """``dw [kh, kw, Cin, Cout]`` from ``dW' [F, Cin, Cout]``, inverted as ``_weight_spectrum``
+    transforms: one NHWC image of ``Cin * Cout`` channels, which is ``dw`` in ``w``'s layout."""
+    in_channels, out_channels = dw_spectrum.shape[1], dw_spectrum.shape[2]
+    # [1, kh, kw, Cin * Cout]
+    image = ops.irfft2d(_reshape_bins(dw_spectrum, [1, in_channels * out_channels]), fft_size,
+                        kernel_size[0], kernel_size[1], data_format="NHWC")
+    return tf.reshape(image, [kernel_size[0], kernel_size[1], in_channels, out_channels])
 
 
 def _spectral_product(a, b, fft_size, kernel_size=None, **flags):
@@ -126,6 +150,27 @@ def _spectral_product(a, b, fft_size, kernel_size=None, **flags):
     return tf.switch_case(_frame_index(fft_size), [
         (lambda size=size: ops.spectral_matmul(a, b, alpha=alpha(size), **flags))
         for size in FFT_SIZES])
+
+
+# The three products per bin, on X [F, B, Cin], dY [F, B, Cout] and the weights' W' [F, Cin, Cout].
+
+def _forward_product(x_spectrum, w_spectrum, fft_size, kernel_size, allow_tf32=True):
+    """``Y = X · conj(W')`` ``[F, B, Cout]`` (the design's ``X · W^H``)."""
+    return _spectral_product(x_spectrum, w_spectrum, fft_size, kernel_size, conjugate_b=True,
+                             allow_tf32=allow_tf32)
+
+
+def _input_gradient_product(dy_spectrum, w_spectrum, fft_size, kernel_size, allow_tf32=True):
+    """``dX = dY · W'^T`` ``[F, B, Cin]`` (the design's ``dY · W``)."""
+    return _spectral_product(dy_spectrum, w_spectrum, fft_size, kernel_size, transpose_b=True,
+                             allow_tf32=allow_tf32)
+
+
+def _weight_gradient_product(x_spectrum, dy_spectrum, fft_size, allow_tf32=True):
+    """``dW' = X^T · conj(dY)`` ``[F, Cin, Cout]`` (the transpose of the design's ``dY^H · X``):
+    the weight gradient's spectrum in the weights' own layout."""
+    return _spectral_product(x_spectrum, dy_spectrum, fft_size, transpose_a=True,
+                             conjugate_b=True, allow_tf32=allow_tf32)
 
 
 def _run_time_geometry(x, data_format, k_h, k_w, padding):
@@ -392,26 +437,25 @@ def _frequency_domain_conv(geometry, image_size, kernel_size, data_format, allow
     size, pad_top, pad_left = geometry.fft_size, geometry.pad_top, geometry.pad_left
 
     def forward_spectra(x, w):
-        # x_spectrum [F, B, Cin]; w_spectrum [F, Cout, Cin].
+        # x_spectrum [F, B, Cin]; w_spectrum [F, Cin, Cout].
         return (ops.rfft2d(x, size, pad_top, pad_left, data_format),
                 _weight_spectrum(w, size, kernel_size))
 
     def backward(dy, x_spectrum, w_spectrum):
         dy_spectrum = ops.rfft2d(dy, size, 0, 0, data_format)                # [F, B, Cout]
-        dx_spectrum = _spectral_product(dy_spectrum, w_spectrum, size, kernel_size,
-                                        allow_tf32=allow_tf32)                 # [F, B, Cin]
+        dx_spectrum = _input_gradient_product(dy_spectrum, w_spectrum, size, kernel_size,
+                                              allow_tf32)                      # [F, B, Cin]
         dx = ops.irfft2d(dx_spectrum, size, image_size[0], image_size[1], pad_top, pad_left,
                          data_format)
-        dw_spectrum = _spectral_product(dy_spectrum, x_spectrum, size, adjoint_a=True,
-                                        allow_tf32=allow_tf32)                 # [F, Cout, Cin]
-        dw = ops.irfft2d(dw_spectrum, size, kernel_size[0], kernel_size[1])  # [Cout, Cin, kh, kw]
-        return dx, tf.transpose(dw, [2, 3, 1, 0])
+        dw_spectrum = _weight_gradient_product(x_spectrum, dy_spectrum, size,
+                                               allow_tf32)                     # [F, Cin, Cout]
+        return dx, _weight_gradient(dw_spectrum, size, kernel_size)
 
     @tf.custom_gradient
     def conv(x, w):
         x_spectrum, w_spectrum = forward_spectra(*_unrecorded(x, w))
-        y_spectrum = _spectral_product(x_spectrum, w_spectrum, size, kernel_size,
-                                       adjoint_b=True, allow_tf32=allow_tf32)  # [F, B, Cout]
+        y_spectrum = _forward_product(x_spectrum, w_spectrum, size, kernel_size,
+                                      allow_tf32)                              # [F, B, Cout]
         y = ops.irfft2d(y_spectrum, size, geometry.out_h, geometry.out_w, 0, 0, data_format)
 
         def grad(dy):
@@ -465,13 +509,13 @@ def _recomputing_conv(geometry, image_size, kernel_size, data_format, chunks, al
     """Mode "recompute": no spectrum kept between the passes; the batch in ``chunks`` pieces.
 
     Each piece's ops are made to wait for the previous piece's result (control dependencies), so
-    only one piece's spectra are alive at a time; the weight-gradient spectrum ``[F, Cout, Cin]``
+    only one piece's spectra are alive at a time; the weight-gradient spectrum ``[F, Cin, Cout]``
     is summed over the pieces and inverted once. ``allow_tf32`` as ``_frequency_domain_conv``'s.
     """
     size, pad_top, pad_left = geometry.fft_size, geometry.pad_top, geometry.pad_left
 
     def weight_spectrum(w):
-        return _weight_spectrum(w, size, kernel_size)                         # [F, Cout, Cin]
+        return _weight_spectrum(w, size, kernel_size)                         # [F, Cin, Cout]
 
     @tf.custom_gradient
     def conv(x, w):
@@ -483,8 +527,8 @@ def _recomputing_conv(geometry, image_size, kernel_size, data_format, chunks, al
         for piece in _pieces(x_forward, chunks):
             with tf.control_dependencies(outputs[-1:]):
                 x_spectrum = ops.rfft2d(piece, size, pad_top, pad_left, data_format)  # [F, b, Cin]
-            y_spectrum = _spectral_product(x_spectrum, w_spectrum, size, kernel_size,
-                                           adjoint_b=True, allow_tf32=allow_tf32)  # [F, b, Cout]
+            y_spectrum = _forward_product(x_spectrum, w_spectrum, size, kernel_size,
+                                          allow_tf32)                          # [F, b, Cout]
             outputs.append(ops.irfft2d(y_spectrum, size, geometry.out_h, geometry.out_w, 0, 0,
                                        data_format))
         y = outputs[0] if chunks == 1 else tf.concat(outputs, 0)
@@ -495,19 +539,17 @@ def _recomputing_conv(geometry, image_size, kernel_size, data_format, chunks, al
             for piece, dy_piece in zip(_pieces(x, chunks), _pieces(dy, chunks)):
                 with tf.control_dependencies([dw_spectrum] if dw_spectrum is not None else []):
                     dy_spectrum = ops.rfft2d(dy_piece, size, 0, 0, data_format)  # [F, b, Cout]
-                dx_spectrum = _spectral_product(dy_spectrum, w_spectrum, size,
-                                                kernel_size, allow_tf32=allow_tf32)  # [F, b, Cin]
+                dx_spectrum = _input_gradient_product(dy_spectrum, w_spectrum, size,
+                                                      kernel_size, allow_tf32)  # [F, b, Cin]
                 dxs.append(ops.irfft2d(dx_spectrum, size, image_size[0], image_size[1], pad_top,
                                        pad_left, data_format))
                 with tf.control_dependencies(dxs[-1:]):
                     x_spectrum = ops.rfft2d(piece, size, pad_top, pad_left, data_format)
-                # [F, Cout, Cin], summed over the pieces
-                piece_dw = _spectral_product(dy_spectrum, x_spectrum, size, adjoint_a=True,
-                                             allow_tf32=allow_tf32)
+                # [F, Cin, Cout], summed over the pieces
+                piece_dw = _weight_gradient_product(x_spectrum, dy_spectrum, size, allow_tf32)
                 dw_spectrum = piece_dw if dw_spectrum is None else dw_spectrum + piece_dw
             dx = dxs[0] if chunks == 1 else tf.concat(dxs, 0)
-            dw = ops.irfft2d(dw_spectrum, size, kernel_size[0], kernel_size[1])  # [Cout, Cin, kh, kw]
-            return dx, tf.transpose(dw, [2, 3, 1, 0])
+            return dx, _weight_gradient(dw_spectrum, size, kernel_size)
 
         return y, grad
 

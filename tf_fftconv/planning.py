@@ -18,7 +18,7 @@ timing itself, once, when it is built on a GPU for a problem the model calls clo
 Memory: the FFT path's workspace is the complex spectra it holds at once (with tiling, also the
 tiled copies of the input and output), layout
 ``[bins, batch, channels]`` (``batch`` counting tiles): ``X`` ``[F, B*tiles, Cin]``, ``W``
-``[F, Cout, Cin]``, ``Y`` and ``dY`` ``[F, B*tiles, Cout]``. Mode "keep" keeps ``X`` and ``W`` from
+``[F, Cin, Cout]``, ``Y`` and ``dY`` ``[F, B*tiles, Cout]``. Mode "keep" keeps ``X`` and ``W`` from
 the forward pass for the backward pass; mode "recompute" keeps nothing between the passes (the
 backward pass transforms ``x`` and ``w`` again) and runs the batch in ``chunks`` pieces, one after
 the other, so only one piece's spectra are alive at a time. A memory budget (argument
@@ -356,7 +356,7 @@ def estimate_fft(problem, config, costs):
     x_tiles = real * frames * ci * t.in_tile_h * t.in_tile_w if t.tiled else x_bytes
     y_tiles = real * frames * co * t.tile_h * t.tile_w if t.tiled else y_bytes
     X = complex_bytes * bins * frames * ci      # [F, B*tiles, Cin]
-    W = complex_bytes * bins * co * ci          # [F, Cout, Cin]
+    W = complex_bytes * bins * ci * co          # [F, Cin, Cout]
     Y = complex_bytes * bins * frames * co      # [F, B*tiles, Cout], also dY
     matmul_flops = 8.0 * bins * frames * ci * co
     work = frames / n * ci * co                 # multiply-adds per bin of one matmul
@@ -385,7 +385,6 @@ def estimate_fft(problem, config, costs):
 
     recompute = config.memory == "recompute"
     for _ in range(2 if recompute else 1):     # the weight spectrum, again in the backward pass
-        copy(2 * w_bytes)
         transform(w_bytes + W, co * ci, problem.k_h)
     if t.tiled:
         # Cutting (pad, per axis a reshape, m slices and a concat, transpose, reshape) and joining
@@ -407,7 +406,6 @@ def estimate_fft(problem, config, costs):
     if n > 1:
         copy(3 * W, n - 1)                      # accumulating the weight-gradient spectrum
     transform(W + w_bytes, co * ci, problem.k_h)  # irfft dw
-    copy(2 * w_bytes)
     time = sum(_op_time(costs, *op) for op in ops)
     flops = sum(op[2] for op in ops)
     moved = sum(op[0] for op in ops)

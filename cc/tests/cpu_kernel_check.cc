@@ -254,9 +254,10 @@ void Time(const ParallelRunner& parallel, int repeats) {
     while (n < c.size) n *= 2;
     const int bins = static_cast<int>(NumBins(n)), out = c.size - c.k + 1;
     const auto x = RandomReal<float>(size_t(c.batch) * c.size * c.size * c.cin);
-    const auto w = RandomReal<float>(size_t(c.cout) * c.cin * c.k * c.k);  // [Cout, Cin, k, k]
+    const auto w = RandomReal<float>(size_t(c.cout) * c.cin * c.k * c.k);  // [k, k, Cin, Cout]
     const auto dy = RandomReal<float>(size_t(c.batch) * out * out * c.cout);
-    // Spectra [bins, images], complex; x, dy, y, dx NHWC; w, dw [Cout, Cin, k, k] (as conv.py's).
+    // Spectra [bins, images], complex; x, dy, y, dx NHWC; w, dw [k, k, Cin, Cout], one NHWC image
+    // of Cin * Cout channels, whose spectrum is [bins, Cin, Cout] (as conv.py's).
     std::vector<std::complex<float>> xs(size_t(bins) * c.batch * c.cin),
         ws(size_t(bins) * c.cout * c.cin), ys(size_t(bins) * c.batch * c.cout), dys(ys.size()),
         dxs(xs.size()), dws(ws.size());
@@ -273,20 +274,24 @@ void Time(const ParallelRunner& parallel, int repeats) {
       return [&, p] { SpectralMatmulOnCpu<float>(parallel, p, a.data(), b.data(), o.data()); };
     };
     struct Op { const char* name; std::function<void()> run; };
-    const bool no = false, yes = true;  // transpose_a, adjoint_a, transpose_b, adjoint_b
+    const bool no = false, yes = true;
+    const int weights = c.cin * c.cout;
+    // Flags: transpose_a, adjoint_a, transpose_b, adjoint_b, allow_tf32, alpha, conjugate_a,
+    // conjugate_b.
     const Op ops[] = {
         {"rfft x", rfft({c.batch, c.cin, c.size, c.size, n, 0, 0, true}, x, xs)},
-        {"rfft w", rfft({c.cout, c.cin, c.k, c.k, n, 0, 0, false}, w, ws)},
+        {"rfft w", rfft({1, weights, c.k, c.k, n, 0, 0, true}, w, ws)},
         {"matmul y = x w^H",
-         matmul({bins, c.batch, c.cout, c.cin, no, no, no, yes, false}, xs, ws, ys)},
+         matmul({bins, c.batch, c.cout, c.cin, no, no, no, no, false, 1.0f, no, yes}, xs, ws, ys)},
         {"irfft y", irfft({c.batch, c.cout, n, out, out, 0, 0, true}, ys, y)},
         {"rfft dy", rfft({c.batch, c.cout, out, out, n, 0, 0, true}, dy, dys)},
         {"matmul dx = dy w",
-         matmul({bins, c.batch, c.cin, c.cout, no, no, no, no, false}, dys, ws, dxs)},
+         matmul({bins, c.batch, c.cin, c.cout, no, no, yes, no, false}, dys, ws, dxs)},
         {"irfft dx", irfft({c.batch, c.cin, n, c.size, c.size, 0, 0, true}, dxs, dx)},
         {"matmul dw = dy^H x",
-         matmul({bins, c.cout, c.cin, c.batch, no, yes, no, no, false}, dys, xs, dws)},
-        {"irfft dw", irfft({c.cout, c.cin, n, c.k, c.k, 0, 0, false}, dws, dw)},
+         matmul({bins, c.cin, c.cout, c.batch, yes, no, no, no, false, 1.0f, no, yes}, xs, dys,
+                dws)},
+        {"irfft dw", irfft({1, weights, n, c.k, c.k, 0, 0, true}, dws, dw)},
     };
     std::printf("%dx%d->%d %dx%d k%d (S = %d), ms, best of %d:\n", c.batch, c.cin, c.cout, c.size,
                 c.size, c.k, n, repeats);

@@ -527,32 +527,31 @@ def fft_op_steps(case, data_format, fft_size=None):
     geometry = conv_geometry(case.size, case.size, case.kernel, case.kernel, case.padding,
                              fft_size)
     size, top, left, k = geometry.fft_size, geometry.pad_top, geometry.pad_left, case.kernel
-    # The weight spectrum and the products as fft_conv2d makes them (for half precision: the
-    # float16 weight gain and alpha; for float32 plain rfft2d and spectral_matmul).
-    product = conv_module._spectral_product
+    # The weight spectrum, the products and the weight gradient as fft_conv2d makes them (for half
+    # precision: the float16 weight gain and alpha; for float32 plain rfft2d and spectral_matmul).
     steps = {
         "rfft x": lambda x: ops.rfft2d(x, size, top, left, data_format),
-        "transpose w, rfft w": lambda w: conv_module._weight_spectrum(w, size, (k, k)),
-        "matmul y = x w^H": lambda xs, ws: product(xs, ws, size, (k, k), adjoint_b=True),
+        "rfft w": lambda w: conv_module._weight_spectrum(w, size, (k, k)),
+        "matmul y = x w^H": lambda xs, ws: conv_module._forward_product(xs, ws, size, (k, k)),
         "irfft y": lambda ys: ops.irfft2d(ys, size, geometry.out_h, geometry.out_w, 0, 0,
                                           data_format),
         "rfft dy": lambda dy: ops.rfft2d(dy, size, 0, 0, data_format),
-        "matmul dx = dy w": lambda dys, ws: product(dys, ws, size, (k, k)),
+        "matmul dx = dy w": lambda dys, ws: conv_module._input_gradient_product(dys, ws, size,
+                                                                                (k, k)),
         "irfft dx": lambda dxs: ops.irfft2d(dxs, size, case.size, case.size, top, left,
                                             data_format),
-        "matmul dw = dy^H x": lambda dys, xs: product(dys, xs, size, adjoint_a=True),
-        "irfft dw, transpose dw": lambda dws: tf.transpose(ops.irfft2d(dws, size, k, k),
-                                                           [2, 3, 1, 0]),
+        "matmul dw = dy^H x": lambda xs, dys: conv_module._weight_gradient_product(xs, dys, size),
+        "irfft dw": lambda dws: conv_module._weight_gradient(dws, size, (k, k)),
     }
     steps = {name: tf.function(fn) for name, fn in steps.items()}
 
     def arguments(x, w, dy):
-        xs, ws, dys = steps["rfft x"](x), steps["transpose w, rfft w"](w), steps["rfft dy"](dy)
-        return {"rfft x": (x,), "transpose w, rfft w": (w,), "matmul y = x w^H": (xs, ws),
+        xs, ws, dys = steps["rfft x"](x), steps["rfft w"](w), steps["rfft dy"](dy)
+        return {"rfft x": (x,), "rfft w": (w,), "matmul y = x w^H": (xs, ws),
                 "irfft y": (steps["matmul y = x w^H"](xs, ws),), "rfft dy": (dy,),
                 "matmul dx = dy w": (dys, ws), "irfft dx": (steps["matmul dx = dy w"](dys, ws),),
-                "matmul dw = dy^H x": (dys, xs),
-                "irfft dw, transpose dw": (steps["matmul dw = dy^H x"](dys, xs),)}
+                "matmul dw = dy^H x": (xs, dys),
+                "irfft dw": (steps["matmul dw = dy^H x"](xs, dys),)}
     return steps, arguments
 
 
