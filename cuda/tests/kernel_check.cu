@@ -197,8 +197,8 @@ std::vector<double> MatmulReference(const std::vector<double>& a, const std::vec
           const size_t ai = ao + (at ? static_cast<size_t>(k) * p.m + i : static_cast<size_t>(i) * p.k + k);
           const size_t bi = bo + (bt ? static_cast<size_t>(j) * p.k + k : static_cast<size_t>(k) * p.n + j);
           cd av(a[2 * ai], a[2 * ai + 1]), bv(b[2 * bi], b[2 * bi + 1]);
-          if (p.adjoint_a) av = std::conj(av);
-          if (p.adjoint_b) bv = std::conj(bv);
+          if (p.adjoint_a || p.conjugate_a) av = std::conj(av);
+          if (p.adjoint_b || p.conjugate_b) bv = std::conj(bv);
           acc += av * bv;
         }
         const size_t ci = (static_cast<size_t>(f) * p.m + i) * p.n + j;
@@ -279,6 +279,18 @@ void CheckIrfft2d(const Irfft2dParams& p, const char* tag) {
   Report(canary && rel <= tol, std::string(name) + (canary ? "" : " CANARY"), rel, tol);
 }
 
+// An operand's op in case names: N(one), T(ranspose), H (adjoint), C(onjugate).
+const char* OpName(bool transpose, bool adjoint, bool conjugate) {
+  return adjoint || (transpose && conjugate) ? "H" : transpose ? "T" : conjugate ? "C" : "N";
+}
+
+// Flag f of an operand's op: 0 identity, 1 transpose, 2 adjoint, 3 conjugate (without transposition).
+void SetOperandOp(int f, bool* transpose, bool* adjoint, bool* conjugate) {
+  *transpose = f == 1;
+  *adjoint = f == 2;
+  *conjugate = f == 3;
+}
+
 template <typename T>
 void CheckMatmul(const SpectralMatmulParams& p) {
   const bool at = p.transpose_a || p.adjoint_a, bt = p.transpose_b || p.adjoint_b;
@@ -294,11 +306,10 @@ void CheckMatmul(const SpectralMatmulParams& p) {
   dc.Poison();
   const int err = fftconv::cuda::LaunchSpectralMatmul<T>(p, da.ptr, db.ptr, dc.ptr, nullptr);
   const cudaError_t sync = cudaDeviceSynchronize();
-  auto op = [](bool t, bool h) { return h ? "H" : (t ? "T" : "N"); };
   char name[256];
   std::snprintf(name, sizeof(name), "matmul  %s op=(%s,%s) tf32=%d alpha=%g bins=%d m=%d n=%d k=%d", TypeName<T>(),
-                op(p.transpose_a, p.adjoint_a), op(p.transpose_b, p.adjoint_b), p.allow_tf32 ? 1 : 0, p.alpha,
-                p.bins, p.m, p.n, p.k);
+                OpName(p.transpose_a, p.adjoint_a, p.conjugate_a), OpName(p.transpose_b, p.adjoint_b, p.conjugate_b),
+                p.allow_tf32 ? 1 : 0, p.alpha, p.bins, p.m, p.n, p.k);
   if (err != 0 || sync != cudaSuccess) {
     Report(false, std::string(name) + " launch: " + fftconv::cuda::FftconvCudaErrorString(err ? err : sync), 0, 0);
     return;
@@ -410,20 +421,19 @@ void MatmulSuite(bool quick) {
     shapes.push_back({700, 100, 70, 24});
   }
   for (const Shape& s : shapes) {
-    for (int fa = 0; fa < 3; ++fa) {
-      for (int fb = 0; fb < 3; ++fb) {
+    for (int fa = 0; fa < 4; ++fa) {
+      for (int fb = 0; fb < 4; ++fb) {
         for (int tf32 = 0; tf32 < (sizeof(T) == 4 ? 2 : 1); ++tf32) {
-          if (s.bins > 100 && (fa + fb) % 3 != 0) continue;  // a few flag pairs of the large shape
+          // The large shape with the forward's, the input gradient's and the weight gradient's flags.
+          if (s.bins > 100 && !((fa == 0 && (fb == 0 || fb == 2)) || (fa == 2 && fb == 0))) continue;
           if (quick && s.m > 64 && (fa + fb) % 3 != 0) continue;
           SpectralMatmulParams p;
           p.bins = s.bins;
           p.m = s.m;
           p.n = s.n;
           p.k = s.k;
-          p.transpose_a = fa == 1;
-          p.adjoint_a = fa == 2;
-          p.transpose_b = fb == 1;
-          p.adjoint_b = fb == 2;
+          SetOperandOp(fa, &p.transpose_a, &p.adjoint_a, &p.conjugate_a);
+          SetOperandOp(fb, &p.transpose_b, &p.adjoint_b, &p.conjugate_b);
           p.allow_tf32 = tf32;
           p.alpha = (fa + fb) % 3 == 0 ? 1.0f : ((fa + fb) % 3 == 1 ? 0.25f : 3.0f);
           CheckMatmul<T>(p);
@@ -575,11 +585,10 @@ void CheckMatmulHalf(const SpectralMatmulParams& p, const char* path) {
                                                          reinterpret_cast<const H*>(db.ptr),
                                                          reinterpret_cast<H*>(dc.ptr), nullptr);
   const cudaError_t sync = cudaDeviceSynchronize();
-  auto op = [](bool t, bool h) { return h ? "H" : (t ? "T" : "N"); };
   char name[256];
   std::snprintf(name, sizeof(name), "matmul  %s op=(%s,%s) %s alpha=%g bins=%d m=%d n=%d k=%d", HalfCodec<H>::Name(),
-                op(p.transpose_a, p.adjoint_a), op(p.transpose_b, p.adjoint_b), path, p.alpha, p.bins, p.m, p.n,
-                p.k);
+                OpName(p.transpose_a, p.adjoint_a, p.conjugate_a), OpName(p.transpose_b, p.adjoint_b, p.conjugate_b),
+                path, p.alpha, p.bins, p.m, p.n, p.k);
   if (err != 0 || sync != cudaSuccess) {
     Report(false, std::string(name) + " launch: " + fftconv::cuda::FftconvCudaErrorString(err ? err : sync), 0, 0);
     return;
@@ -652,18 +661,16 @@ void HalfMatmulSuite(bool quick) {
     if (!simt && limits.compute_capability < 80) continue;  // no tensor-core path on this device
     fftconv::cuda::detail::SetComputeCapabilityCapForTesting(simt ? 75 : 0);
     for (const Shape& s : shapes) {
-      for (int fa = 0; fa < 3; ++fa) {
-        for (int fb = 0; fb < 3; ++fb) {
+      for (int fa = 0; fa < 4; ++fa) {
+        for (int fb = 0; fb < 4; ++fb) {
           if (quick && s.m > 64 && (fa + fb) % 3 != 0) continue;
           SpectralMatmulParams p;
           p.bins = s.bins;
           p.m = s.m;
           p.n = s.n;
           p.k = s.k;
-          p.transpose_a = fa == 1;
-          p.adjoint_a = fa == 2;
-          p.transpose_b = fb == 1;
-          p.adjoint_b = fb == 2;
+          SetOperandOp(fa, &p.transpose_a, &p.adjoint_a, &p.conjugate_a);
+          SetOperandOp(fb, &p.transpose_b, &p.adjoint_b, &p.conjugate_b);
           p.allow_tf32 = false;
           p.alpha = (fa + fb) % 3 == 0 ? 1.0f : ((fa + fb) % 3 == 1 ? 0.25f : 3.0f);
           CheckMatmulHalf<H>(p, simt ? "simt" : "mma ");
@@ -798,8 +805,9 @@ void TimeCopy() {
   std::printf("TIME cudaMemcpy D2D 256 MiB (read + write)       : %8.4f ms  %7.1f GB/s\n", ms, 2.0 * n * 4 / 1e9 / (ms / 1e3));
 }
 
-// The six transforms of Mathieu's layer as the op runs them in training (NHWC activations, weights
-// as [Cout, Cin, kh, kw]): rfft x, rfft w, irfft y | rfft dy, irfft dx, irfft dw.
+// The six transforms of Mathieu's layer as the op runs them in training (NHWC activations, the
+// weights [kh, kw, Cin, Cout] as one NHWC image of Cin * Cout channels): rfft x, rfft w, irfft y |
+// rfft dy, irfft dx, irfft dw.
 void MathieuTransforms(bool time) {
   const auto rfft = [&](int B, int C, int H, int W, bool nhwc) {
     if (time) return TimeRfft(B, C, H, W, 32, nhwc);
@@ -820,11 +828,14 @@ void MathieuTransforms(bool time) {
     CUDA_OK(cudaDeviceSynchronize());
   };
   rfft(128, 96, 32, 32, true);     // x
-  rfft(256, 96, 7, 7, false);      // w
+  rfft(1, 96 * 256, 7, 7, true);   // w [7, 7, 96, 256] as one NHWC image (fft_conv2d's weights)
   irfft(128, 256, 26, 26, true);   // y
   rfft(128, 256, 26, 26, true);    // dy
   irfft(128, 96, 32, 32, true);    // dx
-  irfft(256, 96, 7, 7, false);     // dw
+  irfft(1, 96 * 256, 7, 7, true);  // dw, in the weights' layout
+  // The weights as [Cout, Cin, kh, kw] images, for comparison.
+  rfft(256, 96, 7, 7, false);
+  irfft(256, 96, 7, 7, false);
   // The same activations in NCHW, for comparison.
   irfft(128, 256, 26, 26, false);
   rfft(128, 256, 26, 26, false);
@@ -906,6 +917,16 @@ void TimingSuite() {
     TimeMatmul<float>("forward", fwd);
     TimeMatmul<float>("input-grad", dgrad);
     TimeMatmul<float>("weight-grad", wgrad);
+    // The same products as fft_conv2d takes them, with the weights' spectrum W' [F, Cin, Cout] in
+    // the weights' own layout: Y = X conj(W'), dX = dY W'^T, dW' = X^T conj(dY).
+    SpectralMatmulParams fwd_hwio{544, 128, 256, 96, false, false, false, false, tf32 != 0};
+    fwd_hwio.conjugate_b = true;
+    SpectralMatmulParams dgrad_hwio{544, 128, 96, 256, false, false, true, false, tf32 != 0};
+    SpectralMatmulParams wgrad_hwio{544, 96, 256, 128, true, false, false, false, tf32 != 0};
+    wgrad_hwio.conjugate_b = true;
+    TimeMatmul<float>("fwd W'", fwd_hwio);
+    TimeMatmul<float>("dgrad W'", dgrad_hwio);
+    TimeMatmul<float>("wgrad dW'", wgrad_hwio);
   }
   // Batch 32: the forward and input-gradient products have 32 rows (computed transposed).
   SpectralMatmulParams batch32_fwd{60, 32, 512, 512, false, false, false, true, true};     // 8x8 in S = 10
