@@ -43,11 +43,10 @@ REGISTER_OP("FftconvSpectralMatmul")
 One complex matrix product per frequency bin: product[f] = alpha * op(a[f]) * op(b[f]), where op
 is the identity, the transpose (transpose_x), the conjugate (conjugate_x) or the conjugate
 transpose (adjoint_x, or transpose_x with conjugate_x) as the flags say; adjoint_x with either of
-the other two is refused. complex64 and
-complex128 operands are [bins, rows, cols]; float16 and bfloat16 ones are half-precision spectra
-[bins, rows, cols, 2] (real, imaginary), multiplied and accumulated in float32, alpha applied in
-float32 before the product is rounded (fft_conv2d passes fft_size^2, which keeps a product of
-mean-normalised spectra mean-normalised).
+the other two is refused. complex64 and complex128 operands are [bins, rows, cols]; float16 and
+bfloat16 ones are half-precision spectra [bins, rows, cols, 2] (real, imaginary), multiplied and
+accumulated in float32, alpha applied in float32 before the product is rounded (fft_conv2d passes
+fft_size^2, which keeps a product of mean-normalised spectra mean-normalised).
 complex64 products on a GPU use TF32 tensor cores where TensorFlow's TF32 switch is on and
 allow_tf32 is true; allow_tf32 = false keeps them in FP32.
 )doc");
