@@ -54,3 +54,19 @@ def run(request):
         out = fn(*args)
         return tf.nest.map_structure(lambda t: t.numpy(), out)
     return call
+
+
+@pytest.fixture
+def timed_problems(monkeypatch):
+    """A list that receives each problem tuning.tune_problem times during the test (the timing
+    still runs)."""
+    from tf_fftconv import tuning  # noqa: PLC0415  (the op library loads with it)
+    timed = []
+    real = tuning.tune_problem
+
+    def tune_problem(problem, *args, **kwargs):
+        timed.append(problem)
+        return real(problem, *args, **kwargs)
+
+    monkeypatch.setattr(tuning, "tune_problem", tune_problem)
+    return timed

@@ -15,7 +15,7 @@ import pytest
 import tensorflow as tf
 
 from tf_fftconv import conv as conv_module
-from tf_fftconv import planning, tuning
+from tf_fftconv import planning
 from tf_fftconv.conv import conv_geometry, fft_conv2d
 from tf_fftconv.experiments import environment
 from tf_fftconv.experiments.bench import cli, measure
@@ -446,7 +446,7 @@ def test_tuned_times_the_candidates_and_leaves_auto_to_the_model(tmp_path, capsy
         (2, 12, 12, 3), (5, 5, 3, 4), "VALID", "NHWC", "float32"))
 
 
-def test_auto_times_a_close_call_as_an_fft_conv2d_layer_does(monkeypatch):
+def test_auto_times_a_close_call_as_an_fft_conv2d_layer_does(monkeypatch, timed_problems):
     """Where the cost model calls a case close, "auto" is planned as FFTConv2D plans it when built:
     the candidates timed once, before its step is traced, which then runs the timed plan; "fft" and
     "model", traced before, follow the model; the next mode starts from the model again."""
@@ -454,14 +454,7 @@ def test_auto_times_a_close_call_as_an_fft_conv2d_layer_does(monkeypatch):
         monkeypatch.delenv(name, raising=False)
     # Every untimed call close, on the CPU too (the cost model calls close calls on a GPU only).
     monkeypatch.setattr(planning, "is_close_call", lambda made: not made.timings_ms)
-    tuned_problems = []
-    tune_problem = tuning.tune_problem
-
-    def counting_tune_problem(problem, *args, **kwargs):
-        tuned_problems.append(problem)
-        return tune_problem(problem, *args, **kwargs)
-
-    monkeypatch.setattr(tuning, "tune_problem", counting_tune_problem)
+    tuned_problems = timed_problems
     traced = []   # the plans the steps' traces ran, not those of the candidates' timings
     run_plan = conv_module.run_plan
 

@@ -360,31 +360,18 @@ def test_autotune_a_model(rng):
     assert "decided by: timing on this device" in fc.explain(model.layers[0])
 
 
-def _count_timings(monkeypatch):
-    """A list that receives each problem tuning.tune_problem times from now on."""
-    timed = []
-    real = tuning.tune_problem
-
-    def tune_problem(problem, *args, **kwargs):
-        timed.append(problem)
-        return real(problem, *args, **kwargs)
-
-    monkeypatch.setattr(tuning, "tune_problem", tune_problem)
-    return timed
-
-
 def _close_call_model(**layer_arguments):
     return keras.Sequential([keras.Input((12, 12, 2)),
                              fc.FFTConv2D(3, 5, padding="same", **layer_arguments)])
 
 
-def test_a_close_call_is_timed_once_when_the_layer_is_built(monkeypatch):
+def test_a_close_call_is_timed_once_when_the_layer_is_built(monkeypatch, timed_problems):
     """On the devices of CLOSE_CALL_DEVICES (the GPU; the CPU here, for the test) a layer whose
     FFT and spatial estimates are within CLOSE_CALL_FACTOR is timed when built, once per
     problem, and its traces follow the timings."""
     monkeypatch.setattr(planning, "CLOSE_CALL_DEVICES", ("CPU", "GPU"))
     monkeypatch.setattr(planning, "CLOSE_CALL_FACTOR", float("inf"))   # every choice is close
-    timed = _count_timings(monkeypatch)
+    timed = timed_problems
     model = _close_call_model()
     problem = planning.make_problem((None, 12, 12, 2), (5, 5, 2, 3), "SAME")
     assert timed == [problem]
@@ -395,12 +382,12 @@ def test_a_close_call_is_timed_once_when_the_layer_is_built(monkeypatch):
     assert timed == [problem]
 
 
-def test_an_eager_fft_conv2d_times_a_close_call_once(monkeypatch, rng):
+def test_an_eager_fft_conv2d_times_a_close_call_once(monkeypatch, rng, timed_problems):
     """fft_conv2d with algorithm="auto", called eagerly, times a close call of the model once
     per problem, as the layer does when built; traced calls follow the model (or timings made)."""
     monkeypatch.setattr(planning, "CLOSE_CALL_DEVICES", ("CPU", "GPU"))
     monkeypatch.setattr(planning, "CLOSE_CALL_FACTOR", float("inf"))   # every choice is close
-    timed = _count_timings(monkeypatch)
+    timed = timed_problems
     x = tf.constant(rng.standard_normal((2, 12, 12, 2)), tf.float32)
     w = tf.constant(rng.standard_normal((5, 5, 2, 3)), tf.float32)
     problem = planning.make_problem((2, 12, 12, 2), (5, 5, 2, 3), "SAME")
@@ -418,7 +405,7 @@ def test_an_eager_fft_conv2d_times_a_close_call_once(monkeypatch, rng):
 
 @pytest.mark.parametrize("setting", ["default devices", "clear choice", "environment 0",
                                      "fft asked", "fft_size given", "inside a trace"])
-def test_no_close_call_timing(monkeypatch, setting):
+def test_no_close_call_timing(monkeypatch, setting, timed_problems):
     """Timed only for algorithm="auto" with the model's own frame, eagerly, where the choice is
     close, on a device of CLOSE_CALL_DEVICES (not the CPU by default: CI sees no timing), and
     not with TF_FFTCONV_AUTOTUNE=0."""
@@ -429,7 +416,7 @@ def test_no_close_call_timing(monkeypatch, setting):
         monkeypatch.setattr(planning, "CLOSE_CALL_FACTOR", 1.0)      # only an exact tie
     if setting == "environment 0":
         monkeypatch.setenv(planning.AUTOTUNE_ENV, "0")
-    timed = _count_timings(monkeypatch)
+    timed = timed_problems
     if setting == "inside a trace":
         layer = fc.FFTConv2D(3, 5, padding="same")
         tf.function(layer)(tf.zeros([2, 12, 12, 2]))
