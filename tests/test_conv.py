@@ -247,49 +247,52 @@ def test_spectral_matmul_allow_tf32_false_keeps_fp32_products(rng, jit):
 # ---------------------------------------------------------------------------------------------
 # The weights in their own layout: no pass copies w or dw only to rearrange them.
 
-def _weight_transform_ops(w):
-    """The ops between the weights ``w`` (a placeholder) and the FftconvRfft2d ops that transform
-    them, and those rfft2d ops: everything computed from ``w`` up to its transform. IdentityN (how
-    tf.custom_gradient passes its inputs through) forwards input i to output i only, so that the
-    walk does not wander from w to the outputs passed with it."""
-    between, transforms, seen, pending = set(), set(), set(), [w]
+def _walk_to(tensor, stop_type, neighbours):
+    """The ops met walking the graph from ``tensor`` until ops of ``stop_type``, and those ops.
+    ``neighbours(t)`` gives, for a tensor ``t``, the ops one step on and the tensors to go on from
+    through each. IdentityN (how tf.custom_gradient passes its inputs through) pairs input i with
+    output i only, so that a walk does not wander to the tensors passed with the one it follows."""
+    between, stops, seen, pending = set(), set(), set(), [tensor]
     while pending:
         tensor = pending.pop()
         if tensor.ref() in seen:
             continue
         seen.add(tensor.ref())
-        for consumer in tensor.consumers():
-            if consumer.type == "FftconvRfft2d":
-                transforms.add(consumer)
+        for op, following in neighbours(tensor):
+            if op.type == stop_type:
+                stops.add(op)
                 continue
-            between.add(consumer)
-            if consumer.type == "IdentityN":
-                pending.extend(consumer.outputs[i] for i, t in enumerate(consumer.inputs)
-                               if t is tensor)
-            else:
-                pending.extend(consumer.outputs)
-    return between, transforms
+            between.add(op)
+            pending.extend(following)
+    return between, stops
+
+
+def _consumers(tensor):
+    for op in tensor.consumers():
+        if op.type == "IdentityN":
+            yield op, [op.outputs[i] for i, t in enumerate(op.inputs) if t is tensor]
+        else:
+            yield op, list(op.outputs)
+
+
+def _producer(tensor):
+    op = tensor.op
+    if op.type == "IdentityN":
+        yield op, [op.inputs[list(op.outputs).index(tensor)]]
+    else:
+        yield op, list(op.inputs)
+
+
+def _weight_transform_ops(w):
+    """The ops between the weights ``w`` (a placeholder) and the FftconvRfft2d ops that transform
+    them, and those rfft2d ops: everything computed from ``w`` up to its transform."""
+    return _walk_to(w, "FftconvRfft2d", _consumers)
 
 
 def _weight_gradient_ops(dw):
     """The ops that compute ``dw`` from the FftconvIrfft2d ops that invert its spectrum, and those
-    irfft2d ops (IdentityN as in ``_weight_transform_ops``)."""
-    between, inverses, seen, pending = set(), set(), set(), [dw]
-    while pending:
-        tensor = pending.pop()
-        if tensor.ref() in seen:
-            continue
-        seen.add(tensor.ref())
-        producer = tensor.op
-        if producer.type == "FftconvIrfft2d":
-            inverses.add(producer)
-            continue
-        between.add(producer)
-        if producer.type == "IdentityN":
-            pending.append(producer.inputs[list(producer.outputs).index(tensor)])
-        else:
-            pending.extend(producer.inputs)
-    return between, inverses
+    irfft2d ops."""
+    return _walk_to(dw, "FftconvIrfft2d", _producer)
 
 
 # (x shape NHWC, w shape, fft_conv2d options): one frame in each mode and layout, tiles, float16
