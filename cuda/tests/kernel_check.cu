@@ -416,8 +416,8 @@ void MatmulSuite(bool quick) {
     shapes.push_back({1, 257, 129, 40});
     shapes.push_back({2, 5, 3, 0});
     shapes.push_back({RandInt(1, 4), RandInt(1, 200), RandInt(1, 200), RandInt(1, 100)});
-    // More output tiles than blocks fit on a GPU at once: the persistent TF32 grid's blocks take
-    // several tiles each (FFTCONV_TF32_PERSISTENT); partial tiles in m and n.
+    // More output tiles than blocks fit on a GPU at once (several waves of blocks), partial tiles
+    // in m and n.
     shapes.push_back({700, 100, 70, 24});
   }
   for (const Shape& s : shapes) {
