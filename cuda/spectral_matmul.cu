@@ -4,22 +4,27 @@
 //   * ComplexGemmSimt : shared-memory tiled FP64 kernel for every architecture. Tiles of op_a and op_b
 //     (op applied while loading: transpose by index, conjugate by sign) are double-buffered in shared
 //     memory; each thread accumulates a TM x TN block of complex outputs with 4 real FMAs per product.
-//   * ComplexGemmSimtGauss : the same tiles for float arithmetic (FP32, and half precision on GPUs
-//     without its tensor-core kernel, or TF32 not allowed), with 3 real FMAs per complex product.
+//   * ComplexGemmSimtGauss : the same tiles for float arithmetic on GPUs without tensor-core
+//     kernels for it (FP32 before sm_80, half precision before sm_80), with 3 real FMAs per
+//     complex product.
 //   * ComplexGemmTf32 : float on sm_80+ with TF32 allowed. The complex product is one real GEMM
 //       C2[M x 2N] = A2[M x 2K] * B2[2K x 2N],  A2[m][2k+s] = (Re, Im)[s] of A[m][k],
 //       B2 2x2 block of B[k][n] = [[Re, Im], [-Im, Re]],
 //     so C2 is exactly c's interleaved (re, im) memory. It runs on mma.sync.m16n8k8 tf32 tensor cores
 //     with FP32 accumulation, fed by a multi-stage cp.async pipeline that copies both operands as
 //     they are stored; values are rounded to TF32 (cvt.rna) as MMA fragments are built.
+//     With TF32 not allowed (kSplit), the same kernel keeps FP32 accuracy: each value is split as
+//     x = hi + lo, hi = tf32(x), lo = tf32(x - hi), and each MMA becomes three,
+//     lo(a) hi(b) + hi(a) lo(b) + hi(a) hi(b); the dropped lo(a) lo(b) and lo's own rounding are
+//     2^-22 of |a b|, the size of FP32 accumulation's error over these k.
 //   * ComplexGemmHalfMma : half-precision spectra ((re, im) pairs of __half or __nv_bfloat16) on
 //     sm_80+: the same real GEMM on mma.sync.m16n8k16 with f16 / bf16 operands and FP32
 //     accumulation, on the TF32 kernel's pipeline and tiles. Each 32-bit register of a fragment is
 //     one stored (re, im) pair (conjugation flips a sign bit). Older GPUs take the SIMT kernel,
 //     which converts half pairs to float2 as it loads its tiles.
 // alpha is applied to the FP32 / FP64 accumulators before the product is rounded to its storage.
-// The tensor-core kernels compute a product with few rows as c^T = op_b(b)^T op_a(a)^T, stored
-// transposed (LaunchSpectralMatmulOf).
+// Every kernel computes a product whose rows would leave most of a tile empty as
+// c^T = op_b(b)^T op_a(a)^T, stored transposed (LaunchSpectralMatmulOf).
 // Grid: x = output tiles of one bin (m-major), y = bin.
 #include <cuda_runtime.h>
 
@@ -43,9 +48,14 @@ struct MatmulArgs {
   bool a_trans, a_conj, b_trans, b_conj;
   int tiles_n;                         // output tiles along n; blockIdx.x = tile_m * tiles_n + tile_n
   double alpha;                        // c = alpha * op_a(a) op_b(b), rounded once to the compute type
-  bool c_trans;                        // the tensor-core epilogues store c[f] as [n][m] (the launcher
-                                       // computes c^T = op_b(b)^T op_a(a)^T where that wastes less)
+  bool c_trans;                        // the epilogues store c[f] as [n][m] (the launcher computes
+                                       // c^T = op_b(b)^T op_a(a)^T where that wastes less)
 };
+
+// Where output (m, n) of one bin is stored: c[f] is [m][n], or [n][m] when computed transposed.
+__device__ __forceinline__ size_t OutputIndex(const MatmulArgs& args, int m, int n) {
+  return args.c_trans ? static_cast<size_t>(n) * args.m + m : static_cast<size_t>(m) * args.n + n;
+}
 
 // Loads a ROWS x COLS tile of op(x) for one bin (op: identity, or transpose when kTrans), kLoads complex
 // values per thread, zero outside the matrix. Consecutive threads follow the axis that is contiguous
@@ -172,7 +182,7 @@ __global__ void __launch_bounds__(256, sizeof(typename detail::Storage<Io>::Comp
 #pragma unroll
     for (int j = 0; j < TN; ++j) {
       const int n = n0 + tx * TN + j;
-      if (n < args.n) c[static_cast<size_t>(m) * args.n + n] = detail::ToStorage<Pair>(detail::CScale(acc[i][j], alpha));
+      if (n < args.n) c[OutputIndex(args, m, n)] = detail::ToStorage<Pair>(detail::CScale(acc[i][j], alpha));
     }
   }
 }
@@ -305,7 +315,7 @@ __global__ void __launch_bounds__(256, kMinBlocks)
       const int n = n0 + tx * TN + j;
       if (n < args.n) {
         const float2 v = make_float2(acc[0][i][j] - acc[1][i][j], acc[2][i][j] - acc[0][i][j] - acc[1][i][j]);
-        c[static_cast<size_t>(m) * args.n + n] = detail::ToStorage<Pair>(detail::CScale(v, alpha));
+        c[OutputIndex(args, m, n)] = detail::ToStorage<Pair>(detail::CScale(v, alpha));
       }
     }
   }
@@ -348,9 +358,14 @@ constexpr int kTf32Bm = 128;
 #ifndef FFTCONV_SIMT_TILE
 #define FFTCONV_SIMT_TILE 0
 #endif
-// 1: products with few rows are computed transposed (LaunchSpectralMatmulOf); 0: never.
-#ifndef FFTCONV_TF32_SWAP
-#define FFTCONV_TF32_SWAP 1
+// 1: products with few rows are computed transposed, by every kernel (LaunchSpectralMatmulOf); 0: never.
+#ifndef FFTCONV_MATMUL_SWAP
+#define FFTCONV_MATMUL_SWAP 1
+#endif
+// 1: float products with TF32 not allowed run on tensor cores with split operands (sm_80+);
+// 0: on the SIMT kernel, as before sm_80.
+#ifndef FFTCONV_FP32_SPLIT
+#define FFTCONV_FP32_SPLIT 1
 #endif
 // Complex k per pipeline stage of the TF32 kernel.
 #ifndef FFTCONV_TF32_BK
@@ -394,6 +409,12 @@ __device__ __forceinline__ uint32_t ToTf32(float x) {
   uint32_t r;
   asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
   return r;
+}
+// x = hi + lo + O(2^-22 |x|): hi is x rounded to TF32 (its low 13 bits cleared, whatever cvt leaves
+// there), lo the rest rounded to TF32 (x - hi is exact in FP32).
+__device__ __forceinline__ void SplitTf32(float x, uint32_t* hi, uint32_t* lo) {
+  *hi = ToTf32(x) & 0xffffe000u;
+  *lo = ToTf32(x - __uint_as_float(*hi));
 }
 __device__ __forceinline__ void MmaTf32(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
   asm volatile(
@@ -499,7 +520,7 @@ __device__ __forceinline__ void StoreWarpTile(const float (&acc)[kRowTiles][kCol
       for (int ni = 0; ni < kColTiles; ++ni) {
         const int n = n_first + ni * 4 + t;
         if (n < args.n) {
-          const size_t at = args.c_trans ? static_cast<size_t>(n) * args.m + m : static_cast<size_t>(m) * args.n + n;
+          const size_t at = OutputIndex(args, m, n);
           const Pair v = detail::ToStorage<Pair>(
               make_float2(alpha * acc[mi][ni][2 * half], alpha * acc[mi][ni][2 * half + 1]));
 #if defined(FFTCONV_MATMUL_EVICT_FIRST) && FFTCONV_MATMUL_EVICT_FIRST
@@ -513,8 +534,13 @@ __device__ __forceinline__ void StoreWarpTile(const float (&acc)[kRowTiles][kCol
   }
 }
 
-template <int kWarpsN, int kNi, bool kTransA, bool kTransB, int kChunk>
-__global__ void __launch_bounds__(64 * kWarpsN, (MmaTile<float2, kWarpsN, kNi, kTransA, kTransB>::kMinBlocks))
+// kSplit: FP32 accuracy from three TF32 MMAs per product (file header), for TF32 not allowed. Its
+// second fragment set needs more registers than three 128-thread blocks per SM leave (the 48-column
+// tile spilled), so it asks for two.
+template <int kWarpsN, int kNi, bool kTransA, bool kTransB, int kChunk, bool kSplit>
+__global__ void __launch_bounds__(64 * kWarpsN, (kSplit && MmaTile<float2, kWarpsN, kNi, kTransA, kTransB>::kMinBlocks > 2
+                                                     ? 2
+                                                     : MmaTile<float2, kWarpsN, kNi, kTransA, kTransB>::kMinBlocks))
     ComplexGemmTf32(const float2* __restrict__ a, const float2* __restrict__ b, float2* __restrict__ c,
                     const MatmulArgs args) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
@@ -570,30 +596,61 @@ __global__ void __launch_bounds__(64 * kWarpsN, (MmaTile<float2, kWarpsN, kNi, k
 #pragma unroll
     for (int ks = 0; ks < BK / 4; ++ks) {
       const int kc = ks * 4 + t;  // this lane's complex k inside the tile
-      uint32_t af[4][4], bf[kNi][2];
-#pragma unroll
-      for (int mi = 0; mi < 4; ++mi) {
-        const int row = warp_m * 64 + mi * 16 + g;
-        const float2 lo = *reinterpret_cast<const float2*>(as + (kTransA ? kc * RA + 2 * row : row * RA + 2 * kc));
-        const float2 hi =
-            *reinterpret_cast<const float2*>(as + (kTransA ? kc * RA + 2 * (row + 8) : (row + 8) * RA + 2 * kc));
-        af[mi][0] = ToTf32(lo.x);
-        af[mi][1] = ToTf32(hi.x);
-        af[mi][2] = ToTf32(lo.y) ^ a_flip;
-        af[mi][3] = ToTf32(hi.y) ^ a_flip;
-      }
+      // Fragments of A rows (g, g + 8) of 16-row tile mi: (Re, Re, Im, Im) of k = kc; of B real
+      // column 2n + odd_column: rows 2k, 2k + 1 of B2's block [[Re, Im], [-Im, Re]]. bf_lo, af_lo:
+      // the low parts of the split (kSplit only).
+      uint32_t bf[kNi][2], bf_lo[kNi][2];
 #pragma unroll
       for (int ni = 0; ni < kNi; ++ni) {
         const int col = warp_n * (4 * kNi) + ni * 4 + (g >> 1);  // complex column
         const float2 v = *reinterpret_cast<const float2*>(bs + (kTransB ? col * RB + 2 * kc : kc * RB + 2 * col));
-        const uint32_t re = ToTf32(v.x), im = ToTf32(v.y) ^ b_flip;
+        uint32_t re, im, re_lo = 0, im_lo = 0;
+        if constexpr (kSplit) {
+          SplitTf32(v.x, &re, &re_lo);
+          SplitTf32(v.y, &im, &im_lo);
+          im_lo ^= b_flip;
+        } else {
+          re = ToTf32(v.x);
+          im = ToTf32(v.y);
+        }
+        im ^= b_flip;
         bf[ni][0] = odd_column ? im : re;
         bf[ni][1] = odd_column ? re : im ^ kSign;
+        bf_lo[ni][0] = odd_column ? im_lo : re_lo;
+        bf_lo[ni][1] = odd_column ? re_lo : im_lo ^ kSign;
       }
 #pragma unroll
-      for (int mi = 0; mi < 4; ++mi)
+      for (int mi = 0; mi < 4; ++mi) {
+        const int row = warp_m * 64 + mi * 16 + g;
+        const float2 v0 = *reinterpret_cast<const float2*>(as + (kTransA ? kc * RA + 2 * row : row * RA + 2 * kc));
+        const float2 v8 =
+            *reinterpret_cast<const float2*>(as + (kTransA ? kc * RA + 2 * (row + 8) : (row + 8) * RA + 2 * kc));
+        uint32_t af[4], af_lo[4];
+        if constexpr (kSplit) {
+          SplitTf32(v0.x, &af[0], &af_lo[0]);
+          SplitTf32(v8.x, &af[1], &af_lo[1]);
+          SplitTf32(v0.y, &af[2], &af_lo[2]);
+          SplitTf32(v8.y, &af[3], &af_lo[3]);
+          af_lo[2] ^= a_flip;
+          af_lo[3] ^= a_flip;
+        } else {
+          af[0] = ToTf32(v0.x);
+          af[1] = ToTf32(v8.x);
+          af[2] = ToTf32(v0.y);
+          af[3] = ToTf32(v8.y);
+        }
+        af[2] ^= a_flip;
+        af[3] ^= a_flip;
 #pragma unroll
-        for (int ni = 0; ni < kNi; ++ni) MmaTf32(acc[mi][ni], af[mi], bf[ni]);
+        for (int ni = 0; ni < kNi; ++ni) {
+          if constexpr (kSplit) {
+            // The small terms first, so that they are not lost under the large one's rounding.
+            MmaTf32(acc[mi][ni], af_lo, bf[ni]);
+            MmaTf32(acc[mi][ni], af, bf_lo[ni]);
+          }
+          MmaTf32(acc[mi][ni], af, bf[ni]);
+        }
+      }
     }
   }
   CpAsyncWait<0>();  // the trailing groups are empty; leave none outstanding at exit
@@ -780,32 +837,40 @@ int LaunchMmaKernel(Kernel kernel, MatmulArgs args, int bins, const E* a, const 
   return static_cast<int>(cudaGetLastError());
 }
 
-template <int kWarpsN, int kNi, bool kTransA, bool kTransB, int kChunk>
+template <int kWarpsN, int kNi, bool kTransA, bool kTransB, int kChunk, bool kSplit>
 int LaunchTf32Tile(MatmulArgs args, int bins, const float2* a, const float2* b, float2* c, cudaStream_t stream) {
   return LaunchMmaKernel<MmaTile<float2, kWarpsN, kNi, kTransA, kTransB>>(
-      ComplexGemmTf32<kWarpsN, kNi, kTransA, kTransB, kChunk>, args, bins, a, b, c, stream);
+      ComplexGemmTf32<kWarpsN, kNi, kTransA, kTransB, kChunk, kSplit>, args, bins, a, b, c, stream);
 }
 
 // 16-byte copies where both operands' rows and bins hold an even number of complex elements and the
 // buffers are 16-byte aligned (every layer with even channel and batch counts), else 8-byte copies.
-template <int kWarpsN, int kNi>
+template <int kWarpsN, int kNi, bool kSplit>
 int LaunchTf32(MatmulArgs args, int bins, const float2* a, const float2* b, float2* c, cudaStream_t stream) {
   const bool wide_copies = args.lda % 2 == 0 && args.ldb % 2 == 0 && args.a_bin % 2 == 0 && args.b_bin % 2 == 0 &&
                            reinterpret_cast<uintptr_t>(a) % 16 == 0 && reinterpret_cast<uintptr_t>(b) % 16 == 0;
   if (wide_copies) {
     if (args.a_trans) {
-      return args.b_trans ? LaunchTf32Tile<kWarpsN, kNi, true, true, 2>(args, bins, a, b, c, stream)
-                          : LaunchTf32Tile<kWarpsN, kNi, true, false, 2>(args, bins, a, b, c, stream);
+      return args.b_trans ? LaunchTf32Tile<kWarpsN, kNi, true, true, 2, kSplit>(args, bins, a, b, c, stream)
+                          : LaunchTf32Tile<kWarpsN, kNi, true, false, 2, kSplit>(args, bins, a, b, c, stream);
     }
-    return args.b_trans ? LaunchTf32Tile<kWarpsN, kNi, false, true, 2>(args, bins, a, b, c, stream)
-                        : LaunchTf32Tile<kWarpsN, kNi, false, false, 2>(args, bins, a, b, c, stream);
+    return args.b_trans ? LaunchTf32Tile<kWarpsN, kNi, false, true, 2, kSplit>(args, bins, a, b, c, stream)
+                        : LaunchTf32Tile<kWarpsN, kNi, false, false, 2, kSplit>(args, bins, a, b, c, stream);
   }
   if (args.a_trans) {
-    return args.b_trans ? LaunchTf32Tile<kWarpsN, kNi, true, true, 1>(args, bins, a, b, c, stream)
-                        : LaunchTf32Tile<kWarpsN, kNi, true, false, 1>(args, bins, a, b, c, stream);
+    return args.b_trans ? LaunchTf32Tile<kWarpsN, kNi, true, true, 1, kSplit>(args, bins, a, b, c, stream)
+                        : LaunchTf32Tile<kWarpsN, kNi, true, false, 1, kSplit>(args, bins, a, b, c, stream);
   }
-  return args.b_trans ? LaunchTf32Tile<kWarpsN, kNi, false, true, 1>(args, bins, a, b, c, stream)
-                      : LaunchTf32Tile<kWarpsN, kNi, false, false, 1>(args, bins, a, b, c, stream);
+  return args.b_trans ? LaunchTf32Tile<kWarpsN, kNi, false, true, 1, kSplit>(args, bins, a, b, c, stream)
+                      : LaunchTf32Tile<kWarpsN, kNi, false, false, 1, kSplit>(args, bins, a, b, c, stream);
+}
+
+// Float products on tensor cores: TF32, or FP32 accuracy from split operands when TF32 is not allowed.
+template <int kWarpsN, int kNi>
+int LaunchFloatMma(bool split, MatmulArgs args, int bins, const float2* a, const float2* b, float2* c,
+                   cudaStream_t stream) {
+  return split ? LaunchTf32<kWarpsN, kNi, true>(args, bins, a, b, c, stream)
+               : LaunchTf32<kWarpsN, kNi, false>(args, bins, a, b, c, stream);
 }
 
 template <typename Io, int kWarpsN, int kNi, bool kTransA, bool kTransB, int kChunk>
@@ -847,6 +912,16 @@ inline long long MmaPaddedArea(int m, int n) {
   const long long wide = PaddedArea(m, n, kTf32Bm, 64), mid = PaddedArea(m, n, kTf32Bm, 48),
                   narrow = PaddedArea(m, n, kTf32Bm, 32);
   return wide < mid ? (wide < narrow ? wide : narrow) : (mid < narrow ? mid : narrow);
+}
+
+// The padded work of the SIMT kernels' best tile for an m x n product (big_tile: whether the 128 x 64
+// tile may be used).
+inline long long SimtPaddedArea(int m, int n, bool big_tile) {
+  const long long narrow = PaddedArea(m, n, 128, 32), small = PaddedArea(m, n, 64, 64);
+  const long long best = narrow < small ? narrow : small;
+  if (!big_tile) return best;
+  const long long big = PaddedArea(m, n, 128, 64);
+  return big < best ? big : best;
 }
 
 // The arguments of c^T = op_b(b)^T op_a(a)^T, whose product the kernel stores transposed into c:
@@ -900,11 +975,13 @@ int LaunchSpectralMatmulOf(const SpectralMatmulParams& p, const Real* a, const R
   args.c_trans = false;
 
   // Kernel choice: tensor cores on sm_80+ for half precision (whose operands are already half
-  // precision, so the TF32 switch does not apply) and for float when TF32 is allowed; else the SIMT
-  // tiles (FP32 / FP64, half precision computing in float), the one that wastes the least work.
+  // precision, so the TF32 switch does not apply) and for float (TF32, or FP32 accuracy from split
+  // operands when TF32 is not allowed); else the SIMT tiles (FP32 / FP64, half precision computing
+  // in float), the one that wastes the least work.
   bool tensor_cores = false;
+  const bool split_tf32 = !p.allow_tf32;  // float only
   if constexpr (detail::Storage<Real>::kHalf || std::is_same<Real, float>::value) {
-    if (detail::Storage<Real>::kHalf || p.allow_tf32) {
+    if (detail::Storage<Real>::kHalf || p.allow_tf32 || FFTCONV_FP32_SPLIT) {
       detail::DeviceLimits limits;
       const int err = detail::CurrentDeviceLimits(&limits);
       if (err != 0) return err;
@@ -912,13 +989,23 @@ int LaunchSpectralMatmulOf(const SpectralMatmulParams& p, const Real* a, const R
     }
   }
   int tile = 0;  // tensor cores: 64, 48 or 32 complex columns; SIMT: 3: 128x64, 4: 128x32, 5: 64x64
+  // Few rows (a batch of 32 in the forward and input-gradient products on tensor cores; Cin = 96
+  // rows of the weight gradient's 128-row SIMT tiles) would leave much of each tile empty: then
+  // c^T = op_b(b)^T op_a(a)^T is computed instead, with the operands' roles, transposes and
+  // conjugations exchanged and c stored transposed, where that saves a fifth of the padded work.
+  // The three-product kernel's 128 x 64 tile holds three accumulator planes, which leaves one
+  // block per SM: it was slower than 128 x 32 on each of Mathieu's products (benchmarks/NOTES.md).
+  const bool simt_big_tile =
+      !(FFTCONV_SIMT_GAUSS && std::is_same<typename detail::Storage<Real>::Compute, float>::value);
+  // The padded work of an m x n product in the kernels this type and device run (FP64: 64 x 64 only).
+  const auto padded_area = [&](int m, int n) {
+    if (tensor_cores) return MmaPaddedArea(m, n);
+    return std::is_same<Real, double>::value ? PaddedArea(m, n, 64, 64) : SimtPaddedArea(m, n, simt_big_tile);
+  };
+  if (FFTCONV_MATMUL_SWAP && padded_area(p.n, p.m) * 5 < padded_area(p.m, p.n) * 4) {
+    args = Transposed(args, &a, &b);
+  }
   if (tensor_cores) {
-    // Few rows (a batch of 32 in the forward and input-gradient products) would leave most of
-    // each 128-row tile empty: then c^T = op_b(b)^T op_a(a)^T is computed instead, with the
-    // operands' roles, transposes and conjugations exchanged and c stored transposed.
-    if (FFTCONV_TF32_SWAP && MmaPaddedArea(p.n, p.m) * 5 < MmaPaddedArea(p.m, p.n) * 4) {
-      args = Transposed(args, &a, &b);
-    }
     // Tiles of 64, 48 and 32 complex columns: the least padded work, ties to the wider tile.
     const long long wide = PaddedArea(args.m, args.n, kTf32Bm, 64),
                     mid = PaddedArea(args.m, args.n, kTf32Bm, 48),
@@ -926,13 +1013,11 @@ int LaunchSpectralMatmulOf(const SpectralMatmulParams& p, const Real* a, const R
     tile = (wide <= mid && wide <= narrow) ? 64 : (mid <= narrow ? 48 : 32);
     if (FFTCONV_TF32_TILE != 0) tile = FFTCONV_TF32_TILE;
   } else {
-    const long long area_big = PaddedArea(p.m, p.n, 128, 64);
-    const long long area_narrow = PaddedArea(p.m, p.n, 128, 32);
-    const long long area_small = PaddedArea(p.m, p.n, 64, 64);
-    // The three-product kernel's 128 x 64 tile holds three accumulator planes, which leaves one
-    // block per SM: it was slower than 128 x 32 on each of Mathieu's products (benchmarks/NOTES.md).
-    const bool big_tile = !(FFTCONV_SIMT_GAUSS && std::is_same<typename detail::Storage<Real>::Compute, float>::value);
-    tile = (big_tile && area_big <= area_narrow && area_big <= area_small) ? 3 : (area_narrow <= area_small ? 4 : 5);
+    const long long area_big = PaddedArea(args.m, args.n, 128, 64);
+    const long long area_narrow = PaddedArea(args.m, args.n, 128, 32);
+    const long long area_small = PaddedArea(args.m, args.n, 64, 64);
+    tile = (simt_big_tile && area_big <= area_narrow && area_big <= area_small) ? 3
+                                                                               : (area_narrow <= area_small ? 4 : 5);
     if (FFTCONV_SIMT_TILE != 0) tile = FFTCONV_SIMT_TILE;
   }
 
@@ -957,9 +1042,9 @@ int LaunchSpectralMatmulOf(const SpectralMatmulParams& p, const Real* a, const R
       }
     } else if constexpr (std::is_same<Real, float>::value) {
       switch (tensor_cores ? tile : -tile) {
-        case 64: err = LaunchTf32<4, 4>(args, bins, ca, cb, cc, stream); break;
-        case 48: err = LaunchTf32<2, 6>(args, bins, ca, cb, cc, stream); break;
-        case 32: err = LaunchTf32<2, 4>(args, bins, ca, cb, cc, stream); break;
+        case 64: err = LaunchFloatMma<4, 4>(split_tf32, args, bins, ca, cb, cc, stream); break;
+        case 48: err = LaunchFloatMma<2, 6>(split_tf32, args, bins, ca, cb, cc, stream); break;
+        case 32: err = LaunchFloatMma<2, 4>(split_tf32, args, bins, ca, cb, cc, stream); break;
         case -3: err = LaunchSimt<float, 128, 64, 8, 4>(args, bins, ca, cb, cc, stream); break;
         case -4: err = LaunchSimt<float, 128, 32, 8, 2>(args, bins, ca, cb, cc, stream); break;
         default: err = LaunchSimt<float, 64, 64, 4, 4>(args, bins, ca, cb, cc, stream); break;

@@ -291,8 +291,9 @@ void SetOperandOp(int f, bool* transpose, bool* adjoint, bool* conjugate) {
   *conjugate = f == 3;
 }
 
+// path: the kernel family the case runs on ("simt" where the capability is capped below sm_80).
 template <typename T>
-void CheckMatmul(const SpectralMatmulParams& p) {
+void CheckMatmul(const SpectralMatmulParams& p, const char* path) {
   const bool at = p.transpose_a || p.adjoint_a, bt = p.transpose_b || p.adjoint_b;
   (void)at;
   (void)bt;
@@ -307,9 +308,10 @@ void CheckMatmul(const SpectralMatmulParams& p) {
   const int err = fftconv::cuda::LaunchSpectralMatmul<T>(p, da.ptr, db.ptr, dc.ptr, nullptr);
   const cudaError_t sync = cudaDeviceSynchronize();
   char name[256];
-  std::snprintf(name, sizeof(name), "matmul  %s op=(%s,%s) tf32=%d alpha=%g bins=%d m=%d n=%d k=%d", TypeName<T>(),
-                OpName(p.transpose_a, p.adjoint_a, p.conjugate_a), OpName(p.transpose_b, p.adjoint_b, p.conjugate_b),
-                p.allow_tf32 ? 1 : 0, p.alpha, p.bins, p.m, p.n, p.k);
+  std::snprintf(name, sizeof(name), "matmul  %s %s op=(%s,%s) tf32=%d alpha=%g bins=%d m=%d n=%d k=%d", TypeName<T>(),
+                path, OpName(p.transpose_a, p.adjoint_a, p.conjugate_a),
+                OpName(p.transpose_b, p.adjoint_b, p.conjugate_b), p.allow_tf32 ? 1 : 0, p.alpha, p.bins, p.m, p.n,
+                p.k);
   if (err != 0 || sync != cudaSuccess) {
     Report(false, std::string(name) + " launch: " + fftconv::cuda::FftconvCudaErrorString(err ? err : sync), 0, 0);
     return;
@@ -378,6 +380,14 @@ void FftSuite(bool quick, const char* tag) {
         p.offset_h = RandInt(0, S - p.height);
         p.offset_w = RandInt(0, S - p.width);
         CheckRfft2d<T>(p, tag);
+        if (rep == 0 && S >= 4) {
+          // S-wide pixels in whole row pairs below an empty first pair: the stage is not zeroed.
+          Rfft2dParams covered = p;
+          covered.height = S - 2;
+          covered.offset_h = 2;
+          covered.offset_w = 0;
+          CheckRfft2d<T>(covered, tag);
+        }
 
         int batch, channels;
         RandomBatch(S, quick, &batch, &channels);
@@ -404,10 +414,11 @@ void MatmulSuite(bool quick) {
     int bins, m, n, k;
   };
   // n = 96, 95 and 288: the gradients' n = Cin of Mathieu's layer, a partial tile, several tiles.
-  // {2, 40, 96, 12}: computed transposed (40 rows); {2, 128, 96, 40}: the 48-column tile, 16-byte
-  // copies, three k tiles, the last partial.
-  std::vector<Shape> shapes = {{3, 37, 45, 29}, {2, 128, 6, 1}, {2, 128, 16, 6}, {1, 1, 1, 1}, {0, 4, 4, 4},
-                               {2, 40, 96, 12}, {2, 128, 96, 40}};
+  // {2, 40, 96, 12}: computed transposed on tensor cores (40 rows); {2, 96, 256, 20}: computed
+  // transposed by the SIMT kernels (96 rows, the weight gradient's); {2, 128, 96, 40}: the 48-column
+  // tile, 16-byte copies, three k tiles, the last partial.
+  std::vector<Shape> shapes = {{3, 37, 45, 29}, {2, 128, 6, 1},  {2, 128, 16, 6},  {1, 1, 1, 1},
+                               {0, 4, 4, 4},    {2, 40, 96, 12}, {2, 96, 256, 20}, {2, 128, 96, 40}};
   if (!quick) {
     shapes.push_back({1, 131, 95, 19});
     shapes.push_back({1, 64, 288, 24});
@@ -420,10 +431,18 @@ void MatmulSuite(bool quick) {
     // in m and n.
     shapes.push_back({700, 100, 70, 24});
   }
-  for (const Shape& s : shapes) {
-    for (int fa = 0; fa < 4; ++fa) {
-      for (int fb = 0; fb < 4; ++fb) {
-        for (int tf32 = 0; tf32 < (sizeof(T) == 4 ? 2 : 1); ++tf32) {
+  // Float: TF32 allowed and not (on sm_80+ both on tensor cores, FP32 accuracy from split operands
+  // for the second), then FP32 on the SIMT kernel of GPUs before sm_80 (capability capped at 75).
+  fftconv::cuda::detail::DeviceLimits limits;
+  CUDA_OK(static_cast<cudaError_t>(fftconv::cuda::detail::CurrentDeviceLimits(&limits)));
+  const bool mma = limits.compute_capability >= 80;
+  const int modes = sizeof(T) == 4 ? (mma ? 3 : 2) : 1;
+  for (int mode = 0; mode < modes; ++mode) {
+    const bool tf32 = mode == 1, simt = sizeof(T) == 8 || !mma || mode == 2;
+    fftconv::cuda::detail::SetComputeCapabilityCapForTesting(mode == 2 ? 75 : 0);
+    for (const Shape& s : shapes) {
+      for (int fa = 0; fa < 4; ++fa) {
+        for (int fb = 0; fb < 4; ++fb) {
           // The large shape with the forward's, the input gradient's and the weight gradient's flags.
           if (s.bins > 100 && !((fa == 0 && (fb == 0 || fb == 2)) || (fa == 2 && fb == 0))) continue;
           if (quick && s.m > 64 && (fa + fb) % 3 != 0) continue;
@@ -436,11 +455,12 @@ void MatmulSuite(bool quick) {
           SetOperandOp(fb, &p.transpose_b, &p.adjoint_b, &p.conjugate_b);
           p.allow_tf32 = tf32;
           p.alpha = (fa + fb) % 3 == 0 ? 1.0f : ((fa + fb) % 3 == 1 ? 0.25f : 3.0f);
-          CheckMatmul<T>(p);
+          CheckMatmul<T>(p, simt ? "simt" : "mma ");
         }
       }
     }
   }
+  fftconv::cuda::detail::SetComputeCapabilityCapForTesting(0);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -642,10 +662,11 @@ void HalfMatmulSuite(bool quick) {
   struct Shape {
     int bins, m, n, k;
   };
-  // {2, 40, 96, 64}: 16-byte copies, computed transposed (40 rows), two k tiles; {2, 128, 96, 72}:
-  // the 48-column tile and a partial k tile.
-  std::vector<Shape> shapes = {{3, 37, 45, 29}, {2, 128, 6, 1}, {2, 128, 16, 6}, {1, 1, 1, 1}, {0, 4, 4, 4},
-                               {2, 64, 32, 16}, {2, 40, 96, 64}};
+  // {2, 40, 96, 64}: 16-byte copies, computed transposed on tensor cores (40 rows), two k tiles;
+  // {2, 96, 256, 20}: computed transposed by the SIMT kernel (96 rows); {2, 128, 96, 72}: the
+  // 48-column tile and a partial k tile.
+  std::vector<Shape> shapes = {{3, 37, 45, 29}, {2, 128, 6, 1},  {2, 128, 16, 6},  {1, 1, 1, 1},
+                               {0, 4, 4, 4},    {2, 64, 32, 16}, {2, 40, 96, 64},  {2, 96, 256, 20}};
   if (!quick) {
     shapes.push_back({2, 128, 96, 72});
     shapes.push_back({1, 64, 288, 36});
@@ -793,7 +814,7 @@ void TimeMatmul(const char* label, SpectralMatmulParams p) {
   } else {
     std::snprintf(type, sizeof(type), "%s", HalfCodec<T>::Name());
   }
-  std::printf("TIME matmul  %-12s %s bins=%d M=%d K=%d N=%d : %8.4f ms  %7.2f TFLOP/s  %7.1f GB/s\n", label, type,
+  std::printf("TIME matmul  %-16s %s bins=%d M=%d K=%d N=%d : %8.4f ms  %7.2f TFLOP/s  %7.1f GB/s\n", label, type,
               p.bins, p.m, p.k, p.n, ms, flop / (ms / 1e3) / 1e12, gb / (ms / 1e3));
 }
 
@@ -927,6 +948,14 @@ void TimingSuite() {
     TimeMatmul<float>("fwd W'", fwd_hwio);
     TimeMatmul<float>("dgrad W'", dgrad_hwio);
     TimeMatmul<float>("wgrad dW'", wgrad_hwio);
+    if (tf32 == 0) {
+      // FP32 on the SIMT kernel, as GPUs before sm_80 run it (capability capped at 75).
+      fftconv::cuda::detail::SetComputeCapabilityCapForTesting(75);
+      TimeMatmul<float>("fwd W' simt", fwd_hwio);
+      TimeMatmul<float>("dgrad W' simt", dgrad_hwio);
+      TimeMatmul<float>("wgrad dW' simt", wgrad_hwio);
+      fftconv::cuda::detail::SetComputeCapabilityCapForTesting(0);
+    }
   }
   // Batch 32: the forward and input-gradient products have 32 rows (computed transposed).
   SpectralMatmulParams batch32_fwd{60, 32, 512, 512, false, false, false, true, true};     // 8x8 in S = 10
