@@ -3,9 +3,7 @@
 // One block transforms G consecutive images n0 .. n0+G-1 (n = b * channels + c):
 //   1. stage   : the S x S frames are zeroed in shared memory and the images' pixels copied in at
 //                (offset_h, offset_w) from NCHW or NHWC global memory with coalesced (vectorised where
-//                aligned) loads. No padded copy exists in global memory. Where the pixels cover every
-//                frame row the row pass reads (an S-wide image in whole row pairs) and the block is
-//                full, nothing is zeroed: every value read is a pixel.
+//                aligned) loads. No padded copy exists in global memory.
 //   2. row pass: frame rows 2j and 2j+1 are packed into one complex row z = row_a + i * row_b and
 //                transformed (length S, L lanes, data in registers). Pairs outside the image rows are
 //                not transformed (their spectrum is zero). The packed spectra Z_j[k] go to shared memory.
@@ -38,7 +36,6 @@ struct Rfft2dArgs {
   bool nhwc;
   int pair_begin, pair_end;   // frame row pairs (2j, 2j+1) that hold pixels: [pair_begin, pair_end)
   bool use_stage;             // plan 1: zero-padded frames in shared memory, one chunk
-  bool stage_covered;         // the pixels fill frame rows [2 pair_begin, 2 pair_end), all S columns
   bool vector_io;             // float4 global loads in the stage copy
   detail::StageIndex stage;   // frames, S x S
   int stage_elements;         // G * stage.image_stride
@@ -47,10 +44,6 @@ struct Rfft2dArgs {
   detail::FastDivmod div_hw, div_w, div_channels;
 };
 
-// 1: zero the stage even where the pixels cover it (make kernel-variants times the difference).
-#ifndef FFTCONV_RFFT_ZERO_FILL
-#define FFTCONV_RFFT_ZERO_FILL 0
-#endif
 // Scalar loads in flight per thread in the stage copy (make kernel-variants).
 #ifndef FFTCONV_RFFT_LOADS
 #define FFTCONV_RFFT_LOADS 16
@@ -227,10 +220,8 @@ __global__ void __launch_bounds__(Shape::kThreads, Shape::kMinBlocks)
   const bool row_active = j >= a.pair_begin && j < a.pair_end;
   C x[P];
   if (a.use_stage) {
-    if (FFTCONV_RFFT_ZERO_FILL || !a.stage_covered || nvalid < G) {
-      detail::ZeroShared(stage, a.stage_elements * static_cast<int>(sizeof(Real)), tid, kThreads);
-      __syncthreads();
-    }
+    detail::ZeroShared(stage, a.stage_elements * static_cast<int>(sizeof(Real)), tid, kThreads);
+    __syncthreads();
     LoadStage<Io, Real, G, kThreads>(input, stage, a, n0, nvalid);
     __syncthreads();
     const Real* row_a = stage + a.stage.At(i, 2 * j, 0);
@@ -343,8 +334,6 @@ Rfft2dArgs PlanRfft2d(const Rfft2dParams& p, const void* input, size_t max_smem,
   a.nhwc = p.nhwc;
   a.pair_begin = p.offset_h / 2;
   a.pair_end = (p.offset_h + p.height + 1) / 2;
-  a.stage_covered = p.offset_w == 0 && p.width == S && p.offset_h == 2 * a.pair_begin &&
-                    p.offset_h + p.height == 2 * a.pair_end;
   a.div_hw = detail::FastDivmod(p.height * p.width);
   a.div_w = detail::FastDivmod(p.width);
   a.div_channels = detail::FastDivmod(p.channels);

@@ -16,7 +16,8 @@
 //     With TF32 not allowed (kSplit), the same kernel keeps FP32 accuracy: each value is split as
 //     x = hi + lo, hi = tf32(x), lo = tf32(x - hi), and each MMA becomes three,
 //     lo(a) hi(b) + hi(a) lo(b) + hi(a) hi(b); the dropped lo(a) lo(b) and lo's own rounding are
-//     2^-22 of |a b|, the size of FP32 accumulation's error over these k.
+//     2^-22 of |a b|. The tensor cores' accumulation truncates, so each stage's sums start from
+//     zero and are added to the product in FP32, which rounds to nearest.
 //   * ComplexGemmHalfMma : half-precision spectra ((re, im) pairs of __half or __nv_bfloat16) on
 //     sm_80+: the same real GEMM on mma.sync.m16n8k16 with f16 / bf16 operands and FP32
 //     accumulation, on the TF32 kernel's pipeline and tiles. Each 32-bit register of a fragment is
@@ -577,13 +578,24 @@ __global__ void __launch_bounds__(64 * kWarpsN, (kSplit && MmaTile<float2, kWarp
   const uint32_t b_flip = args.b_conj ? kSign : 0u;
   const bool odd_column = g & 1;  // u: this lane's B values belong to real column 2n + 1
 
+  // acc: the MMAs' accumulators, (re, im) of rows g and g + 8 (StoreWarpTile); with kSplit, the sums
+  // of one stage, added into total (the product) after each.
   float acc[4][kNi][4];
+  float total[kSplit ? 4 : 1][kSplit ? kNi : 1][4];
 #pragma unroll
   for (int mi = 0; mi < 4; ++mi)
 #pragma unroll
     for (int ni = 0; ni < kNi; ++ni)
 #pragma unroll
       for (int e = 0; e < 4; ++e) acc[mi][ni][e] = 0.f;
+  if constexpr (kSplit) {
+#pragma unroll
+    for (int mi = 0; mi < 4; ++mi)
+#pragma unroll
+      for (int ni = 0; ni < kNi; ++ni)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) total[mi][ni][e] = 0.f;
+  }
 
 #pragma unroll
   for (int s = 0; s < kTf32Stages - 1; ++s) issue(s);
@@ -597,65 +609,85 @@ __global__ void __launch_bounds__(64 * kWarpsN, (kSplit && MmaTile<float2, kWarp
     for (int ks = 0; ks < BK / 4; ++ks) {
       const int kc = ks * 4 + t;  // this lane's complex k inside the tile
       // Fragments of A rows (g, g + 8) of 16-row tile mi: (Re, Re, Im, Im) of k = kc; of B real
-      // column 2n + odd_column: rows 2k, 2k + 1 of B2's block [[Re, Im], [-Im, Re]]. bf_lo, af_lo:
+      // column 2n + odd_column: rows 2k, 2k + 1 of B2's block [[Re, Im], [-Im, Re]]. af_lo, bf_lo:
       // the low parts of the split (kSplit only).
-      uint32_t bf[kNi][2], bf_lo[kNi][2];
+      uint32_t af[4][4], bf[kNi][2], af_lo[4][4], bf_lo[kNi][2];
+#pragma unroll
+      for (int mi = 0; mi < 4; ++mi) {
+        const int row = warp_m * 64 + mi * 16 + g;
+        const float2 lo = *reinterpret_cast<const float2*>(as + (kTransA ? kc * RA + 2 * row : row * RA + 2 * kc));
+        const float2 hi =
+            *reinterpret_cast<const float2*>(as + (kTransA ? kc * RA + 2 * (row + 8) : (row + 8) * RA + 2 * kc));
+        if constexpr (kSplit) {
+          SplitTf32(lo.x, &af[mi][0], &af_lo[mi][0]);
+          SplitTf32(hi.x, &af[mi][1], &af_lo[mi][1]);
+          SplitTf32(lo.y, &af[mi][2], &af_lo[mi][2]);
+          SplitTf32(hi.y, &af[mi][3], &af_lo[mi][3]);
+          af_lo[mi][2] ^= a_flip;
+          af_lo[mi][3] ^= a_flip;
+          af[mi][2] ^= a_flip;
+          af[mi][3] ^= a_flip;
+        } else {
+          af[mi][0] = ToTf32(lo.x);
+          af[mi][1] = ToTf32(hi.x);
+          af[mi][2] = ToTf32(lo.y) ^ a_flip;
+          af[mi][3] = ToTf32(hi.y) ^ a_flip;
+        }
+      }
 #pragma unroll
       for (int ni = 0; ni < kNi; ++ni) {
         const int col = warp_n * (4 * kNi) + ni * 4 + (g >> 1);  // complex column
         const float2 v = *reinterpret_cast<const float2*>(bs + (kTransB ? col * RB + 2 * kc : kc * RB + 2 * col));
-        uint32_t re, im, re_lo = 0, im_lo = 0;
         if constexpr (kSplit) {
+          uint32_t re, im, re_lo, im_lo;
           SplitTf32(v.x, &re, &re_lo);
           SplitTf32(v.y, &im, &im_lo);
+          im ^= b_flip;
           im_lo ^= b_flip;
+          bf[ni][0] = odd_column ? im : re;
+          bf[ni][1] = odd_column ? re : im ^ kSign;
+          bf_lo[ni][0] = odd_column ? im_lo : re_lo;
+          bf_lo[ni][1] = odd_column ? re_lo : im_lo ^ kSign;
         } else {
-          re = ToTf32(v.x);
-          im = ToTf32(v.y);
+          const uint32_t re = ToTf32(v.x), im = ToTf32(v.y) ^ b_flip;
+          bf[ni][0] = odd_column ? im : re;
+          bf[ni][1] = odd_column ? re : im ^ kSign;
         }
-        im ^= b_flip;
-        bf[ni][0] = odd_column ? im : re;
-        bf[ni][1] = odd_column ? re : im ^ kSign;
-        bf_lo[ni][0] = odd_column ? im_lo : re_lo;
-        bf_lo[ni][1] = odd_column ? re_lo : im_lo ^ kSign;
       }
 #pragma unroll
-      for (int mi = 0; mi < 4; ++mi) {
-        const int row = warp_m * 64 + mi * 16 + g;
-        const float2 v0 = *reinterpret_cast<const float2*>(as + (kTransA ? kc * RA + 2 * row : row * RA + 2 * kc));
-        const float2 v8 =
-            *reinterpret_cast<const float2*>(as + (kTransA ? kc * RA + 2 * (row + 8) : (row + 8) * RA + 2 * kc));
-        uint32_t af[4], af_lo[4];
-        if constexpr (kSplit) {
-          SplitTf32(v0.x, &af[0], &af_lo[0]);
-          SplitTf32(v8.x, &af[1], &af_lo[1]);
-          SplitTf32(v0.y, &af[2], &af_lo[2]);
-          SplitTf32(v8.y, &af[3], &af_lo[3]);
-          af_lo[2] ^= a_flip;
-          af_lo[3] ^= a_flip;
-        } else {
-          af[0] = ToTf32(v0.x);
-          af[1] = ToTf32(v8.x);
-          af[2] = ToTf32(v0.y);
-          af[3] = ToTf32(v8.y);
-        }
-        af[2] ^= a_flip;
-        af[3] ^= a_flip;
+      for (int mi = 0; mi < 4; ++mi)
 #pragma unroll
         for (int ni = 0; ni < kNi; ++ni) {
           if constexpr (kSplit) {
             // The small terms first, so that they are not lost under the large one's rounding.
-            MmaTf32(acc[mi][ni], af_lo, bf[ni]);
-            MmaTf32(acc[mi][ni], af, bf_lo[ni]);
+            MmaTf32(acc[mi][ni], af_lo[mi], bf[ni]);
+            MmaTf32(acc[mi][ni], af[mi], bf_lo[ni]);
           }
-          MmaTf32(acc[mi][ni], af, bf[ni]);
+          MmaTf32(acc[mi][ni], af[mi], bf[ni]);
         }
-      }
+    }
+    if constexpr (kSplit) {
+      // The tensor cores' accumulation does not round to nearest: its error grows with every MMA
+      // that adds into an accumulator (linearly in k, 3.8e-5 at k = 312 in tests/test_tiling.py).
+      // So each stage's 12 MMAs start from zero and their sum joins `total` with an FP32 add.
+#pragma unroll
+      for (int mi = 0; mi < 4; ++mi)
+#pragma unroll
+        for (int ni = 0; ni < kNi; ++ni)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            total[mi][ni][e] += acc[mi][ni][e];
+            acc[mi][ni][e] = 0.f;
+          }
     }
   }
   CpAsyncWait<0>();  // the trailing groups are empty; leave none outstanding at exit
 
-  StoreWarpTile(acc, c, m0 + warp_m * 64, n0 + warp_n * (4 * kNi), g, t, args);
+  if constexpr (kSplit) {
+    StoreWarpTile(total, c, m0 + warp_m * 64, n0 + warp_n * (4 * kNi), g, t, args);
+  } else {
+    StoreWarpTile(acc, c, m0 + warp_m * 64, n0 + warp_n * (4 * kNi), g, t, args);
+  }
 #endif  // __CUDA_ARCH__ >= 800
 }
 
@@ -865,13 +897,11 @@ int LaunchTf32(MatmulArgs args, int bins, const float2* a, const float2* b, floa
                       : LaunchTf32Tile<kWarpsN, kNi, false, false, 1, kSplit>(args, bins, a, b, c, stream);
 }
 
-// Float products on tensor cores: TF32, or FP32 accuracy from split operands when TF32 is not allowed.
-template <int kWarpsN, int kNi>
-int LaunchFloatMma(bool split, MatmulArgs args, int bins, const float2* a, const float2* b, float2* c,
-                   cudaStream_t stream) {
-  return split ? LaunchTf32<kWarpsN, kNi, true>(args, bins, a, b, c, stream)
-               : LaunchTf32<kWarpsN, kNi, false>(args, bins, a, b, c, stream);
-}
+// FP32 accuracy from split operands (TF32 not allowed) takes one tile, 128 x 32 complex outputs on
+// eight warps of 64 x 8: the per-stage sums and the product are two accumulator sets, which the
+// wider tiles' registers cannot hold at two blocks per SM.
+constexpr int kSplitWarpsN = 4, kSplitNi = 2;
+constexpr int kSplitBn = 4 * kSplitWarpsN * kSplitNi;
 
 template <typename Io, int kWarpsN, int kNi, bool kTransA, bool kTransB, int kChunk>
 int LaunchHalfTile(MatmulArgs args, int bins, const uint32_t* a, const uint32_t* b,
@@ -979,7 +1009,7 @@ int LaunchSpectralMatmulOf(const SpectralMatmulParams& p, const Real* a, const R
   // operands when TF32 is not allowed); else the SIMT tiles (FP32 / FP64, half precision computing
   // in float), the one that wastes the least work.
   bool tensor_cores = false;
-  const bool split_tf32 = !p.allow_tf32;  // float only
+  const bool split_tf32 = !p.allow_tf32;  // float on tensor cores only (below)
   if constexpr (detail::Storage<Real>::kHalf || std::is_same<Real, float>::value) {
     if (detail::Storage<Real>::kHalf || p.allow_tf32 || FFTCONV_FP32_SPLIT) {
       detail::DeviceLimits limits;
@@ -988,7 +1018,10 @@ int LaunchSpectralMatmulOf(const SpectralMatmulParams& p, const Real* a, const R
       tensor_cores = limits.compute_capability >= 80;
     }
   }
-  int tile = 0;  // tensor cores: 64, 48 or 32 complex columns; SIMT: 3: 128x64, 4: 128x32, 5: 64x64
+  // tensor cores: 64, 48 or 32 complex columns, 0 for float split into TF32 parts (128 x 32);
+  // SIMT: 3: 128x64, 4: 128x32, 5: 64x64
+  int tile = 0;
+  const bool split = std::is_same<Real, float>::value && tensor_cores && split_tf32;
   // Few rows (a batch of 32 in the forward and input-gradient products on tensor cores; Cin = 96
   // rows of the weight gradient's 128-row SIMT tiles) would leave much of each tile empty: then
   // c^T = op_b(b)^T op_a(a)^T is computed instead, with the operands' roles, transposes and
@@ -999,13 +1032,16 @@ int LaunchSpectralMatmulOf(const SpectralMatmulParams& p, const Real* a, const R
       !(FFTCONV_SIMT_GAUSS && std::is_same<typename detail::Storage<Real>::Compute, float>::value);
   // The padded work of an m x n product in the kernels this type and device run (FP64: 64 x 64 only).
   const auto padded_area = [&](int m, int n) {
+    if (split) return PaddedArea(m, n, kTf32Bm, kSplitBn);
     if (tensor_cores) return MmaPaddedArea(m, n);
     return std::is_same<Real, double>::value ? PaddedArea(m, n, 64, 64) : SimtPaddedArea(m, n, simt_big_tile);
   };
   if (FFTCONV_MATMUL_SWAP && padded_area(p.n, p.m) * 5 < padded_area(p.m, p.n) * 4) {
     args = Transposed(args, &a, &b);
   }
-  if (tensor_cores) {
+  if (split) {
+    tile = 0;
+  } else if (tensor_cores) {
     // Tiles of 64, 48 and 32 complex columns: the least padded work, ties to the wider tile.
     const long long wide = PaddedArea(args.m, args.n, kTf32Bm, 64),
                     mid = PaddedArea(args.m, args.n, kTf32Bm, 48),
@@ -1042,9 +1078,10 @@ int LaunchSpectralMatmulOf(const SpectralMatmulParams& p, const Real* a, const R
       }
     } else if constexpr (std::is_same<Real, float>::value) {
       switch (tensor_cores ? tile : -tile) {
-        case 64: err = LaunchFloatMma<4, 4>(split_tf32, args, bins, ca, cb, cc, stream); break;
-        case 48: err = LaunchFloatMma<2, 6>(split_tf32, args, bins, ca, cb, cc, stream); break;
-        case 32: err = LaunchFloatMma<2, 4>(split_tf32, args, bins, ca, cb, cc, stream); break;
+        case 0: err = LaunchTf32<kSplitWarpsN, kSplitNi, true>(args, bins, ca, cb, cc, stream); break;
+        case 64: err = LaunchTf32<4, 4, false>(args, bins, ca, cb, cc, stream); break;
+        case 48: err = LaunchTf32<2, 6, false>(args, bins, ca, cb, cc, stream); break;
+        case 32: err = LaunchTf32<2, 4, false>(args, bins, ca, cb, cc, stream); break;
         case -3: err = LaunchSimt<float, 128, 64, 8, 4>(args, bins, ca, cb, cc, stream); break;
         case -4: err = LaunchSimt<float, 128, 32, 8, 2>(args, bins, ca, cb, cc, stream); break;
         default: err = LaunchSimt<float, 64, 64, 4, 4>(args, bins, ca, cb, cc, stream); break;

@@ -380,14 +380,6 @@ void FftSuite(bool quick, const char* tag) {
         p.offset_h = RandInt(0, S - p.height);
         p.offset_w = RandInt(0, S - p.width);
         CheckRfft2d<T>(p, tag);
-        if (rep == 0 && S >= 4) {
-          // S-wide pixels in whole row pairs below an empty first pair: the stage is not zeroed.
-          Rfft2dParams covered = p;
-          covered.height = S - 2;
-          covered.offset_h = 2;
-          covered.offset_w = 0;
-          CheckRfft2d<T>(covered, tag);
-        }
 
         int batch, channels;
         RandomBatch(S, quick, &batch, &channels);
@@ -416,9 +408,11 @@ void MatmulSuite(bool quick) {
   // n = 96, 95 and 288: the gradients' n = Cin of Mathieu's layer, a partial tile, several tiles.
   // {2, 40, 96, 12}: computed transposed on tensor cores (40 rows); {2, 96, 256, 20}: computed
   // transposed by the SIMT kernels (96 rows, the weight gradient's); {2, 128, 96, 40}: the 48-column
-  // tile, 16-byte copies, three k tiles, the last partial.
-  std::vector<Shape> shapes = {{3, 37, 45, 29}, {2, 128, 6, 1},  {2, 128, 16, 6},  {1, 1, 1, 1},
-                               {0, 4, 4, 4},    {2, 40, 96, 12}, {2, 96, 256, 20}, {2, 128, 96, 40}};
+  // tile, 16-byte copies, three k tiles, the last partial; {1, 40, 24, 1500}: a long reduction, whose
+  // error grows with k where an accumulator does not round to nearest (the split TF32 products).
+  std::vector<Shape> shapes = {{3, 37, 45, 29},  {2, 128, 6, 1},   {2, 128, 16, 6},
+                               {1, 1, 1, 1},     {0, 4, 4, 4},     {2, 40, 96, 12},
+                               {2, 96, 256, 20}, {2, 128, 96, 40}, {1, 40, 24, 1500}};
   if (!quick) {
     shapes.push_back({1, 131, 95, 19});
     shapes.push_back({1, 64, 288, 24});
