@@ -324,6 +324,29 @@ def test_autotune_times_once_and_the_cache_survives_the_process(tmp_path, monkey
     assert planning.plan(problem).source == "the cost model"
 
 
+def test_candidates_are_sampled_in_turns_and_a_refused_one_is_dropped():
+    """One sample of each candidate per round, so that drift lands on all of them; a candidate
+    the allocator refuses mid-way is left out of the timings, the others keep theirs."""
+    order, refusals = [], {"recompute": 2}
+
+    def sampler(label, seconds):
+        def sample():
+            order.append(label)
+            if label in refusals:
+                refusals[label] -= 1
+                if refusals[label] < 0:
+                    raise tf.errors.ResourceExhaustedError(None, None, "out of memory")
+            return seconds
+        return sample
+
+    samplers = {"spatial": sampler("spatial", 2e-3), "keep": sampler("keep", 1e-3),
+                "recompute": sampler("recompute", 3e-3)}
+    timings = tuning._time_in_turns(samplers, repeats=4)
+    assert order[:6] == ["spatial", "keep", "recompute"] * 2
+    assert order[6:] == ["spatial", "keep", "recompute", "spatial", "keep"]
+    assert timings == {"spatial": 2e-3, "keep": 1e-3}
+
+
 def test_autotune_times_one_memory_mode_per_tiling():
     """Keep and recompute of one tiling differ by transforms the model counts: only the faster
     (keep, where it fits) is timed, and the other timed candidates are other frames or tilings."""

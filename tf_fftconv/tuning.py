@@ -2,7 +2,8 @@
 
 The cost model (``planning``) ranks the candidates; this times spatial convolution and the best
 FFT configurations by the model, forward + both gradients, each as its own ``tf.function`` called
-from eager Python (never inside a function being traced), and stores the medians per problem in
+from eager Python (never inside a function being traced), their samples taken in turns, and
+stores the medians per problem in
 the process (and in ``$TF_FFTCONV_AUTOTUNE_CACHE`` when set). Later plans for that problem take
 the fastest timed candidate within the memory budget.
 
@@ -48,9 +49,8 @@ def _train_step(timed_plan):
     return step
 
 
-def _time_candidate(timed_plan, batch, repeats, seed):
-    """Median seconds of forward + both gradients of ``timed_plan`` on fresh random inputs."""
-    problem = timed_plan.problem
+def _random_inputs(problem, batch, seed):
+    """x, w and dy of ``problem`` at ``batch`` images, random normal."""
     out = geometry.output_geometry(problem.in_h, problem.in_w, problem.k_h, problem.k_w,
                                    problem.padding)
     if problem.data_format == "NHWC":
@@ -64,24 +64,45 @@ def _time_candidate(timed_plan, batch, repeats, seed):
     w = generator.normal((problem.k_h, problem.k_w, problem.in_channels, problem.out_channels),
                          dtype=problem.dtype)
     dy = generator.normal(y_shape, dtype=problem.dtype)
+    return x, w, dy
+
+
+def _candidate_sampler(timed_plan, inputs):
+    """Traces and warms up forward + both gradients of ``timed_plan``; returns a function that
+    takes one sample: seconds per call."""
     step = _train_step(timed_plan)
     for _ in range(2):          # tracing, allocation, autotuning of the libraries underneath
-        step(x, w, dy)
+        step(*inputs)
     _sync()
     # A sample is enough calls between two syncs to last about SAMPLE_S: a single call of a small
     # layer would time the host's launch and the sync more than the device's work.
     start = time.perf_counter()
-    step(x, w, dy)
+    step(*inputs)
     _sync()
     calls = min(MAX_CALLS_PER_SAMPLE, max(1, math.ceil(SAMPLE_S / (time.perf_counter() - start))))
-    samples = []
-    for _ in range(repeats):
+
+    def sample():
         start = time.perf_counter()
         for _ in range(calls):
-            step(x, w, dy)
+            step(*inputs)
         _sync()
-        samples.append((time.perf_counter() - start) / calls)
-    return statistics.median(samples)
+        return (time.perf_counter() - start) / calls
+    return sample
+
+
+def _time_in_turns(samplers, repeats):
+    """Median seconds per call of each sampler, its samples taken in turns with the others' (one
+    of each per round), so that a drift of the device's clock or of the host's load falls on
+    every candidate alike instead of on the one timed while it lasted. A candidate the allocator
+    refuses during a round is dropped."""
+    samples = {label: [] for label in samplers}
+    for _ in range(repeats):
+        for label in list(samplers):
+            try:
+                samples[label].append(samplers[label]())
+            except tf.errors.ResourceExhaustedError:
+                del samplers[label], samples[label]
+    return {label: statistics.median(values) for label, values in samples.items() if values}
 
 
 def _one_per_tiling(fft_candidates):
@@ -114,16 +135,17 @@ def tune_problem(problem, fft_size=None, tile=None, memory_budget=None, algorith
     within = planning.within_budget(found, budget)
     ffts = _one_per_tiling([c for c in within if c.config is not None])[:max(candidates - 1, 1)]
     chosen = [c for c in within if c.config is None] + ffts
-    timings = {}
+    inputs = _random_inputs(concrete, batch, seed)   # the same inputs for every candidate
+    samplers = {}
     for candidate in chosen:
         timed_plan = planning.Plan(problem=concrete, algorithm="fft" if candidate.config else
                                    "spatial", config=candidate.config, source="autotune",
                                    requested=algorithm, budget=budget)
         try:
-            seconds = _time_candidate(timed_plan, batch, repeats, seed)
+            samplers[candidate.label] = _candidate_sampler(timed_plan, inputs)
         except tf.errors.ResourceExhaustedError:
             continue             # does not fit on this device now: not a candidate
-        timings[candidate.label] = seconds * 1e3
+    timings = {label: seconds * 1e3 for label, seconds in _time_in_turns(samplers, repeats).items()}
     # The timings hold for the batch they were measured at, and for an unknown batch (a traced
     # layer usually does not know it).
     for key_problem in {problem, concrete}:
