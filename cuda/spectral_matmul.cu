@@ -7,7 +7,7 @@
 //   * ComplexGemmSimtGauss : the same tiles for float arithmetic on GPUs without tensor-core
 //     kernels for it (FP32 before sm_80, half precision before sm_80), with 3 real FMAs per
 //     complex product.
-//   * ComplexGemmTf32 : float on sm_80+ with TF32 allowed. The complex product is one real GEMM
+//   * ComplexGemmTf32 : float on sm_80+. The complex product is one real GEMM
 //       C2[M x 2N] = A2[M x 2K] * B2[2K x 2N],  A2[m][2k+s] = (Re, Im)[s] of A[m][k],
 //       B2 2x2 block of B[k][n] = [[Re, Im], [-Im, Re]],
 //     so C2 is exactly c's interleaved (re, im) memory. It runs on mma.sync.m16n8k8 tf32 tensor cores
@@ -535,13 +535,9 @@ __device__ __forceinline__ void StoreWarpTile(const float (&acc)[kRowTiles][kCol
   }
 }
 
-// kSplit: FP32 accuracy from three TF32 MMAs per product (file header), for TF32 not allowed. Its
-// second fragment set needs more registers than three 128-thread blocks per SM leave (the 48-column
-// tile spilled), so it asks for two.
+// kSplit: FP32 accuracy from three TF32 MMAs per product (file header), for TF32 not allowed.
 template <int kWarpsN, int kNi, bool kTransA, bool kTransB, int kChunk, bool kSplit>
-__global__ void __launch_bounds__(64 * kWarpsN, (kSplit && MmaTile<float2, kWarpsN, kNi, kTransA, kTransB>::kMinBlocks > 2
-                                                     ? 2
-                                                     : MmaTile<float2, kWarpsN, kNi, kTransA, kTransB>::kMinBlocks))
+__global__ void __launch_bounds__(64 * kWarpsN, (MmaTile<float2, kWarpsN, kNi, kTransA, kTransB>::kMinBlocks))
     ComplexGemmTf32(const float2* __restrict__ a, const float2* __restrict__ b, float2* __restrict__ c,
                     const MatmulArgs args) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
@@ -580,22 +576,8 @@ __global__ void __launch_bounds__(64 * kWarpsN, (kSplit && MmaTile<float2, kWarp
 
   // acc: the MMAs' accumulators, (re, im) of rows g and g + 8 (StoreWarpTile); with kSplit, the sums
   // of one stage, added into total (the product) after each.
-  float acc[4][kNi][4];
-  float total[kSplit ? 4 : 1][kSplit ? kNi : 1][4];
-#pragma unroll
-  for (int mi = 0; mi < 4; ++mi)
-#pragma unroll
-    for (int ni = 0; ni < kNi; ++ni)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) acc[mi][ni][e] = 0.f;
-  if constexpr (kSplit) {
-#pragma unroll
-    for (int mi = 0; mi < 4; ++mi)
-#pragma unroll
-      for (int ni = 0; ni < kNi; ++ni)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) total[mi][ni][e] = 0.f;
-  }
+  float acc[4][kNi][4] = {};
+  float total[kSplit ? 4 : 1][kSplit ? kNi : 1][4] = {};
 
 #pragma unroll
   for (int s = 0; s < kTf32Stages - 1; ++s) issue(s);
@@ -937,21 +919,28 @@ inline long long PaddedArea(int m, int n, int bm, int bn) {
   return static_cast<long long>((m + bm - 1) / bm) * bm * static_cast<long long>((n + bn - 1) / bn) * bn;
 }
 
-// The padded work of the tensor-core kernels' best tile for an m x n product.
-inline long long MmaPaddedArea(int m, int n) {
+// A tile for an m x n product: its code in the launcher's switch, and the product's padded work in it.
+struct TileChoice {
+  int tile;
+  long long area;
+};
+
+// Tensor-core tiles of 64, 48 and 32 complex columns (codes 64, 48, 32): the least padded work, ties
+// to the wider tile.
+inline TileChoice BestMmaTile(int m, int n) {
   const long long wide = PaddedArea(m, n, kTf32Bm, 64), mid = PaddedArea(m, n, kTf32Bm, 48),
                   narrow = PaddedArea(m, n, kTf32Bm, 32);
-  return wide < mid ? (wide < narrow ? wide : narrow) : (mid < narrow ? mid : narrow);
+  if (wide <= mid && wide <= narrow) return {64, wide};
+  return mid <= narrow ? TileChoice{48, mid} : TileChoice{32, narrow};
 }
 
-// The padded work of the SIMT kernels' best tile for an m x n product (big_tile: whether the 128 x 64
-// tile may be used).
-inline long long SimtPaddedArea(int m, int n, bool big_tile) {
-  const long long narrow = PaddedArea(m, n, 128, 32), small = PaddedArea(m, n, 64, 64);
-  const long long best = narrow < small ? narrow : small;
-  if (!big_tile) return best;
-  const long long big = PaddedArea(m, n, 128, 64);
-  return big < best ? big : best;
+// SIMT tiles 128 x 64 (code 3, where big_tile allows it), 128 x 32 (4) and 64 x 64 (5): the least
+// padded work, ties in that order.
+inline TileChoice BestSimtTile(int m, int n, bool big_tile) {
+  const long long big = PaddedArea(m, n, 128, 64), narrow = PaddedArea(m, n, 128, 32),
+                  small = PaddedArea(m, n, 64, 64);
+  if (big_tile && big <= narrow && big <= small) return {3, big};
+  return narrow <= small ? TileChoice{4, narrow} : TileChoice{5, small};
 }
 
 // The arguments of c^T = op_b(b)^T op_a(a)^T, whose product the kernel stores transposed into c:
@@ -1009,7 +998,6 @@ int LaunchSpectralMatmulOf(const SpectralMatmulParams& p, const Real* a, const R
   // operands when TF32 is not allowed); else the SIMT tiles (FP32 / FP64, half precision computing
   // in float), the one that wastes the least work.
   bool tensor_cores = false;
-  const bool split_tf32 = !p.allow_tf32;  // float on tensor cores only (below)
   if constexpr (detail::Storage<Real>::kHalf || std::is_same<Real, float>::value) {
     if (detail::Storage<Real>::kHalf || p.allow_tf32 || FFTCONV_FP32_SPLIT) {
       detail::DeviceLimits limits;
@@ -1018,10 +1006,7 @@ int LaunchSpectralMatmulOf(const SpectralMatmulParams& p, const Real* a, const R
       tensor_cores = limits.compute_capability >= 80;
     }
   }
-  // tensor cores: 64, 48 or 32 complex columns, 0 for float split into TF32 parts (128 x 32);
-  // SIMT: 3: 128x64, 4: 128x32, 5: 64x64
-  int tile = 0;
-  const bool split = std::is_same<Real, float>::value && tensor_cores && split_tf32;
+  const bool split = std::is_same<Real, float>::value && tensor_cores && !p.allow_tf32;
   // Few rows (a batch of 32 in the forward and input-gradient products on tensor cores; Cin = 96
   // rows of the weight gradient's 128-row SIMT tiles) would leave much of each tile empty: then
   // c^T = op_b(b)^T op_a(a)^T is computed instead, with the operands' roles, transposes and
@@ -1030,32 +1015,20 @@ int LaunchSpectralMatmulOf(const SpectralMatmulParams& p, const Real* a, const R
   // block per SM: it was slower than 128 x 32 on each of Mathieu's products (benchmarks/NOTES.md).
   const bool simt_big_tile =
       !(FFTCONV_SIMT_GAUSS && std::is_same<typename detail::Storage<Real>::Compute, float>::value);
-  // The padded work of an m x n product in the kernels this type and device run (FP64: 64 x 64 only).
-  const auto padded_area = [&](int m, int n) {
-    if (split) return PaddedArea(m, n, kTf32Bm, kSplitBn);
-    if (tensor_cores) return MmaPaddedArea(m, n);
-    return std::is_same<Real, double>::value ? PaddedArea(m, n, 64, 64) : SimtPaddedArea(m, n, simt_big_tile);
+  // The tile an m x n product takes in the kernels this type and device run: tensor cores 64, 48 or
+  // 32 complex columns, 0 for float split into TF32 parts (128 x 32); SIMT 3, 4 or 5 (FP64: 64 x 64).
+  const auto best_tile = [&](int m, int n) -> TileChoice {
+    if (split) return {0, PaddedArea(m, n, kTf32Bm, kSplitBn)};
+    if (tensor_cores) return BestMmaTile(m, n);
+    if (std::is_same<Real, double>::value) return {5, PaddedArea(m, n, 64, 64)};
+    return BestSimtTile(m, n, simt_big_tile);
   };
-  if (FFTCONV_MATMUL_SWAP && padded_area(p.n, p.m) * 5 < padded_area(p.m, p.n) * 4) {
+  if (FFTCONV_MATMUL_SWAP && best_tile(p.n, p.m).area * 5 < best_tile(p.m, p.n).area * 4) {
     args = Transposed(args, &a, &b);
   }
-  if (split) {
-    tile = 0;
-  } else if (tensor_cores) {
-    // Tiles of 64, 48 and 32 complex columns: the least padded work, ties to the wider tile.
-    const long long wide = PaddedArea(args.m, args.n, kTf32Bm, 64),
-                    mid = PaddedArea(args.m, args.n, kTf32Bm, 48),
-                    narrow = PaddedArea(args.m, args.n, kTf32Bm, 32);
-    tile = (wide <= mid && wide <= narrow) ? 64 : (mid <= narrow ? 48 : 32);
-    if (FFTCONV_TF32_TILE != 0) tile = FFTCONV_TF32_TILE;
-  } else {
-    const long long area_big = PaddedArea(args.m, args.n, 128, 64);
-    const long long area_narrow = PaddedArea(args.m, args.n, 128, 32);
-    const long long area_small = PaddedArea(args.m, args.n, 64, 64);
-    tile = (simt_big_tile && area_big <= area_narrow && area_big <= area_small) ? 3
-                                                                               : (area_narrow <= area_small ? 4 : 5);
-    if (FFTCONV_SIMT_TILE != 0) tile = FFTCONV_SIMT_TILE;
-  }
+  int tile = best_tile(args.m, args.n).tile;
+  if (tensor_cores && !split && FFTCONV_TF32_TILE != 0) tile = FFTCONV_TF32_TILE;
+  if (!tensor_cores && FFTCONV_SIMT_TILE != 0) tile = FFTCONV_SIMT_TILE;
 
   // grid.y holds the bin; more bins than a grid dimension allows are launched in slices.
   constexpr int kMaxGridY = 65535;

@@ -97,11 +97,11 @@ def _time_in_turns(samplers, repeats):
     refuses during a round is dropped."""
     samples = {label: [] for label in samplers}
     for _ in range(repeats):
-        for label in list(samplers):
+        for label in list(samples):
             try:
                 samples[label].append(samplers[label]())
             except tf.errors.ResourceExhaustedError:
-                del samplers[label], samples[label]
+                del samples[label]
     return {label: statistics.median(values) for label, values in samples.items() if values}
 
 
