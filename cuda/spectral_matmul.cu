@@ -14,9 +14,10 @@
 //     with FP32 accumulation, fed by a multi-stage cp.async pipeline that copies both operands as
 //     they are stored; values are rounded to TF32 (cvt.rna) as MMA fragments are built.
 //     With TF32 not allowed (kSplit), the same kernel keeps FP32 accuracy: each value is split as
-//     x = hi + lo, hi = tf32(x), lo = tf32(x - hi), and each MMA becomes three,
-//     lo(a) hi(b) + hi(a) lo(b) + hi(a) hi(b); the dropped lo(a) lo(b) and lo's own rounding are
-//     2^-22 of |a b|. The tensor cores' accumulation truncates, so each stage's sums start from
+//     x = hi + lo, hi = tf32(x), lo = x - hi (SplitTf32), and each MMA becomes three,
+//     lo(a) hi(b) + hi(a) lo(b) + hi(a) hi(b); the dropped lo(a) lo(b) and lo's truncation to TF32
+//     are at most 2^-22 and 2^-21 of |a b| (the kernel check holds the products to FP32's
+//     tolerance). The tensor cores' accumulation truncates, so each stage's sums start from
 //     zero and are added to the product in FP32, which rounds to nearest.
 //   * ComplexGemmHalfMma : half-precision spectra ((re, im) pairs of __half or __nv_bfloat16) on
 //     sm_80+: the same real GEMM on mma.sync.m16n8k16 with f16 / bf16 operands and FP32
@@ -368,6 +369,12 @@ constexpr int kTf32Bm = 128;
 #ifndef FFTCONV_FP32_SPLIT
 #define FFTCONV_FP32_SPLIT 1
 #endif
+// 1: the TF32 kernel rounds each landed stage to TF32 in shared memory, once per block, behind a
+// second barrier, instead of as each warp builds its fragments (A's values are built by every warp
+// of a block row, B's by both block rows); 0: as fragments are built.
+#ifndef FFTCONV_TF32_ROUND_IN_SMEM
+#define FFTCONV_TF32_ROUND_IN_SMEM 0
+#endif
 // Complex k per pipeline stage of the TF32 kernel.
 #ifndef FFTCONV_TF32_BK
 #define FFTCONV_TF32_BK 16
@@ -411,11 +418,16 @@ __device__ __forceinline__ uint32_t ToTf32(float x) {
   asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
   return r;
 }
-// x = hi + lo + O(2^-22 |x|): hi is x rounded to TF32 (its low 13 bits cleared, whatever cvt leaves
-// there), lo the rest rounded to TF32 (x - hi is exact in FP32).
+// x = hi + lo + O(2^-21 |x|), in three instructions: hi is x rounded to TF32 (half a TF32 ulp added
+// to the bits, which carries into the exponent where it should, then the low 13 bits cleared); lo =
+// x - hi, exact in FP32, goes to the MMA whole: the tensor cores read only the high 19 bits of a
+// .tf32 operand, so lo enters truncated, an error below 2^-21 |x| of either sign (lo's sign is
+// hi's rounding direction). With cvt.rna (an add, an Inf / NaN test and a select per value) the
+// split took eight. NaN survives: a NaN whose bits carry into the sign gives hi = -0 or 0, but
+// lo = NaN.
 __device__ __forceinline__ void SplitTf32(float x, uint32_t* hi, uint32_t* lo) {
-  *hi = ToTf32(x) & 0xffffe000u;
-  *lo = ToTf32(x - __uint_as_float(*hi));
+  *hi = (__float_as_uint(x) + 0x1000u) & 0xffffe000u;
+  *lo = __float_as_uint(x - __uint_as_float(*hi));
 }
 __device__ __forceinline__ void MmaTf32(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
   asm volatile(
@@ -544,6 +556,7 @@ __global__ void __launch_bounds__(64 * kWarpsN, (MmaTile<float2, kWarpsN, kNi, k
   using Tile = MmaTile<float2, kWarpsN, kNi, kTransA, kTransB>;
   constexpr int BM = kTf32Bm, BN = Tile::kBn, BK = Tile::kBk;
   constexpr int RA = 2 * Tile::kAStride, RB = 2 * Tile::kBStride;  // row strides in floats
+  constexpr bool kRoundInShared = FFTCONV_TF32_ROUND_IN_SMEM && !kSplit;
   extern __shared__ __align__(16) float smem_f[];  // [stage][A tile, B tile], (re, im) pairs
 
   const int tid = threadIdx.x;
@@ -587,6 +600,22 @@ __global__ void __launch_bounds__(64 * kWarpsN, (MmaTile<float2, kWarpsN, kNi, k
     issue(kt + kTf32Stages - 1);
     const float* as = smem_f + (kt % kTf32Stages) * 2 * Tile::kStageElems;
     const float* bs = as + 2 * Tile::kAElems;
+    if constexpr (kRoundInShared) {
+      // The whole stage, padding included, 4 floats per access.
+      static_assert(Tile::kStageElems % 2 == 0, "16-byte accesses to a stage");
+      float4* stage = reinterpret_cast<float4*>(smem_f + (kt % kTf32Stages) * 2 * Tile::kStageElems);
+      for (int i = tid; i < Tile::kStageElems / 2; i += Tile::kThreads) {
+        float4 v = stage[i];
+        v.x = __uint_as_float(ToTf32(v.x));
+        v.y = __uint_as_float(ToTf32(v.y));
+        v.z = __uint_as_float(ToTf32(v.z));
+        v.w = __uint_as_float(ToTf32(v.w));
+        stage[i] = v;
+      }
+      __syncthreads();
+    }
+    // A value as a fragment register: rounded to TF32 here, or already in shared memory.
+    const auto tf32 = [](float x) { return kRoundInShared ? __float_as_uint(x) : ToTf32(x); };
 #pragma unroll
     for (int ks = 0; ks < BK / 4; ++ks) {
       const int kc = ks * 4 + t;  // this lane's complex k inside the tile
@@ -610,10 +639,10 @@ __global__ void __launch_bounds__(64 * kWarpsN, (MmaTile<float2, kWarpsN, kNi, k
           af[mi][2] ^= a_flip;
           af[mi][3] ^= a_flip;
         } else {
-          af[mi][0] = ToTf32(lo.x);
-          af[mi][1] = ToTf32(hi.x);
-          af[mi][2] = ToTf32(lo.y) ^ a_flip;
-          af[mi][3] = ToTf32(hi.y) ^ a_flip;
+          af[mi][0] = tf32(lo.x);
+          af[mi][1] = tf32(hi.x);
+          af[mi][2] = tf32(lo.y) ^ a_flip;
+          af[mi][3] = tf32(hi.y) ^ a_flip;
         }
       }
 #pragma unroll
@@ -631,7 +660,7 @@ __global__ void __launch_bounds__(64 * kWarpsN, (MmaTile<float2, kWarpsN, kNi, k
           bf_lo[ni][0] = odd_column ? im_lo : re_lo;
           bf_lo[ni][1] = odd_column ? re_lo : im_lo ^ kSign;
         } else {
-          const uint32_t re = ToTf32(v.x), im = ToTf32(v.y) ^ b_flip;
+          const uint32_t re = tf32(v.x), im = tf32(v.y) ^ b_flip;
           bf[ni][0] = odd_column ? im : re;
           bf[ni][1] = odd_column ? re : im ^ kSign;
         }

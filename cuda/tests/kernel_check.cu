@@ -325,6 +325,66 @@ void CheckMatmul(const SpectralMatmulParams& p, const char* path) {
   Report(canary && rel <= tol, std::string(name) + (canary ? "" : " CANARY"), rel, tol);
 }
 
+// NaN and Inf in the operands reach the product: a NaN in row 3 of op_a(a) (canonical, 0x7fffffff)
+// and a negative one in row 7 (0xffffffff, whose bits carry into the sign when rounded to TF32 by
+// an add), an Inf in column 4 of op_b(b). Those rows and that column must be non-finite, in both
+// parts; the rest must be finite and match the reference computed with the three entries zeroed.
+// c starts as zeros, so an output left unwritten fails.
+void CheckMatmulSpecialValues(bool adjoint_a, bool allow_tf32, const char* path) {
+  SpectralMatmulParams p;
+  p.bins = 1;
+  p.m = 20;
+  p.n = 12;
+  p.k = 16;
+  p.adjoint_a = adjoint_a;
+  p.allow_tf32 = allow_tf32;
+  p.alpha = 1.0;
+  std::vector<float> a = RandomVector<float>(2 * p.m * p.k), b = RandomVector<float>(2 * p.k * p.n);
+  const auto a_index = [&](int i, int k) { return adjoint_a ? k * p.m + i : i * p.k + k; };
+  const size_t nan_at = 2 * a_index(3, 2), negative_nan_at = 2 * a_index(7, 9) + 1, inf_at = 2 * (5 * p.n + 4);
+  std::vector<double> a_clean = ToDouble(a), b_clean = ToDouble(b);
+  a_clean[nan_at] = a_clean[negative_nan_at] = b_clean[inf_at] = 0;
+  const uint32_t nan_bits = 0x7fffffffu, negative_nan_bits = 0xffffffffu;
+  std::memcpy(&a[nan_at], &nan_bits, 4);
+  std::memcpy(&a[negative_nan_at], &negative_nan_bits, 4);
+  b[inf_at] = INFINITY;
+  DeviceBuffer<float> da(a.size()), db(b.size()), dc(2 * p.m * p.n);
+  da.Upload(a);
+  db.Upload(b);
+  dc.Upload(std::vector<float>(dc.count, 0.f));
+  const int err = fftconv::cuda::LaunchSpectralMatmul<float>(p, da.ptr, db.ptr, dc.ptr, nullptr);
+  const cudaError_t sync = cudaDeviceSynchronize();
+  char name[160];
+  std::snprintf(name, sizeof(name), "matmul  f32 %s NaN and Inf operands op=(%s,N) tf32=%d m=%d n=%d k=%d", path,
+                adjoint_a ? "H" : "N", allow_tf32 ? 1 : 0, p.m, p.n, p.k);
+  if (err != 0 || sync != cudaSuccess) {
+    Report(false, std::string(name) + " launch: " + fftconv::cuda::FftconvCudaErrorString(err ? err : sync), 0, 0);
+    return;
+  }
+  bool canary = false;
+  const std::vector<float> out = dc.Download(&canary);
+  const std::vector<double> ref = MatmulReference(a_clean, b_clean, p);
+  bool specials_ok = true;
+  std::vector<double> clean_out, clean_ref;
+  for (int i = 0; i < p.m; ++i) {
+    for (int j = 0; j < p.n; ++j) {
+      for (int part = 0; part < 2; ++part) {
+        const size_t at = 2 * (i * p.n + j) + part;
+        if (i == 3 || i == 7 || j == 4) {
+          specials_ok &= !std::isfinite(out[at]);
+        } else {
+          specials_ok &= std::isfinite(out[at]);
+          clean_out.push_back(out[at]);
+          clean_ref.push_back(ref[at]);
+        }
+      }
+    }
+  }
+  const double rel = RelErr(clean_out, clean_ref), tol = allow_tf32 ? 1e-3 : 1e-5;
+  Report(canary && specials_ok && rel <= tol,
+         std::string(name) + (canary ? "" : " CANARY") + (specials_ok ? "" : " SPECIAL VALUES LOST"), rel, tol);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Random shapes. Image counts include 0 and 1 and counts that leave partial blocks.
 void RandomBatch(int S, bool quick, int* batch, int* channels) {
@@ -452,6 +512,9 @@ void MatmulSuite(bool quick) {
           CheckMatmul<T>(p, simt ? "simt" : "mma ");
         }
       }
+    }
+    if constexpr (sizeof(T) == 4) {
+      for (bool adjoint_a : {false, true}) CheckMatmulSpecialValues(adjoint_a, tf32, simt ? "simt" : "mma ");
     }
   }
   fftconv::cuda::detail::SetComputeCapabilityCapForTesting(0);
