@@ -331,7 +331,7 @@ void CheckMatmul(const SpectralMatmulParams& p, const char* path) {
 // parts; the rest must be finite and match the reference computed with the three entries zeroed.
 // c starts as zeros, so an output left unwritten fails.
 void CheckMatmulSpecialValues(bool adjoint_a, bool allow_tf32, const char* path) {
-  SpectralMatmulParams p;
+  SpectralMatmulParams p{};
   p.bins = 1;
   p.m = 20;
   p.n = 12;
@@ -351,6 +351,7 @@ void CheckMatmulSpecialValues(bool adjoint_a, bool allow_tf32, const char* path)
   DeviceBuffer<float> da(a.size()), db(b.size()), dc(2 * p.m * p.n);
   da.Upload(a);
   db.Upload(b);
+  dc.Poison();  // for its canary
   dc.Upload(std::vector<float>(dc.count, 0.f));
   const int err = fftconv::cuda::LaunchSpectralMatmul<float>(p, da.ptr, db.ptr, dc.ptr, nullptr);
   const cudaError_t sync = cudaDeviceSynchronize();
