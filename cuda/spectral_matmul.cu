@@ -369,12 +369,6 @@ constexpr int kTf32Bm = 128;
 #ifndef FFTCONV_FP32_SPLIT
 #define FFTCONV_FP32_SPLIT 1
 #endif
-// 1: the TF32 kernel rounds each landed stage to TF32 in shared memory, once per block, behind a
-// second barrier, instead of as each warp builds its fragments (A's values are built by every warp
-// of a block row, B's by both block rows); 0: as fragments are built.
-#ifndef FFTCONV_TF32_ROUND_IN_SMEM
-#define FFTCONV_TF32_ROUND_IN_SMEM 0
-#endif
 // Complex k per pipeline stage of the TF32 kernel.
 #ifndef FFTCONV_TF32_BK
 #define FFTCONV_TF32_BK 16
@@ -556,7 +550,6 @@ __global__ void __launch_bounds__(64 * kWarpsN, (MmaTile<float2, kWarpsN, kNi, k
   using Tile = MmaTile<float2, kWarpsN, kNi, kTransA, kTransB>;
   constexpr int BM = kTf32Bm, BN = Tile::kBn, BK = Tile::kBk;
   constexpr int RA = 2 * Tile::kAStride, RB = 2 * Tile::kBStride;  // row strides in floats
-  constexpr bool kRoundInShared = FFTCONV_TF32_ROUND_IN_SMEM && !kSplit;
   extern __shared__ __align__(16) float smem_f[];  // [stage][A tile, B tile], (re, im) pairs
 
   const int tid = threadIdx.x;
@@ -600,22 +593,6 @@ __global__ void __launch_bounds__(64 * kWarpsN, (MmaTile<float2, kWarpsN, kNi, k
     issue(kt + kTf32Stages - 1);
     const float* as = smem_f + (kt % kTf32Stages) * 2 * Tile::kStageElems;
     const float* bs = as + 2 * Tile::kAElems;
-    if constexpr (kRoundInShared) {
-      // The whole stage, padding included, 4 floats per access.
-      static_assert(Tile::kStageElems % 2 == 0, "16-byte accesses to a stage");
-      float4* stage = reinterpret_cast<float4*>(smem_f + (kt % kTf32Stages) * 2 * Tile::kStageElems);
-      for (int i = tid; i < Tile::kStageElems / 2; i += Tile::kThreads) {
-        float4 v = stage[i];
-        v.x = __uint_as_float(ToTf32(v.x));
-        v.y = __uint_as_float(ToTf32(v.y));
-        v.z = __uint_as_float(ToTf32(v.z));
-        v.w = __uint_as_float(ToTf32(v.w));
-        stage[i] = v;
-      }
-      __syncthreads();
-    }
-    // A value as a fragment register: rounded to TF32 here, or already in shared memory.
-    const auto tf32 = [](float x) { return kRoundInShared ? __float_as_uint(x) : ToTf32(x); };
 #pragma unroll
     for (int ks = 0; ks < BK / 4; ++ks) {
       const int kc = ks * 4 + t;  // this lane's complex k inside the tile
@@ -639,10 +616,10 @@ __global__ void __launch_bounds__(64 * kWarpsN, (MmaTile<float2, kWarpsN, kNi, k
           af[mi][2] ^= a_flip;
           af[mi][3] ^= a_flip;
         } else {
-          af[mi][0] = tf32(lo.x);
-          af[mi][1] = tf32(hi.x);
-          af[mi][2] = tf32(lo.y) ^ a_flip;
-          af[mi][3] = tf32(hi.y) ^ a_flip;
+          af[mi][0] = ToTf32(lo.x);
+          af[mi][1] = ToTf32(hi.x);
+          af[mi][2] = ToTf32(lo.y) ^ a_flip;
+          af[mi][3] = ToTf32(hi.y) ^ a_flip;
         }
       }
 #pragma unroll
@@ -660,7 +637,7 @@ __global__ void __launch_bounds__(64 * kWarpsN, (MmaTile<float2, kWarpsN, kNi, k
           bf_lo[ni][0] = odd_column ? im_lo : re_lo;
           bf_lo[ni][1] = odd_column ? re_lo : im_lo ^ kSign;
         } else {
-          const uint32_t re = tf32(v.x), im = tf32(v.y) ^ b_flip;
+          const uint32_t re = ToTf32(v.x), im = ToTf32(v.y) ^ b_flip;
           bf[ni][0] = odd_column ? im : re;
           bf[ni][1] = odd_column ? re : im ^ kSign;
         }
