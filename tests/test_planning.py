@@ -347,6 +347,21 @@ def test_candidates_are_sampled_in_turns_and_a_refused_one_is_dropped():
     assert timings == {"spatial": 2e-3, "keep": 1e-3}
 
 
+@pytest.mark.parametrize("algorithm", ["spatial", "fft"])
+def test_the_timed_step_computes_the_forward_output_too(algorithm):
+    """A candidate's timed step returns y with dx and dw: a function whose y went unused would
+    drop the spatial path's forward convolution (its gradients do not need y) and time less work
+    than a training step does."""
+    problem = planning.make_problem((2, 12, 12, 3), (3, 3, 3, 4), "SAME")
+    timed_plan = planning.plan(problem, algorithm)
+    x, w, dy = tuning._random_inputs(problem, 2, seed=1)
+    outputs = tuning._train_step(timed_plan)(x, w, dy)
+    assert len(outputs) == 3
+    y, dx, dw = (t.numpy() for t in outputs)
+    np.testing.assert_allclose(y, tf.nn.conv2d(x, w, 1, "SAME").numpy(), rtol=1e-4, atol=1e-4)
+    assert dx.shape == x.shape and dw.shape == w.shape
+
+
 def test_autotune_times_one_memory_mode_per_tiling():
     """Keep and recompute of one tiling differ by transforms the model counts: only the faster
     (keep, where it fits) is timed, and the other timed candidates are other frames or tilings."""

@@ -40,12 +40,17 @@ def _sync():
 
 
 def _train_step(timed_plan):
+    """Forward + both gradients of ``timed_plan`` as a training step runs them, y returned with the
+    gradients (as the bench's step returns it): a function drops the ops its outputs do not need,
+    and the gradients of the spatial path do not need y, so with y unused its forward convolution
+    went untimed, while the FFT path's gradients still read the spectra its forward computes."""
     @tf.function
     def step(x, w, dy):
         with tf.GradientTape() as tape:
             tape.watch([x, w])
             y = conv.run_plan(timed_plan, x, w)
-        return tape.gradient(y, [x, w], output_gradients=dy)
+        dx, dw = tape.gradient(y, [x, w], output_gradients=dy)
+        return y, dx, dw
     return step
 
 
