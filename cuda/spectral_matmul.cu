@@ -15,9 +15,9 @@
 //     they are stored; values are rounded to TF32 (cvt.rna) as MMA fragments are built.
 //     With TF32 not allowed (kSplit), the same kernel keeps FP32 accuracy: each value is split as
 //     x = hi + lo, hi = tf32(x), lo = x - hi (SplitTf32), and each MMA becomes three,
-//     lo(a) hi(b) + hi(a) lo(b) + hi(a) hi(b); the dropped lo(a) lo(b) and lo's truncation to TF32
-//     are at most 2^-22 and 2^-21 of |a b| (the kernel check holds the products to FP32's
-//     tolerance). The tensor cores' accumulation truncates, so each stage's sums start from
+//     lo(a) hi(b) + hi(a) lo(b) + hi(a) hi(b); the dropped lo(a) lo(b) is at most 2^-22 of |a b|
+//     and each operand's lo, truncated to TF32, 2^-21 (the kernel check holds the products to
+//     FP32's tolerance). The tensor cores' accumulation truncates, so each stage's sums start from
 //     zero and are added to the product in FP32, which rounds to nearest.
 //   * ComplexGemmHalfMma : half-precision spectra ((re, im) pairs of __half or __nv_bfloat16) on
 //     sm_80+: the same real GEMM on mma.sync.m16n8k16 with f16 / bf16 operands and FP32
