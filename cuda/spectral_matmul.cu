@@ -417,8 +417,8 @@ __device__ __forceinline__ uint32_t ToTf32(float x) {
 // x - hi, exact in FP32, goes to the MMA whole: the tensor cores read only the high 19 bits of a
 // .tf32 operand, so lo enters truncated, an error below 2^-21 |x| of either sign (lo's sign is
 // hi's rounding direction). With cvt.rna (an add, an Inf / NaN test and a select per value) the
-// split took eight. NaN survives: a NaN whose bits carry into the sign gives hi = -0 or 0, but
-// lo = NaN.
+// split took eight. NaN survives: a NaN whose add carries into the sign bit or out of the word
+// gives hi = -0 or 0, but lo = NaN.
 __device__ __forceinline__ void SplitTf32(float x, uint32_t* hi, uint32_t* lo) {
   *hi = (__float_as_uint(x) + 0x1000u) & 0xffffe000u;
   *lo = __float_as_uint(x - __uint_as_float(*hi));

@@ -78,8 +78,10 @@ struct DeviceBuffer {
   void Upload(const std::vector<T>& h) {
     CUDA_OK(cudaMemcpy(ptr, h.data(), count * sizeof(T), cudaMemcpyHostToDevice));
   }
-  void Poison() {
-    CUDA_OK(cudaMemset(ptr, 0xFF, count * sizeof(T)));  // all-ones = NaN for float and double
+  void Poison() { Fill(0xFF); }  // all-ones = NaN for float and double
+  // Every byte of the buffer set to `byte` (0: zeros), and the canary written.
+  void Fill(int byte) {
+    CUDA_OK(cudaMemset(ptr, byte, count * sizeof(T)));
     std::vector<T> canary(kCanary, T(12345.0));
     CUDA_OK(cudaMemcpy(ptr + count, canary.data(), kCanary * sizeof(T), cudaMemcpyHostToDevice));
   }
@@ -326,8 +328,8 @@ void CheckMatmul(const SpectralMatmulParams& p, const char* path) {
 }
 
 // NaN and Inf in the operands reach the product: a NaN in row 3 of op_a(a) (canonical, 0x7fffffff)
-// and a negative one in row 7 (0xffffffff, whose bits carry into the sign when rounded to TF32 by
-// an add), an Inf in column 4 of op_b(b). Those rows and that column must be non-finite, in both
+// and a negative one in row 7 (0xffffffff, whose add of half a TF32 ulp carries out of the word),
+// an Inf in column 4 of op_b(b). Those rows and that column must be non-finite, in both
 // parts; the rest must be finite and match the reference computed with the three entries zeroed.
 // c starts as zeros, so an output left unwritten fails.
 void CheckMatmulSpecialValues(bool adjoint_a, bool allow_tf32, const char* path) {
@@ -338,7 +340,6 @@ void CheckMatmulSpecialValues(bool adjoint_a, bool allow_tf32, const char* path)
   p.k = 16;
   p.adjoint_a = adjoint_a;
   p.allow_tf32 = allow_tf32;
-  p.alpha = 1.0;
   std::vector<float> a = RandomVector<float>(2 * p.m * p.k), b = RandomVector<float>(2 * p.k * p.n);
   const auto a_index = [&](int i, int k) { return adjoint_a ? k * p.m + i : i * p.k + k; };
   const size_t nan_at = 2 * a_index(3, 2), negative_nan_at = 2 * a_index(7, 9) + 1, inf_at = 2 * (5 * p.n + 4);
@@ -351,8 +352,7 @@ void CheckMatmulSpecialValues(bool adjoint_a, bool allow_tf32, const char* path)
   DeviceBuffer<float> da(a.size()), db(b.size()), dc(2 * p.m * p.n);
   da.Upload(a);
   db.Upload(b);
-  dc.Poison();  // for its canary
-  dc.Upload(std::vector<float>(dc.count, 0.f));
+  dc.Fill(0);
   const int err = fftconv::cuda::LaunchSpectralMatmul<float>(p, da.ptr, db.ptr, dc.ptr, nullptr);
   const cudaError_t sync = cudaDeviceSynchronize();
   char name[160];
