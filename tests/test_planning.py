@@ -362,6 +362,30 @@ def test_the_timed_step_computes_the_forward_output_too(algorithm):
     assert dx.shape == x.shape and dw.shape == w.shape
 
 
+def test_the_timing_rotates_over_input_sets(monkeypatch):
+    """The calls of a sample cycle through the input sets, each sample from the first set to the
+    last, so that no call reads the inputs the call before left in the cache; a set above
+    ROTATE_BELOW_BYTES is timed alone."""
+    problem = planning.make_problem((2, 12, 12, 3), (3, 3, 3, 4), "SAME")
+    input_sets = tuning._input_sets(problem, 2, seed=1)
+    assert len(input_sets) == tuning.INPUT_SETS == 3
+    xs = [x.numpy() for x, _, _ in input_sets]
+    assert not np.array_equal(xs[0], xs[1]) and not np.array_equal(xs[1], xs[2])
+    read = []
+    monkeypatch.setattr(tuning, "_train_step",
+                        lambda plan: lambda x, w, dy: read.append(next(
+                            i for i, (xi, _, _) in enumerate(input_sets) if xi is x)))
+    sample = tuning._candidate_sampler(None, input_sets)
+    assert sorted(set(read)) == [0, 1, 2]          # warm-up and calibration read every set
+    for _ in range(2):
+        del read[:]
+        sample()
+        assert len(read) % 3 == 0 and read == [0, 1, 2] * (len(read) // 3), read
+    set_bytes = sum(t.shape.num_elements() * 4 for t in input_sets[0])
+    monkeypatch.setattr(tuning, "ROTATE_BELOW_BYTES", set_bytes - 1)
+    assert len(tuning._input_sets(problem, 2, seed=1)) == 1
+
+
 def test_autotune_times_one_memory_mode_per_tiling():
     """Keep and recompute of one tiling differ by transforms the model counts: only the faster
     (keep, where it fits) is timed, and the other timed candidates are other frames or tilings."""

@@ -2,9 +2,9 @@
 
 The cost model (``planning``) ranks the candidates; this times spatial convolution and the best
 FFT configurations by the model, forward + both gradients, each as its own ``tf.function`` called
-from eager Python (never inside a function being traced), their samples taken in turns, and
-stores the medians per problem in
-the process (and in ``$TF_FFTCONV_AUTOTUNE_CACHE`` when set). Later plans for that problem take
+from eager Python (never inside a function being traced), the calls rotating over input sets as a
+training step meets a new batch each time, their samples taken in turns, and stores the medians
+per problem in the process (and in ``$TF_FFTCONV_AUTOTUNE_CACHE`` when set). Later plans for that problem take
 the fastest timed candidate within the memory budget.
 
 When it runs: ``tf_fftconv.autotune(...)`` before training; ``TF_FFTCONV_AUTOTUNE=1`` to time
@@ -33,6 +33,10 @@ from tf_fftconv.ops import invalid_argument as _invalid
 # A timed sample: calls of the step between two device syncs, enough to last about SAMPLE_S.
 SAMPLE_S = 0.01
 MAX_CALLS_PER_SAMPLE = 50
+# Input sets the calls rotate over, where one set is at most ROTATE_BELOW_BYTES: more than the L2
+# cache of any GPU today (60 MB on an H200), so a larger set is out of the cache by its next call.
+INPUT_SETS = 3
+ROTATE_BELOW_BYTES = 128 << 20
 
 
 def _sync():
@@ -72,24 +76,42 @@ def _random_inputs(problem, batch, seed):
     return x, w, dy
 
 
-def _candidate_sampler(timed_plan, inputs):
+def _input_sets(problem, batch, seed):
+    """The input sets a timing rotates over: ``INPUT_SETS`` of them (seeds ``seed``,
+    ``seed + 1``, ...) where one set is at most ``ROTATE_BELOW_BYTES``, else one. In training each
+    step reads a new batch, so the timing must not read the inputs the call before left in the
+    L2 cache (60 MB on an H200), as the bench's rotation ensures too; a larger set evicts itself
+    before the next call reads it, and more copies of it would only take device memory."""
+    first = _random_inputs(problem, batch, seed)
+    set_bytes = sum(t.shape.num_elements() * t.dtype.size for t in first)
+    count = INPUT_SETS if set_bytes <= ROTATE_BELOW_BYTES else 1
+    return [first] + [_random_inputs(problem, batch, seed + i) for i in range(1, count)]
+
+
+def _candidate_sampler(timed_plan, input_sets):
     """Traces and warms up forward + both gradients of ``timed_plan``; returns a function that
-    takes one sample: seconds per call."""
+    takes one sample: seconds per call, the calls rotating over ``input_sets``."""
     step = _train_step(timed_plan)
-    for _ in range(2):          # tracing, allocation, autotuning of the libraries underneath
-        step(*inputs)
+    sets = len(input_sets)
+    for i in range(max(2, sets)):   # tracing, allocation, autotuning of the libraries underneath
+        step(*input_sets[i % sets])
     _sync()
     # A sample is enough calls between two syncs to last about SAMPLE_S: a single call of a small
-    # layer would time the host's launch and the sync more than the device's work.
+    # layer would time the host's launch and the sync more than the device's work. The count is a
+    # multiple of the sets, so each sample starts on the first set and ends on the last, and the
+    # next candidate's sample does not begin on the set just read.
     start = time.perf_counter()
-    step(*inputs)
+    for inputs in input_sets:
+        step(*inputs)
     _sync()
-    calls = min(MAX_CALLS_PER_SAMPLE, max(1, math.ceil(SAMPLE_S / (time.perf_counter() - start))))
+    per_call = (time.perf_counter() - start) / sets
+    calls = min(MAX_CALLS_PER_SAMPLE, max(1, math.ceil(SAMPLE_S / per_call)))
+    calls = sets * math.ceil(calls / sets)
 
     def sample():
         start = time.perf_counter()
-        for _ in range(calls):
-            step(*inputs)
+        for call in range(calls):
+            step(*input_sets[call % sets])
         _sync()
         return (time.perf_counter() - start) / calls
     return sample
@@ -140,14 +162,14 @@ def tune_problem(problem, fft_size=None, tile=None, memory_budget=None, algorith
     within = planning.within_budget(found, budget)
     ffts = _one_per_tiling([c for c in within if c.config is not None])[:max(candidates - 1, 1)]
     chosen = [c for c in within if c.config is None] + ffts
-    inputs = _random_inputs(concrete, batch, seed)   # the same inputs for every candidate
+    input_sets = _input_sets(concrete, batch, seed)   # the same sets for every candidate
     samplers = {}
     for candidate in chosen:
         timed_plan = planning.Plan(problem=concrete, algorithm="fft" if candidate.config else
                                    "spatial", config=candidate.config, source="autotune",
                                    requested=algorithm, budget=budget)
         try:
-            samplers[candidate.label] = _candidate_sampler(timed_plan, inputs)
+            samplers[candidate.label] = _candidate_sampler(timed_plan, input_sets)
         except tf.errors.ResourceExhaustedError:
             continue             # does not fit on this device now: not a candidate
     timings = {label: seconds * 1e3 for label, seconds in _time_in_turns(samplers, repeats).items()}
