@@ -6,8 +6,8 @@
 #                       Without a GPU: the CPU kernels only, with a message (WITH_CUDA=1 forces CUDA)
 #   make cpu            CPU kernels only
 #   make dev            CUDA for one architecture (DEV_ARCH, default 90): fast rebuilds while developing
-#   make cuda-check     compile the CUDA sources and GPU OpKernels for DEV_ARCH only, link nothing
-#                       (what CI does to keep them building on a host without a GPU)
+#   make cuda-check     compile the CUDA sources, GPU OpKernels and kernel check for DEV_ARCH only,
+#                       link nothing (what CI does to keep them building on a host without a GPU)
 #   make kernel-check   the standalone CUDA kernel check, build/kernel_check, for DEV_ARCH
 #                       (run it on a GPU host: tools/gpu_check.sh)
 #   make cpu-kernel-check  the standalone CPU kernel check and timer, build/cpu_kernel_check
@@ -165,7 +165,7 @@ $(CU_DIR)/%.o: cuda/%.cu $(CU_DEPS)
 	  -gencode arch=compute_$(NEWEST),code=compute_$(NEWEST) -c $< -o $@
 
 cuda-check:
-	$(MAKE) WITH_CUDA=1 CUDA_ARCHS=$(DEV_ARCH) cuda-objects
+	$(MAKE) WITH_CUDA=1 CUDA_ARCHS=$(DEV_ARCH) cuda-objects $(CHECK_DIR)/kernel_check.o
 
 .PHONY: cuda-objects
 cuda-objects: $(CU_OBJS) $(GPU_CC_OBJS)

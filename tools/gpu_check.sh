@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One-shot GPU session for the CUDA kernels: correctness suite, timings, compute-sanitizer
-# (memcheck, racecheck, synccheck on the --quick suite). Logs go to $OUT (default: build/gpu_logs).
+# (memcheck, racecheck, synccheck on the --quick suite; racecheck one family at a time). Logs go to
+# $OUT (default: build/gpu_logs).
 #   tools/gpu_check.sh                 builds build/kernel_check first (make kernel-check, DEV_ARCH=90)
 #   DEV_ARCH=80 tools/gpu_check.sh     for another GPU
 set -uo pipefail
@@ -18,11 +19,14 @@ SEED="${SEED:-$(date +%s)}"
 { header; timeout "${CHECK_TIMEOUT:-150}" build/kernel_check --seed "$SEED"; echo "exit status: $?"; } 2>&1 | tee "$OUT/kernel_check.log" | grep -E "FAIL|SUMMARY|exit status|device:" | head -60
 { header; timeout "${TIME_TIMEOUT:-60}" build/kernel_check --time --seed "$SEED"; timeout "${TIME_TIMEOUT:-60}" build/kernel_check --time-fft; echo "exit status: $?"; } 2>&1 | tee "$OUT/timing.log"
 { header; timeout "${CHECK_TIMEOUT:-150}" build/kernel_check --half --seed "$SEED"; echo "exit status: $?"; } 2>&1 | tee "$OUT/kernel_check_half.log" | grep -E "FAIL|SUMMARY|exit status" | head -30
+# racecheck tracks every shared-memory access and ran past 100 s on the whole --quick suite, so it
+# runs one family at a time ($RACECHECK_FAMILIES), each within its own $SAN_TIMEOUT.
 {
   header
-  for tool in memcheck racecheck synccheck; do
-    echo "== compute-sanitizer --tool $tool build/kernel_check --quick --failures-only"
-    timeout "${SAN_TIMEOUT:-100}" compute-sanitizer --tool "$tool" --error-exitcode 3 build/kernel_check --quick --failures-only --seed "$SEED" 2>&1 | tail -25
+  for run in memcheck:all $(for f in ${RACECHECK_FAMILIES:-matmul fft half}; do echo racecheck:$f; done) synccheck:all; do
+    tool=${run%%:*} family=${run#*:}
+    echo "== compute-sanitizer --tool $tool build/kernel_check --quick --failures-only --family $family"
+    timeout "${SAN_TIMEOUT:-100}" compute-sanitizer --tool "$tool" --error-exitcode 3 build/kernel_check --quick --failures-only --family "$family" --seed "$SEED" 2>&1 | tail -25
     echo "exit status: ${PIPESTATUS[0]}"
   done
 } 2>&1 | tee "$OUT/sanitizer.log" | grep -E "==|ERROR|SUMMARY|exit status|FAIL" | head -60

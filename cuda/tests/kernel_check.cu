@@ -11,6 +11,8 @@
 //           build/kernel_check --time-fft   FFT timings only;  --profile   one launch of each main kernel;
 //           --profile-fft   one launch of each of Mathieu's training transforms
 //           build/kernel_check --half   the float16 / bfloat16 launchers only (also part of the full suite)
+//           --family fft|matmul|half   one family of the suite (FFTs with the fast divmod, matmuls,
+//           half precision), for sanitizer runs that must each finish within a limit
 // Half precision: inputs are exactly representable (k / 256, |k| < 256), references are computed in
 // float64 from them (spectra mean-normalised: divided by S^2), and the tolerance is the type's unit
 // roundoff (one rounding of each stored value): 2^-11 for float16, 2^-8 for bfloat16.
@@ -1035,6 +1037,9 @@ void TimingSuite() {
 int main(int argc, char** argv) {
   bool quick = false, timing = false, check = true, fft_timing = false, profile = false, profile_fft = false,
        half_only = false;
+  // --family runs one family of the correctness suite, so that a slow compute-sanitizer tool
+  // (racecheck tracks every shared-memory access) can finish each family within its own limit.
+  std::string family = "all";
   unsigned long long seed = static_cast<unsigned long long>(
       std::chrono::high_resolution_clock::now().time_since_epoch().count());
   for (int i = 1; i < argc; ++i) {
@@ -1061,12 +1066,24 @@ int main(int argc, char** argv) {
       g_verbose = false;
     } else if (!std::strcmp(argv[i], "--seed") && i + 1 < argc) {
       seed = std::strtoull(argv[++i], nullptr, 10);
+    } else if (!std::strcmp(argv[i], "--family") && i + 1 < argc) {
+      family = argv[++i];
     } else {
-      std::fprintf(stderr, "usage: %s [--quick] [--half] [--time|--time-fft|--profile|--profile-fft|--all] [--failures-only] [--seed N]\n",
-                   argv[0]);
-      return 2;
+      family = "";   // not a valid family either: print the usage
+      break;
     }
   }
+  if (family != "all" && family != "fft" && family != "matmul" && family != "half") {
+    std::fprintf(stderr,
+                 "usage: %s [--quick] [--half] [--family all|fft|matmul|half] "
+                 "[--time|--time-fft|--profile|--profile-fft|--all] [--failures-only] [--seed N]\n",
+                 argv[0]);
+    return 2;
+  }
+  if (half_only) family = "half";
+  const bool run_fft = family == "all" || family == "fft";
+  const bool run_matmul = family == "all" || family == "matmul";
+  const bool run_half = family == "all" || family == "half";
   g_rng.seed(seed);
   cudaDeviceProp prop;
   int dev = 0;
@@ -1078,26 +1095,27 @@ int main(int argc, char** argv) {
   std::printf("device: %s (sm_%d%d, %d SMs, %.0f KiB smem/block opt-in)  date: %s  seed: %llu\n", prop.name,
               prop.major, prop.minor, prop.multiProcessorCount, prop.sharedMemPerBlockOptin / 1024.0, date, seed);
 
-  if (check && half_only) {
-    HalfSuite(quick);
-    std::printf("SUMMARY: %d passed, %d failed\n", g_pass, g_fail);
-  } else if (check) {
-    FastDivmodSuite();
-    FftSuite<float>(quick, "      ");
-    FftSuite<double>(quick, "      ");
-    // Plans for devices with less shared memory (sm_75: 64 KiB, sm_60: 48 KiB).
-    for (int cap : {64 * 1024, 48 * 1024}) {
-      fftconv::cuda::detail::SetSharedMemoryCapForTesting(cap);
-      const char* tag = cap == 64 * 1024 ? "cap64K" : "cap48K";
-      if (!quick || cap == 48 * 1024) {
-        FftSuite<float>(true, tag);
-        FftSuite<double>(true, tag);
+  if (check) {
+    if (run_fft) {
+      FastDivmodSuite();
+      FftSuite<float>(quick, "      ");
+      FftSuite<double>(quick, "      ");
+      // Plans for devices with less shared memory (sm_75: 64 KiB, sm_60: 48 KiB).
+      for (int cap : {64 * 1024, 48 * 1024}) {
+        fftconv::cuda::detail::SetSharedMemoryCapForTesting(cap);
+        const char* tag = cap == 64 * 1024 ? "cap64K" : "cap48K";
+        if (!quick || cap == 48 * 1024) {
+          FftSuite<float>(true, tag);
+          FftSuite<double>(true, tag);
+        }
       }
+      fftconv::cuda::detail::SetSharedMemoryCapForTesting(0);
     }
-    fftconv::cuda::detail::SetSharedMemoryCapForTesting(0);
-    MatmulSuite<float>(quick);
-    MatmulSuite<double>(quick);
-    HalfSuite(quick);
+    if (run_matmul) {
+      MatmulSuite<float>(quick);
+      MatmulSuite<double>(quick);
+    }
+    if (run_half) HalfSuite(quick);
     std::printf("SUMMARY: %d passed, %d failed\n", g_pass, g_fail);
   }
   if (timing) TimingSuite();
