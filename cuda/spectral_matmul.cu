@@ -407,9 +407,21 @@ struct MmaTile {
 };
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+// x rounded to TF32 for an MMA operand. cvt.rna (ties away, sm_80's only form) is not an instruction:
+// ptxas expands it to an Inf / NaN test, an add and a mask, three per value. With
+// FFTCONV_TF32_ROUND_RN (variant m11_tf32_rn) sm_90+ uses cvt.rn (ties to even), one F2FP; its low
+// 13 bits are not defined, which the MMA does not read. Not the default until timed and checked on
+// the GPU: F2FP may issue on a narrower pipe than the integer ops it replaces.
+#ifndef FFTCONV_TF32_ROUND_RN
+#define FFTCONV_TF32_ROUND_RN 0
+#endif
 __device__ __forceinline__ uint32_t ToTf32(float x) {
   uint32_t r;
+#if FFTCONV_TF32_ROUND_RN && __CUDA_ARCH__ >= 900
+  asm("cvt.rn.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
+#else
   asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
+#endif
   return r;
 }
 // x = hi + lo + O(2^-21 |x|), in three instructions: hi is x rounded to TF32 (half a TF32 ulp added
