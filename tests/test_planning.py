@@ -4,6 +4,7 @@ cache, and the fallback when the allocator refuses."""
 
 import dataclasses
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -384,6 +385,31 @@ def test_the_timing_rotates_over_input_sets(monkeypatch):
     set_bytes = sum(t.shape.num_elements() * 4 for t in input_sets[0])
     monkeypatch.setattr(tuning, "ROTATE_BELOW_BYTES", set_bytes - 1)
     assert len(tuning._input_sets(problem, 2, seed=1)) == 1
+
+
+def test_a_timing_without_room_for_its_inputs_leaves_the_choice_to_the_model(monkeypatch, caplog):
+    """On a device too full for the timing's inputs, autotune logs why, times on the sets that
+    fit, and with none the cost model's plan stands: the layer is still built."""
+    problem = planning.make_problem((2, 13, 11, 3), (5, 5, 3, 4), "SAME")
+    made = planning.plan(problem, "auto")
+    timed_before = planning.cached_timings(problem)
+    real = tuning._random_inputs
+    allowed = {"sets": 1}
+
+    def random_inputs(*args):
+        if allowed["sets"] == 0:
+            raise tf.errors.ResourceExhaustedError(None, None, "out of memory")
+        allowed["sets"] -= 1
+        return real(*args)
+    monkeypatch.setattr(tuning, "_random_inputs", random_inputs)
+    assert len(tuning._input_sets(problem, 2, seed=0)) == 1
+    allowed["sets"] = 0
+    with caplog.at_level(logging.WARNING, logger="tf_fftconv"):
+        tuned = tuning.tune_problem(problem, repeats=1)
+    assert "do not fit in the device's memory" in caplog.text
+    assert planning.cached_timings(problem) == timed_before
+    assert (tuned.algorithm, tuned.config, tuned.source) == (made.algorithm, made.config,
+                                                              made.source)
 
 
 def test_autotune_times_one_memory_mode_per_tiling():

@@ -82,10 +82,14 @@ def _input_sets(problem, batch, seed):
     step reads a new batch, so the timing must not read the inputs the call before left in the
     L2 cache (60 MB on an H200), as the bench's rotation ensures too; a larger set evicts itself
     before the next call reads it, and more copies of it would only take device memory."""
-    first = _random_inputs(problem, batch, seed)
-    set_bytes = sum(t.shape.num_elements() * t.dtype.size for t in first)
-    count = INPUT_SETS if set_bytes <= ROTATE_BELOW_BYTES else 1
-    return [first] + [_random_inputs(problem, batch, seed + i) for i in range(1, count)]
+    sets = [_random_inputs(problem, batch, seed)]
+    set_bytes = sum(t.shape.num_elements() * t.dtype.size for t in sets[0])
+    for i in range(1, INPUT_SETS if set_bytes <= ROTATE_BELOW_BYTES else 1):
+        try:
+            sets.append(_random_inputs(problem, batch, seed + i))
+        except tf.errors.ResourceExhaustedError:
+            break                # a device nearly full: time on the sets it holds
+    return sets
 
 
 def _candidate_sampler(timed_plan, input_sets):
@@ -162,7 +166,13 @@ def tune_problem(problem, fft_size=None, tile=None, memory_budget=None, algorith
     within = planning.within_budget(found, budget)
     ffts = _one_per_tiling([c for c in within if c.config is not None])[:max(candidates - 1, 1)]
     chosen = [c for c in within if c.config is None] + ffts
-    input_sets = _input_sets(concrete, batch, seed)   # the same sets for every candidate
+    try:
+        input_sets = _input_sets(concrete, batch, seed)   # the same sets for every candidate
+    except tf.errors.ResourceExhaustedError:
+        logging.getLogger("tf_fftconv").warning(
+            "not timing %s: its inputs do not fit in the device's memory now; the cost model "
+            "decides", concrete.describe())
+        return planning.plan(problem, algorithm, fft_size, tile, memory_budget)
     samplers = {}
     for candidate in chosen:
         timed_plan = planning.Plan(problem=concrete, algorithm="fft" if candidate.config else
