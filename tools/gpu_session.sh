@@ -6,6 +6,8 @@
 #
 #   COMMIT=<sha> bash tools/gpu_session.sh [STEP ...]
 #
+# On a host that should not build (device time is short), `bash tools/prebuilt.sh unpack` first
+# and SKIP_BUILD=1: `build` then keeps the library there and `kernels` the kernel check.
 # STEP: one or more of the following (default: info build tests sanitize bench bench-xla reproduce):
 #   info, build        the host and the library
 #   tests, sanitize    pytest -m gpu ($TESTS: files or -k selections, default all of tests/);
