@@ -76,6 +76,16 @@ def _random_inputs(problem, batch, seed):
     return x, w, dy
 
 
+def calls_per_sample(seconds_per_call, sets, target_s, max_calls):
+    """Calls in a timed sample: enough to last about ``target_s`` (a single call of a small layer
+    would time the host's launch and the sync more than the device's work), at most about
+    ``max_calls``, and a multiple of ``sets``, so that a sample rotating over the input sets starts
+    on the first and ends on the last, and the next candidate's sample does not begin on the set
+    just read. The one rule for this timing and the bench's."""
+    calls = min(max(math.ceil(target_s / max(seconds_per_call, 1e-7)), 1), max_calls)
+    return sets * math.ceil(calls / sets)
+
+
 def _input_sets(problem, batch, seed):
     """The input sets a timing rotates over: ``INPUT_SETS`` of them (seeds ``seed``,
     ``seed + 1``, ...) where one set is at most ``ROTATE_BELOW_BYTES``, else one. In training each
@@ -100,17 +110,12 @@ def _candidate_sampler(timed_plan, input_sets):
     for i in range(max(2, sets)):   # tracing, allocation, autotuning of the libraries underneath
         step(*input_sets[i % sets])
     _sync()
-    # A sample is enough calls between two syncs to last about SAMPLE_S: a single call of a small
-    # layer would time the host's launch and the sync more than the device's work. The count is a
-    # multiple of the sets, so each sample starts on the first set and ends on the last, and the
-    # next candidate's sample does not begin on the set just read.
     start = time.perf_counter()
     for inputs in input_sets:
         step(*inputs)
     _sync()
-    per_call = (time.perf_counter() - start) / sets
-    calls = min(MAX_CALLS_PER_SAMPLE, max(1, math.ceil(SAMPLE_S / per_call)))
-    calls = sets * math.ceil(calls / sets)
+    calls = calls_per_sample((time.perf_counter() - start) / sets, sets, SAMPLE_S,
+                             MAX_CALLS_PER_SAMPLE)
 
     def sample():
         start = time.perf_counter()

@@ -188,9 +188,8 @@ class CallTimer:
             for args in arg_sets:
                 fn(*args)
             sync_devices()
-            per_call = max((time.perf_counter() - start) / sets, 1e-7)
-            calls = min(max(math.ceil(target_sample_s / per_call), sets), max_calls)
-            calls = sets * math.ceil(calls / sets)
+            calls = tuning.calls_per_sample((time.perf_counter() - start) / sets, sets,
+                                            target_sample_s, max_calls)
         self.calls = calls
         self.samples = []       # seconds per call, one per sample
         self._next_call = 0     # the rotation over arg_sets goes on from sample to sample
