@@ -21,14 +21,16 @@ SEED="${SEED:-$(date +%s)}"
 { header; timeout "${CHECK_TIMEOUT:-150}" build/kernel_check --half --seed "$SEED"; echo "exit status: $?"; } 2>&1 | tee "$OUT/kernel_check_half.log" | grep -E "FAIL|SUMMARY|exit status" | head -30
 # racecheck tracks every shared-memory access and ran past 100 s on the whole --quick suite, so it
 # runs one family at a time ($RACECHECK_FAMILIES), each within its own $SAN_TIMEOUT.
+sanitize() {  # TOOL FAMILY
+  echo "== compute-sanitizer --tool $1 build/kernel_check --quick --failures-only --family $2"
+  timeout "${SAN_TIMEOUT:-100}" compute-sanitizer --tool "$1" --error-exitcode 3 build/kernel_check --quick --failures-only --family "$2" --seed "$SEED" 2>&1 | tail -25
+  echo "exit status: ${PIPESTATUS[0]}"
+}
 {
   header
-  for run in memcheck:all $(for f in ${RACECHECK_FAMILIES:-matmul fft half}; do echo racecheck:$f; done) synccheck:all; do
-    tool=${run%%:*} family=${run#*:}
-    echo "== compute-sanitizer --tool $tool build/kernel_check --quick --failures-only --family $family"
-    timeout "${SAN_TIMEOUT:-100}" compute-sanitizer --tool "$tool" --error-exitcode 3 build/kernel_check --quick --failures-only --family "$family" --seed "$SEED" 2>&1 | tail -25
-    echo "exit status: ${PIPESTATUS[0]}"
-  done
+  sanitize memcheck all
+  for family in ${RACECHECK_FAMILIES:-matmul fft half}; do sanitize racecheck "$family"; done
+  sanitize synccheck all
 } 2>&1 | tee "$OUT/sanitizer.log" | grep -E "==|ERROR|SUMMARY|exit status|FAIL" | head -60
 # Tuning builds (make kernel-variants), if present: quick correctness + FFT and matmul timings of each.
 if ls build/variants/kc_* >/dev/null 2>&1; then

@@ -1035,10 +1035,10 @@ void TimingSuite() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool quick = false, timing = false, check = true, fft_timing = false, profile = false, profile_fft = false,
-       half_only = false;
+  bool quick = false, timing = false, check = true, fft_timing = false, profile = false, profile_fft = false;
   // --family runs one family of the correctness suite, so that a slow compute-sanitizer tool
-  // (racecheck tracks every shared-memory access) can finish each family within its own limit.
+  // (racecheck tracks every shared-memory access) can finish each family within its own limit;
+  // --half is --family half.
   std::string family = "all";
   unsigned long long seed = static_cast<unsigned long long>(
       std::chrono::high_resolution_clock::now().time_since_epoch().count());
@@ -1061,7 +1061,7 @@ int main(int argc, char** argv) {
       timing = true;
       check = true;
     } else if (!std::strcmp(argv[i], "--half")) {
-      half_only = true;
+      family = "half";
     } else if (!std::strcmp(argv[i], "--failures-only")) {
       g_verbose = false;
     } else if (!std::strcmp(argv[i], "--seed") && i + 1 < argc) {
@@ -1080,7 +1080,6 @@ int main(int argc, char** argv) {
                  argv[0]);
     return 2;
   }
-  if (half_only) family = "half";
   const bool run_fft = family == "all" || family == "fft";
   const bool run_matmul = family == "all" || family == "matmul";
   const bool run_half = family == "all" || family == "half";
