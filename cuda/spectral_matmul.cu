@@ -408,12 +408,12 @@ struct MmaTile {
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
 // x rounded to TF32 for an MMA operand. cvt.rna (ties away, sm_80's only form) is not an instruction:
-// ptxas expands it to an Inf / NaN test, an add and a mask, three per value. With
-// FFTCONV_TF32_ROUND_RN (variant m11_tf32_rn) sm_90+ uses cvt.rn (ties to even), one F2FP; its low
-// 13 bits are not defined, which the MMA does not read. Not the default until timed and checked on
-// the GPU: F2FP may issue on a narrower pipe than the integer ops it replaces.
+// ptxas expands it to an Inf / NaN test, an add and a mask, three per value. sm_90+ uses cvt.rn
+// (ties to even, the same 2^-11 bound), one F2FP; its low 13 bits are not defined, which the MMA
+// does not read. On the H200 that took 8-10% off each TF32 product (benchmarks/NOTES.md, "One-
+// instruction TF32 rounding"). FFTCONV_TF32_ROUND_RN=0 (variant m11_tf32_rna) keeps cvt.rna there.
 #ifndef FFTCONV_TF32_ROUND_RN
-#define FFTCONV_TF32_ROUND_RN 0
+#define FFTCONV_TF32_ROUND_RN 1
 #endif
 __device__ __forceinline__ uint32_t ToTf32(float x) {
   uint32_t r;
