@@ -12,7 +12,7 @@
 //       B2 2x2 block of B[k][n] = [[Re, Im], [-Im, Re]],
 //     so C2 is exactly c's interleaved (re, im) memory. It runs on mma.sync.m16n8k8 tf32 tensor cores
 //     with FP32 accumulation, fed by a multi-stage cp.async pipeline that copies both operands as
-//     they are stored; values are rounded to TF32 (cvt.rna) as MMA fragments are built.
+//     they are stored; values are rounded to TF32 (ToTf32) as MMA fragments are built.
 //     With TF32 not allowed (kSplit), the same kernel keeps FP32 accuracy: each value is split as
 //     x = hi + lo, hi = tf32(x), lo = x - hi (SplitTf32), and each MMA becomes three,
 //     lo(a) hi(b) + hi(a) lo(b) + hi(a) hi(b); the dropped lo(a) lo(b) is at most 2^-22 of |a b|
@@ -344,7 +344,8 @@ __global__ void __launch_bounds__(256, kMinBlocks)
 //   A fragment (a0, a2) = (Re, Im) of op_a(a)[row][k0 + t], one 64-bit load, and (a1, a3) for row + 8;
 //   B fragment of real column n' = 2n + u: (b0, b1) = (Re, -Im) of op_b(b)[k0 + t][n] for u = 0 and
 //   (Im, Re) for u = 1, again one 64-bit load.
-// Values are rounded to TF32 (cvt.rna) as fragments are built; conjugation flips a sign bit.
+// Values are rounded to TF32 (ToTf32: cvt.rn on sm_90+, cvt.rna before) as fragments are built;
+// conjugation flips a sign bit.
 // The switches below (make kernel-variants) apply to both tensor-core kernels, this one and
 // ComplexGemmHalfMma, which share its block rows, stage count, tiles and transposition.
 constexpr int kTf32Bm = 128;
