@@ -14,6 +14,9 @@
 #                       (cc/tests/cpu_kernel_check.cc with cc/cpu_kernels.cc; no TensorFlow library)
 #   make kernel-variants  tuning builds of the kernel check with other FFT block shapes,
 #                       build/variants/kc_<name> (VARIANTS below; timed by tools/tune.sh)
+#   make lib-variants LIB_VARIANTS="<name> ..."  the op library built with those variants' flags,
+#                       build/libvariants/<name>/_fftconv_ops.so (timed inside TensorFlow by
+#                       tools/gpu_session.sh lib-variants)
 #   make setup          the Python requirements (TensorFlow only when no supported one is importable)
 #                       and Debian's Fashion-MNIST where apt is usable
 #   make test           setup, build, and the test suite (README's command)
@@ -108,7 +111,7 @@ else
   CONFIG    := cpu
 endif
 
-.PHONY: setup build cpu dev cuda-check kernel-check kernel-variants cpu-kernel-check test clean info
+.PHONY: setup build cpu dev cuda-check kernel-check kernel-variants lib-variants cpu-kernel-check test clean info
 .DEFAULT_GOAL := build
 
 build: info $(LIB) $(INFO)
@@ -236,8 +239,31 @@ $(VARIANT_DIR)/$(1)_%.o: cuda/$(1).cu $(CU_DEPS)
 	$$(CHECK_NVCC) $$(VARIANT_FLAGS_$$*) -c $$< -o $$@
 endef
 $(foreach kernel,$(VARIANT_KERNELS),$(eval $(call variant_kernel_rule,$(kernel))))
+
+# ---- The op library built with a variant's flags (VARIANT_FLAGS_<name>; every CUDA source
+# recompiled with them for DEV_ARCH, the C++ objects shared with make dev), to time the variant
+# inside TensorFlow against the library: make lib-variants LIB_VARIANTS="<name> ..." writes
+# build/libvariants/<name>/_fftconv_ops.so, which tools/gpu_session.sh's step lib-variants times.
+LIBVARIANT_DIR := $(BUILD)/libvariants
+lib-variants:
+	@test -n "$(LIB_VARIANTS)" || { echo "error: name the variants: make lib-variants LIB_VARIANTS=\"<name> ...\" (VARIANTS lists them)"; exit 1; }
+	$(MAKE) WITH_CUDA=1 CUDA_ARCHS=$(DEV_ARCH) $(LIB_VARIANTS:%=$(LIBVARIANT_DIR)/%/_fftconv_ops.so)
+
+ifeq ($(WITH_CUDA),1)
+LIBVARIANT_OBJS := $(subst @NAME@,%,$(patsubst cuda/%.cu,$(LIBVARIANT_DIR)/@NAME@/%.o,$(CU_SRCS)))
+$(LIBVARIANT_DIR)/%/_fftconv_ops.so: $(CC_OBJS) $(GPU_CC_OBJS) $(LIBVARIANT_OBJS)
+	$(CXX) $(LDFLAGS) -o $@ $^ $(CUDA_LIBS) $(TF_LIBS)
+
+define lib_variant_kernel_rule
+.PRECIOUS: $(LIBVARIANT_DIR)/%/$(1).o
+$(LIBVARIANT_DIR)/%/$(1).o: cuda/$(1).cu $(CU_DEPS)
+	@mkdir -p $$(dir $$@)
+	$$(NVCC) $$(NVCC_BASE) -Xcompiler -fPIC $$(call gencode,$$(ARCHS)) $$(VARIANT_FLAGS_$$*) -c $$< -o $$@
+endef
+$(foreach kernel,$(CU_SRCS:cuda/%.cu=%),$(eval $(call lib_variant_kernel_rule,$(kernel))))
+endif
 else
-cuda-check kernel-check kernel-variants:
+cuda-check kernel-check kernel-variants lib-variants:
 	@echo "error: nvcc not found (make $@ compiles CUDA code)"; exit 1
 endif
 

@@ -29,6 +29,9 @@
 #   frames             frames that are not powers of two: Mathieu's SAME layer in $FRAME_SIZES
 #                      frames (default 40 and 48), and auto
 #   concurrency        tools/concurrency_probe.py: concurrent eager calls of the raw ops
+#   lib-variants       each library of make lib-variants (build/libvariants/<name>/) against the
+#                      library, in alternating bench runs ($LIBVARIANT_ROUNDS, default 2) of
+#                      $LIBVARIANT_CASES (Mathieu's k7 layer) with $LIBVARIANT_ARGS (e.g. --ops)
 # On a host with two GPUs the tests include MirroredStrategy. Logs go to
 # $WORK (build/gpu_session); after each step they are packed into $OUT/gpu_session.tar.gz so that a
 # run cut short still brings back what it did.
@@ -160,6 +163,23 @@ for step in $steps; do
       timeout 300 python3 -m tf_fftconv.reproduce --dataset "idx:${DATA_DIR:-.data/fashion-mnist}" \
         --epochs "${VARIANT_EPOCHS:-5}" --jit-compile off --json "$WORK/reproduce_jitcompileoff.json" 2>&1 \
         | tee "$WORK/reproduce_jitcompileoff.log" | tail -9 ;;
+    lib-variants)
+      # The library is kept beside the variants (not in $WORK, which is packed) and put back after.
+      log "library variants: $(ls -d build/libvariants/*/ 2>/dev/null | xargs -n1 basename 2>/dev/null | tr '\n' ' ')"
+      kept=build/libvariants/.library.so
+      cp tf_fftconv/_fftconv_ops.so "$kept"
+      for round in $(seq "${LIBVARIANT_ROUNDS:-2}"); do
+        for lib in "$kept" build/libvariants/*/_fftconv_ops.so; do
+          [ -f "$lib" ] || continue
+          name=$([ "$lib" = "$kept" ] && echo library || basename "$(dirname "$lib")")
+          cp "$lib" tf_fftconv/_fftconv_ops.so
+          timeout 150 python3 -m tf_fftconv.bench --cases "${LIBVARIANT_CASES:-128:96:256:32:7}" \
+            --modes forward,train --impl fft ${LIBVARIANT_ARGS:-} --json "$WORK/libvariant_${name}_$round.json" \
+            --no-progress > "$WORK/libvariant_${name}_$round.log" 2>&1
+          echo "$name, round $round:"; grep -E " (forward|train) " "$WORK/libvariant_${name}_$round.log"
+        done
+      done
+      cp "$kept" tf_fftconv/_fftconv_ops.so ;;
     *) echo "unknown step $step"; exit 2 ;;
   esac
   pack

@@ -1,0 +1,105 @@
+"""The tools that prepare a GPU host's work on a machine without a GPU: tools/prebuilt.sh carries
+builds there byte for byte, and `make lib-variants` builds the op library with a variant's flags."""
+
+import hashlib
+import os
+import shutil
+import subprocess
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+NEEDS_XZ = pytest.mark.skipif(shutil.which("xz") is None, reason="xz is not installed")
+
+
+def _tree(tmp_path):
+    """A scratch tree with tools/prebuilt.sh and stand-ins for the builds it carries."""
+    os.makedirs(tmp_path / "tools")
+    shutil.copy(os.path.join(ROOT, "tools", "prebuilt.sh"), tmp_path / "tools")
+    builds = {
+        "tf_fftconv/_fftconv_ops.so": os.urandom(5000),
+        "tf_fftconv/_build_info.json": b'{"tensorflow_version": "2.21.0"}',
+        "build/kernel_check": os.urandom(3000),
+        "build/variants/kc_m11_tf32_rna": os.urandom(2000),
+        "build/libvariants/m11_tf32_rna/_fftconv_ops.so": os.urandom(4000),
+    }
+    for path, data in builds.items():
+        os.makedirs(os.path.dirname(tmp_path / path), exist_ok=True)
+        (tmp_path / path).write_bytes(data)
+    return {path: hashlib.md5(data).hexdigest() for path, data in builds.items()}
+
+
+def _prebuilt(tmp_path, *args):
+    return subprocess.run(["bash", str(tmp_path / "tools" / "prebuilt.sh"), *args],
+                          capture_output=True, text=True, timeout=120)
+
+
+@NEEDS_XZ
+def test_prebuilt_carries_the_library_the_check_and_named_variants_byte_for_byte(tmp_path):
+    digests = _tree(tmp_path)
+    extra = ["build/variants/kc_m11_tf32_rna", "build/libvariants/m11_tf32_rna/_fftconv_ops.so"]
+    packed = _prebuilt(tmp_path, "pack", *extra)
+    assert packed.returncode == 0, packed.stderr
+    for path in digests:  # what a GPU host's fresh tree lacks
+        os.remove(tmp_path / path)
+    shutil.rmtree(tmp_path / "build" / "variants")
+    shutil.rmtree(tmp_path / "build" / "libvariants")
+    unpacked = _prebuilt(tmp_path, "unpack")
+    assert unpacked.returncode == 0, unpacked.stderr
+    for path, digest in digests.items():
+        assert hashlib.md5((tmp_path / path).read_bytes()).hexdigest() == digest, path
+    assert os.access(tmp_path / extra[0], os.X_OK)
+    assert os.access(tmp_path / "build" / "kernel_check", os.X_OK)
+
+
+@NEEDS_XZ
+@pytest.mark.parametrize("path, message", [
+    ("build/variants/kc_absent", "is missing: build it first"),
+    ("build/../build/kernel_check", "name builds by their path in the tree"),
+])
+def test_prebuilt_refuses_what_it_cannot_carry_and_keeps_the_last_pack(tmp_path, path, message):
+    _tree(tmp_path)
+    assert _prebuilt(tmp_path, "pack").returncode == 0
+    refused = _prebuilt(tmp_path, "pack", path)
+    assert refused.returncode == 2 and message in refused.stderr
+    assert (tmp_path / "build" / "prebuilt" / "_fftconv_ops.so.xz").exists()
+
+
+def test_prebuilt_unpack_without_a_pack_says_so(tmp_path):
+    _tree(tmp_path)
+    done = _prebuilt(tmp_path, "unpack")
+    assert done.returncode == 2 and "nothing packed" in done.stderr
+
+
+NEEDS_NVCC = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
+
+
+def _make(*args):
+    return subprocess.run(["make", "-n", *args], cwd=ROOT, capture_output=True, text=True,
+                          timeout=300)
+
+
+@NEEDS_NVCC
+def test_lib_variants_asks_for_names():
+    done = subprocess.run(["make", "lib-variants"], cwd=ROOT, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode != 0
+    assert "LIB_VARIANTS" in done.stdout + done.stderr
+
+
+@NEEDS_NVCC
+def test_lib_variants_compiles_every_cuda_source_with_the_variants_flags_and_links_them():
+    done = _make("lib-variants", "LIB_VARIANTS=m11_tf32_rna", "DEV_ARCH=90", "-B")
+    assert done.returncode == 0, done.stderr
+    sources = sorted(name[:-3] for name in os.listdir(os.path.join(ROOT, "cuda")) if name.endswith(".cu"))
+    out_dir = "build/libvariants/m11_tf32_rna/"
+    for source in sources:
+        compile_lines = [line for line in done.stdout.splitlines()
+                         if f"-c cuda/{source}.cu -o {out_dir}{source}.o" in line]
+        assert len(compile_lines) == 1, source
+        assert "-DFFTCONV_TF32_ROUND_RN=0" in compile_lines[0] and "-fPIC" in compile_lines[0]
+        assert "arch=compute_90,code=sm_90" in compile_lines[0]
+    link = [line for line in done.stdout.splitlines() if f"-o {out_dir}_fftconv_ops.so" in line]
+    assert len(link) == 1
+    assert all(f"{out_dir}{source}.o" in link[0] for source in sources)
+    assert "build/cc/spectral_matmul_gpu.o" in link[0]  # the GPU OpKernels, with CUDA configured
