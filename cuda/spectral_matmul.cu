@@ -413,12 +413,20 @@ struct MmaTile {
 // (ties to even, the same 2^-11 bound), one F2FP; its low 13 bits are not defined, which the MMA
 // does not read. On the H200 that took 8-10% off each TF32 product (benchmarks/NOTES.md, "One-
 // instruction TF32 rounding"). FFTCONV_TF32_ROUND_RN=0 (variant m11_tf32_rna) keeps cvt.rna there.
+// FFTCONV_TF32_NO_ROUND=1 (variant m12_tf32_no_round, for timing only) hands the FP32 bits over
+// unconverted, which the MMA truncates (twice the rounding error): the time of fragments built
+// from spectra already rounded to TF32 where they are written, which would need no conversion.
 #ifndef FFTCONV_TF32_ROUND_RN
 #define FFTCONV_TF32_ROUND_RN 1
 #endif
+#ifndef FFTCONV_TF32_NO_ROUND
+#define FFTCONV_TF32_NO_ROUND 0
+#endif
 __device__ __forceinline__ uint32_t ToTf32(float x) {
   uint32_t r;
-#if FFTCONV_TF32_ROUND_RN && __CUDA_ARCH__ >= 900
+#if FFTCONV_TF32_NO_ROUND
+  r = __float_as_uint(x);
+#elif FFTCONV_TF32_ROUND_RN && __CUDA_ARCH__ >= 900
   asm("cvt.rn.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
 #else
   asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
