@@ -248,6 +248,7 @@ $(foreach kernel,$(VARIANT_KERNELS),$(eval $(call variant_kernel_rule,$(kernel))
 LIBVARIANT_DIR := $(BUILD)/libvariants
 lib-variants:
 	@test -n "$(LIB_VARIANTS)" || { echo "error: name the variants: make lib-variants LIB_VARIANTS=\"<name> ...\" (VARIANTS lists them)"; exit 1; }
+	@test -z "$(filter-out $(VARIANTS),$(LIB_VARIANTS))" || { echo "error: no such variant: $(filter-out $(VARIANTS),$(LIB_VARIANTS)) (VARIANTS lists them)"; exit 1; }
 	$(MAKE) WITH_CUDA=1 CUDA_ARCHS=$(DEV_ARCH) $(LIB_VARIANTS:%=$(LIBVARIANT_DIR)/%/_fftconv_ops.so)
 
 ifeq ($(WITH_CUDA),1)

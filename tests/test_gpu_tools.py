@@ -80,18 +80,24 @@ def _make(*args):
 
 
 @NEEDS_NVCC
-def test_lib_variants_asks_for_names():
-    done = subprocess.run(["make", "lib-variants"], cwd=ROOT, capture_output=True, text=True,
-                          timeout=300)
+@pytest.mark.parametrize("names, message", [
+    ("", "name the variants"),
+    ("m11_tf32_rna bogus", "no such variant: bogus"),
+])
+def test_lib_variants_asks_for_known_names(names, message):
+    done = subprocess.run(["make", "lib-variants", f"LIB_VARIANTS={names}"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)
     assert done.returncode != 0
-    assert "LIB_VARIANTS" in done.stdout + done.stderr
+    assert message in done.stdout + done.stderr
+    assert "nvcc" not in done.stdout  # refused before anything is compiled
 
 
 @NEEDS_NVCC
 def test_lib_variants_compiles_every_cuda_source_with_the_variants_flags_and_links_them():
     done = _make("lib-variants", "LIB_VARIANTS=m11_tf32_rna", "DEV_ARCH=90", "-B")
     assert done.returncode == 0, done.stderr
-    sources = sorted(name[:-3] for name in os.listdir(os.path.join(ROOT, "cuda")) if name.endswith(".cu"))
+    sources = sorted(name[:-3] for name in os.listdir(os.path.join(ROOT, "cuda"))
+                     if name.endswith(".cu"))
     out_dir = "build/libvariants/m11_tf32_rna/"
     for source in sources:
         compile_lines = [line for line in done.stdout.splitlines()

@@ -168,6 +168,7 @@ for step in $steps; do
       log "library variants: $(ls -d build/libvariants/*/ 2>/dev/null | xargs -n1 basename 2>/dev/null | tr '\n' ' ')"
       kept=build/libvariants/.library.so
       cp tf_fftconv/_fftconv_ops.so "$kept"
+      trap 'cp "$kept" tf_fftconv/_fftconv_ops.so' EXIT  # the library back even if cut short
       for round in $(seq "${LIBVARIANT_ROUNDS:-2}"); do
         for lib in "$kept" build/libvariants/*/_fftconv_ops.so; do
           [ -f "$lib" ] || continue
@@ -179,7 +180,7 @@ for step in $steps; do
           echo "$name, round $round:"; grep -E " (forward|train) " "$WORK/libvariant_${name}_$round.log"
         done
       done
-      cp "$kept" tf_fftconv/_fftconv_ops.so ;;
+      cp "$kept" tf_fftconv/_fftconv_ops.so; trap - EXIT ;;
     *) echo "unknown step $step"; exit 2 ;;
   esac
   pack
