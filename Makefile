@@ -138,8 +138,11 @@ $(BUILD)/config.stamp: FORCE
 	@mkdir -p $(BUILD)
 	@echo "$(CONFIG) tf-$(TF_VERSION)" | cmp -s - $@ || echo "$(CONFIG) tf-$(TF_VERSION)" > $@
 
+# The link of the op library and of its variants (make lib-variants): every object prerequisite.
+LINK_LIB   = $(CXX) $(LDFLAGS) -o $@ $(filter %.o,$^) $(CUDA_LIBS) $(TF_LIBS)
+
 $(LIB): $(CC_OBJS) $(GPU_OBJS) $(BUILD)/config.stamp
-	$(CXX) $(LDFLAGS) -o $@ $(CC_OBJS) $(GPU_OBJS) $(CUDA_LIBS) $(TF_LIBS)
+	$(LINK_LIB)
 
 $(INFO): $(LIB)
 	@$(PYTHON) -c 'import json, sys; json.dump({"tensorflow_version": sys.argv[1], "cuda": sys.argv[2] == "1", "cuda_archs": sys.argv[3].split(), "nvcc": sys.argv[4]}, open(sys.argv[5], "w"), indent=1)' \
@@ -161,11 +164,12 @@ $(BUILD)/cpu_kernel_check: cc/tests/cpu_kernel_check.cc cc/cpu_kernels.cc $(wild
 	$(CXX) $(CXXFLAGS) -o $@ cc/tests/cpu_kernel_check.cc cc/cpu_kernels.cc -lpthread
 
 ifneq ($(NVCC),)
-# Library objects: position-independent, every wanted architecture plus PTX of the newest.
+# Library objects: position-independent, every wanted architecture plus PTX of the newest (library
+# variants, below, leave the PTX out).
+LIB_NVCC   = $(NVCC) $(NVCC_BASE) -Xcompiler -fPIC $(call gencode,$(ARCHS))
 $(CU_DIR)/%.o: cuda/%.cu $(CU_DEPS)
 	@mkdir -p $(dir $@)
-	$(NVCC) $(NVCC_BASE) -Xcompiler -fPIC $(call gencode,$(ARCHS)) \
-	  -gencode arch=compute_$(NEWEST),code=compute_$(NEWEST) -c $< -o $@
+	$(LIB_NVCC) -gencode arch=compute_$(NEWEST),code=compute_$(NEWEST) -c $< -o $@
 
 cuda-check:
 	$(MAKE) WITH_CUDA=1 CUDA_ARCHS=$(DEV_ARCH) cuda-objects $(CHECK_DIR)/kernel_check.o
@@ -254,13 +258,13 @@ lib-variants:
 ifeq ($(WITH_CUDA),1)
 LIBVARIANT_OBJS := $(subst @NAME@,%,$(patsubst cuda/%.cu,$(LIBVARIANT_DIR)/@NAME@/%.o,$(CU_SRCS)))
 $(LIBVARIANT_DIR)/%/_fftconv_ops.so: $(CC_OBJS) $(GPU_CC_OBJS) $(LIBVARIANT_OBJS)
-	$(CXX) $(LDFLAGS) -o $@ $^ $(CUDA_LIBS) $(TF_LIBS)
+	$(LINK_LIB)
 
 define lib_variant_kernel_rule
 .PRECIOUS: $(LIBVARIANT_DIR)/%/$(1).o
 $(LIBVARIANT_DIR)/%/$(1).o: cuda/$(1).cu $(CU_DEPS)
 	@mkdir -p $$(dir $$@)
-	$$(NVCC) $$(NVCC_BASE) -Xcompiler -fPIC $$(call gencode,$$(ARCHS)) $$(VARIANT_FLAGS_$$*) -c $$< -o $$@
+	$$(LIB_NVCC) $$(VARIANT_FLAGS_$$*) -c $$< -o $$@
 endef
 $(foreach kernel,$(CU_SRCS:cuda/%.cu=%),$(eval $(call lib_variant_kernel_rule,$(kernel))))
 endif

@@ -165,7 +165,8 @@ for step in $steps; do
         | tee "$WORK/reproduce_jitcompileoff.log" | tail -9 ;;
     lib-variants)
       # The library is kept beside the variants (not in $WORK, which is packed) and put back after.
-      log "library variants: $(ls -d build/libvariants/*/ 2>/dev/null | xargs -n1 basename 2>/dev/null | tr '\n' ' ')"
+      mkdir -p build/libvariants
+      log "library variants: $(cd build/libvariants && echo */)"
       kept=build/libvariants/.library.so
       cp tf_fftconv/_fftconv_ops.so "$kept"
       trap 'cp "$kept" tf_fftconv/_fftconv_ops.so' EXIT  # the library back even if cut short

@@ -28,12 +28,11 @@ case "${1:-}" in
     xz -d -c "$DIR/_fftconv_ops.so.xz" > tf_fftconv/_fftconv_ops.so
     cp "$DIR/_build_info.json" tf_fftconv/_build_info.json
     mkdir -p build && xz -d -c "$DIR/kernel_check.xz" > build/kernel_check && chmod +x build/kernel_check
+    ls -la tf_fftconv/_fftconv_ops.so build/kernel_check
     (cd "$DIR/files" && find . -name '*.xz') | while read -r f; do
       out=${f#./}; out=${out%.xz}
-      mkdir -p "$(dirname "$out")" && xz -d -c "$DIR/files/$f" > "$out" && chmod +x "$out"
-    done
-    ls -la tf_fftconv/_fftconv_ops.so build/kernel_check
-    (cd "$DIR/files" && find . -name '*.xz' | sed 's/\.xz$//') ;;
+      mkdir -p "$(dirname "$out")" && xz -d -c "$DIR/files/$f" > "$out" && chmod +x "$out" && echo "$out"
+    done ;;
   *)
     echo "usage: bash tools/prebuilt.sh pack [build/... ...] | unpack" >&2
     exit 2 ;;
