@@ -1,4 +1,4 @@
-// Cached device queries (compute capability, shared-memory limit) for the launchers.
+// Cached device queries (compute capability, shared-memory limit, SM count) for the launchers.
 #include "device_info.h"
 
 #include <cuda_runtime.h>
@@ -14,8 +14,10 @@ constexpr int kMaxDevices = 64;
 // 0 = not queried yet; otherwise (value + 1) so that a stored 0 is never ambiguous.
 std::atomic<int> g_compute_capability[kMaxDevices];
 std::atomic<int> g_max_shared[kMaxDevices];
+std::atomic<int> g_multiprocessors[kMaxDevices];
 std::atomic<int> g_shared_cap{0};
 std::atomic<int> g_compute_capability_cap{0};
+std::atomic<int> g_persistent_blocks_cap{0};
 
 void ApplyCap(DeviceLimits* limits) {
   const int cap = g_shared_cap.load(std::memory_order_relaxed);
@@ -33,17 +35,20 @@ int CurrentDeviceLimits(DeviceLimits* limits) {
   if (device >= 0 && device < kMaxDevices) {
     const int cc = g_compute_capability[device].load(std::memory_order_acquire);
     const int smem = g_max_shared[device].load(std::memory_order_acquire);
-    if (cc != 0 && smem != 0) {
+    const int sms = g_multiprocessors[device].load(std::memory_order_acquire);
+    if (cc != 0 && smem != 0 && sms != 0) {
       limits->compute_capability = cc - 1;
       limits->max_shared_per_block = smem - 1;
+      limits->multiprocessors = sms - 1;
       ApplyCap(limits);
       return 0;
     }
   }
-  int major = 0, minor = 0, optin = 0, plain = 0;
+  int major = 0, minor = 0, optin = 0, plain = 0, sms = 0;
   if ((err = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device)) != cudaSuccess ||
       (err = cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device)) != cudaSuccess ||
-      (err = cudaDeviceGetAttribute(&plain, cudaDevAttrMaxSharedMemoryPerBlock, device)) != cudaSuccess) {
+      (err = cudaDeviceGetAttribute(&plain, cudaDevAttrMaxSharedMemoryPerBlock, device)) != cudaSuccess ||
+      (err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device)) != cudaSuccess) {
     return static_cast<int>(err);
   }
   // Devices without an opt-in limit report 0 here: fall back to the plain per-block limit.
@@ -53,9 +58,11 @@ int CurrentDeviceLimits(DeviceLimits* limits) {
   }
   limits->compute_capability = 10 * major + minor;
   limits->max_shared_per_block = optin > plain ? optin : plain;
+  limits->multiprocessors = sms > 0 ? sms : 1;
   if (device >= 0 && device < kMaxDevices) {
     g_compute_capability[device].store(limits->compute_capability + 1, std::memory_order_release);
     g_max_shared[device].store(limits->max_shared_per_block + 1, std::memory_order_release);
+    g_multiprocessors[device].store(limits->multiprocessors + 1, std::memory_order_release);
   }
   ApplyCap(limits);
   return 0;
@@ -66,6 +73,12 @@ void SetSharedMemoryCapForTesting(int bytes) { g_shared_cap.store(bytes > 0 ? by
 void SetComputeCapabilityCapForTesting(int compute_capability) {
   g_compute_capability_cap.store(compute_capability > 0 ? compute_capability : 0, std::memory_order_relaxed);
 }
+
+void SetPersistentBlocksCapForTesting(int blocks) {
+  g_persistent_blocks_cap.store(blocks > 0 ? blocks : 0, std::memory_order_relaxed);
+}
+
+int PersistentBlocksCap() { return g_persistent_blocks_cap.load(std::memory_order_relaxed); }
 
 }  // namespace detail
 }  // namespace cuda

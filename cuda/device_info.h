@@ -9,6 +9,7 @@ namespace detail {
 struct DeviceLimits {
   int compute_capability;     // 10 * major + minor, e.g. 90 for sm_90
   int max_shared_per_block;   // opt-in dynamic shared memory limit per block, bytes
+  int multiprocessors;        // SMs, which size the grids of persistent kernels
 };
 
 // Fills `limits` for the calling thread's current device; returns a cudaError_t code (0 on success).
@@ -21,6 +22,11 @@ void SetSharedMemoryCapForTesting(int bytes);
 // Caps the compute capability the launchers see (e.g. 75; 0 restores the device's), so that tests on
 // a new GPU run the paths chosen for older ones (the half-precision matmul without tensor cores).
 void SetComputeCapabilityCapForTesting(int compute_capability);
+
+// Caps the blocks of a persistent kernel's grid (0: as many as are resident at once), so that tests
+// with few images still make each block loop over several groups of them, as large inputs do.
+void SetPersistentBlocksCapForTesting(int blocks);
+int PersistentBlocksCap();
 
 }  // namespace detail
 }  // namespace cuda

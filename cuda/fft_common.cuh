@@ -1,6 +1,7 @@
 // Device building blocks shared by the forward and inverse small-FFT kernels:
 // complex arithmetic, twiddles, the register radix-2 FFT, the cross-lane (warp shuffle) stages,
-// fast integer division and the one place where tensor / spectrum / shared-memory offsets are computed.
+// fast integer division, asynchronous copies (which the matmul's pipeline uses too) and the one
+// place where tensor / spectrum / shared-memory offsets are computed.
 //
 // A length-S transform is spread over L lanes of a warp (L = 1 keeps it in one thread), L a power of
 // two and P = S / L points per lane:
@@ -212,6 +213,28 @@ __device__ __forceinline__ void StoreStreaming(T* ptr, T v) {
   } else {
     *ptr = v;
   }
+}
+
+// Asynchronous copy (cp.async, sm_80+) of kBytes (4, 8 or 16) from global to shared memory;
+// src_bytes = 0 writes zeros. 16-byte copies bypass L1 (.cg), smaller ones cannot (.ca).
+template <int kBytes>
+__device__ __forceinline__ void CpAsync(void* smem, const void* gmem, int src_bytes) {
+  const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  if constexpr (kBytes == 16) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(gmem), "r"(src_bytes));
+  } else if constexpr (kBytes == 8) {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;\n" ::"r"(dst), "l"(gmem), "r"(src_bytes));
+  } else {
+    static_assert(kBytes == 4, "cp.async copies 4, 8 or 16 bytes");
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(gmem), "r"(src_bytes));
+  }
+}
+// Closes the group of copies issued since the last commit.
+__device__ __forceinline__ void CpAsyncCommit() { asm volatile("cp.async.commit_group;\n" ::); }
+// Waits until at most kPending of this thread's committed groups are still in flight.
+template <int kPending>
+__device__ __forceinline__ void CpAsyncWait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending) : "memory");
 }
 
 __host__ __device__ constexpr int BitReverse(int v, int n) {
@@ -494,6 +517,21 @@ inline StageIndex MakeStageIndex(int rows, int cols, int images_per_block, int l
   return s;
 }
 
+// Pixel-major stage of NHWC images: [row r][col c][image i], strides (row_stride, G, 1), so that four
+// consecutive channels of a pixel are one 16-byte copy; image_stride is 1. A warp's row reads (G
+// images x L lanes x 32/(G*L) row jobs on rows two apart) hit distinct banks when 2 * row_stride =
+// G * L (mod 32); rows stay 16-byte aligned when G * L is a multiple of 8.
+inline StageIndex MakePixelMajorStageIndex(int cols, int images_per_block, int lanes) {
+  StageIndex s;
+  s.image_stride = 1;
+  s.row_stride = PadToResidue(cols * images_per_block, (images_per_block * lanes / 2) % 16, 16);
+  return s;
+}
+template <bool kPixelMajor, int G>
+__host__ __device__ __forceinline__ int StageAt(const StageIndex& s, int i, int r, int c) {
+  return kPixelMajor ? r * s.row_stride + c * G + i : s.At(i, r, c);
+}
+
 // Zeroes `bytes` (a multiple of 4) of shared memory with the block's threads.
 __device__ __forceinline__ void ZeroShared(void* ptr, int bytes, int tid, int threads) {
   uint4* p4 = static_cast<uint4*>(ptr);
@@ -728,13 +766,49 @@ int LaunchWithShapes(bool nhwc, int channels, size_t max_smem, Plan&& plan, Laun
   return launch(ShapeTag<Ordinary>{}, args, smem);
 }
 
-// The launchers' entry: the current device's shared memory, then LargeShape or FftShape of the
-// transform's direction and layout (LaunchWithShapes).
+// The loop of a pipelined transform's persistent block (plan 0 of either direction): groups
+// g = blockIdx.x, + gridDim.x, ... of `groups`, two shared-memory buffers of buffer_elements floats.
+// copy(buffer, g) issues group g's cp.async copies into a buffer; process(buffer, g) transforms group
+// g from it once they have landed (all threads' copies), and may use the whole buffer. The copies of
+// the next group go into the other buffer while a group is processed; that buffer was last used by the
+// group before, which every thread has finished (the barrier after process). sm_80+.
+template <typename Copy, typename Process>
+__device__ __forceinline__ void RunPipelinedGroups(float* buffers, int buffer_elements, int groups, Copy&& copy,
+                                                   Process&& process) {
+  int g = blockIdx.x;
+  if (g < groups) copy(buffers, g);
+  CpAsyncCommit();
+  for (int k = 0; g < groups; ++k, g += gridDim.x) {
+    float* const buffer = buffers + (k & 1) * buffer_elements;
+    const int g_next = g + gridDim.x;
+    if (g_next < groups) copy(buffers + ((k + 1) & 1) * buffer_elements, g_next);
+    CpAsyncCommit();
+    CpAsyncWait<1>();  // group g's copies have landed (this thread's)
+    __syncthreads();   // ... and every thread's
+    process(buffer, g);
+    __syncthreads();   // the buffer is free for the group after next
+  }
+  CpAsyncWait<0>();  // the last groups committed are empty; leave none outstanding
+}
+
+// Blocks per SM of a pipelined transform (plan 0 of either direction: persistent blocks with two
+// buffers, each a group's spectrum of S (S/2 + 1) G complex values or less): as many as the buffers
+// leave room for in the 227 KB of an H100 or H200, at most the shape's own minimum (its register
+// budget). Plan 0 is built only for shapes that keep two blocks per SM (kPipelinable; the launch
+// checks the device's own shared memory): with one, every barrier idles the SM, and the 40 frame's
+// 640-thread forward shape measured slower than plan 1 (benchmarks/NOTES.md).
+template <int S, typename Shape>
+constexpr int PipelinedMinBlocks() {
+  constexpr int kFit = 227 * 1024 / (2 * (8 * S * (S / 2 + 1) * Shape::kImagesPerBlock + 1024));
+  return kFit < Shape::kMinBlocks ? kFit : Shape::kMinBlocks;
+}
+template <int S, typename Shape>
+constexpr bool kPipelinable = PipelinedMinBlocks<S, Shape>() >= 2;
+
+// The launchers' entry: the device's shared memory (limits, CurrentDeviceLimits), then LargeShape or
+// FftShape of the transform's direction and layout (LaunchWithShapes).
 template <typename Real, int S, bool kInverse, typename Plan, typename Launch>
-int LaunchPreferringLarge(bool nhwc, int channels, Plan&& plan, Launch&& launch) {
-  DeviceLimits limits;
-  const int err = CurrentDeviceLimits(&limits);
-  if (err != 0) return err;
+int LaunchPreferringLarge(const DeviceLimits& limits, bool nhwc, int channels, Plan&& plan, Launch&& launch) {
   const size_t max_smem = static_cast<size_t>(limits.max_shared_per_block);
   using Ordinary = FftShape<Real, S, kInverse>;
   using LargeNhwc = LargeShape<Real, S, kInverse, true>;
@@ -780,17 +854,46 @@ bool UseVectorIo(const void* global, bool use_stage, int images_per_block, bool 
   return aligned && images_per_block % 4 == 0 && (!nhwc || channels % 4 == 0);
 }
 
-// Launches `kernel` with `smem` bytes of dynamic shared memory, first raising the kernel's limit
-// when it needs more than the default 48 KiB; returns the launch's error code.
+// Raises `kernel`'s dynamic shared memory limit to `smem` where it needs more than the default
+// 48 KiB; returns the error code.
+template <typename... Params>
+int AllowSharedMemory(void (*kernel)(Params...), size_t smem) {
+  if (smem <= 48 * 1024) return 0;
+  return static_cast<int>(
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
+}
+
+// Launches `kernel` with `smem` bytes of dynamic shared memory; returns the launch's error code.
 template <typename... Params, typename... Args>
 int LaunchWithSharedMemory(void (*kernel)(Params...), dim3 grid, int threads, size_t smem,
                            cudaStream_t stream, Args... args) {
-  if (smem > 48 * 1024) {
-    const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                               static_cast<int>(smem));
-    if (e != cudaSuccess) return static_cast<int>(e);
-  }
+  const int err = AllowSharedMemory(kernel, smem);
+  if (err != 0) return err;
   kernel<<<grid, threads, smem, stream>>>(args...);
+  return static_cast<int>(cudaGetLastError());
+}
+
+// Blocks of a persistent kernel's grid with `blocks_per_sm` resident on each of `multiprocessors`
+// SMs (or fewer under a test's cap, PersistentBlocksCap).
+inline long long PersistentBlocks(int multiprocessors, int blocks_per_sm) {
+  const long long blocks = static_cast<long long>(blocks_per_sm > 0 ? blocks_per_sm : 1) * multiprocessors;
+  const int cap = PersistentBlocksCap();
+  return cap > 0 && cap < blocks ? cap : blocks;
+}
+
+// Launches a persistent kernel, whose blocks loop over `work_items` (blockIdx.x, + gridDim.x, ...):
+// as many blocks as are resident at once on `multiprocessors` SMs, at most one per item.
+template <typename... Params, typename... Args>
+int LaunchPersistent(void (*kernel)(Params...), int work_items, int multiprocessors, int threads, size_t smem,
+                     cudaStream_t stream, Args... args) {
+  int err = AllowSharedMemory(kernel, smem);
+  if (err != 0) return err;
+  int blocks_per_sm = 0;
+  err = static_cast<int>(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks_per_sm, kernel, threads, smem));
+  if (err != 0) return err;
+  long long blocks = PersistentBlocks(multiprocessors, blocks_per_sm);
+  if (work_items < blocks) blocks = work_items;
+  kernel<<<static_cast<unsigned>(blocks), threads, smem, stream>>>(args...);
   return static_cast<int>(cudaGetLastError());
 }
 

@@ -14,12 +14,17 @@
 //                row a plus i times that of row b); the frame rows go to a stage in shared memory.
 //   3. store   : the window of the stage is copied to NCHW / NHWC global memory with coalesced
 //                (vector) stores: the crop is fused into this copy.
+// On sm_80+ with float tensors the same three steps run in persistent blocks that loop over groups of
+// G images, the spectrum of the next group copied into a second buffer by cp.async while this group
+// is transformed (plan 0, Irfft2dPipelinedKernel), where both buffers fit in shared memory.
 // When the window does not fit in shared memory, rows are split into chunks, one chunk per blockIdx.y
 // (each block recomputes the column inverse), and the row pass writes global memory directly.
 // Half precision (Io = __half / __nv_bfloat16): the (re, im) pairs of the mean-normalised spectrum
 // are converted to float as they are read, the transforms run in float, and the window is rounded
 // to Io as it is stored, without the 1/S^2 (the stored spectrum is already divided by S^2).
 #include <cuda_runtime.h>
+
+#include <algorithm>
 
 #include "device_info.h"
 #include "fft_common.cuh"
@@ -36,13 +41,23 @@ struct Irfft2dArgs {
   int channels, out_h, out_w;
   int offset_h, offset_w;
   bool nhwc;
-  bool use_stage;             // plan 1: all S frame rows of the column results + a stage, one chunk
+  bool use_stage;             // plan 0 or 1: all S frame rows of the column results + a stage, one chunk
+  bool pipelined;             // plan 0: persistent blocks, two buffers, cp.async (Irfft2dPipelinedKernel)
   bool vector_io;             // float4 global stores in the stage copy
+  bool copy16;                // plan 0: 16-byte copies of the spectrum (two images; 8 bytes otherwise)
   detail::StageIndex stage;   // window rows (rounded up to even) x S frame columns
   int row_stride;             // column results: [row][column job c][image i], row stride (complex)
   int chunk_rows;             // plan 2: window rows per block (even unless it covers the window)
+  int groups;                 // groups of G images, ceil(images / G)
+  int buffer_elements;        // plan 0: floats per buffer (its spectrum, column results or stage)
   detail::FastDivmod div_hw, div_w, div_channels;
 };
+
+// Pipelined plan (Irfft2dPipelinedKernel) where it fits, preferred over a LargeShape's plan 1; 0
+// keeps every launch on the plans below it (make kernel-variants: n10_no_inv_pipeline).
+#ifndef FFTCONV_IRFFT_PIPELINE
+#define FFTCONV_IRFFT_PIPELINE 1
+#endif
 
 // Copies the output windows from the stage (window row h, frame column offset_w + w) to global memory.
 template <typename Io, typename Real, int G, int kThreads>
@@ -122,18 +137,96 @@ __device__ __forceinline__ void StoreStage(const Real* stage, Io* __restrict__ o
   }
 }
 
+// Column pass, loads: column job c's values along ky of one image, from `in` (the image's bin (0, 0))
+// with `stride` images between bins; job 0 packs the Hermitian parts of the columns kx = 0 and
+// kx = S/2, H0 + i * HN. Zero for an invalid image.
+template <typename Io, int S, int L>
+__device__ __forceinline__ void LoadColumn(const typename detail::Storage<Io>::Pair* in, int stride, bool image_valid,
+                                           int c, int l,
+                                           complex_t<typename detail::Storage<Io>::Compute> (&y)[S / L]) {
+  using Real = typename detail::Storage<Io>::Compute;
+  using C = complex_t<Real>;
+  using Layout = detail::FftLayout<S, L>;
+  constexpr int P = S / L, kHalf = S / 2;
+  if (c != 0) {
+#pragma unroll
+    for (int p = 0; p < P; ++p) {
+      const C v = detail::ToCompute(in[detail::SpectrumIndex(S, Layout::InputIndex(p, l), c, stride, 0)]);
+      y[p] = image_valid ? v : C{Real(0), Real(0)};
+    }
+  } else {
+#pragma unroll
+    for (int p = 0; p < P; ++p) {
+      const int ky = Layout::InputIndex(p, l);
+      const int ky_mirror = ky == 0 ? 0 : S - ky;  // (S - ky) mod S
+      const C x0 = detail::ToCompute(in[detail::SpectrumIndex(S, ky, 0, stride, 0)]);
+      const C x0m = detail::ToCompute(in[detail::SpectrumIndex(S, ky_mirror, 0, stride, 0)]);
+      const C xn = detail::ToCompute(in[detail::SpectrumIndex(S, ky, kHalf, stride, 0)]);
+      const C xnm = detail::ToCompute(in[detail::SpectrumIndex(S, ky_mirror, kHalf, stride, 0)]);
+      // 2H = X[ky] + conj(X[-ky]) for both columns; v = H0 + i * HN.
+      const Real h0x = Real(0.5) * (x0.x + x0m.x), h0y = Real(0.5) * (x0.y - x0m.y);
+      const Real hnx = Real(0.5) * (xn.x + xnm.x), hny = Real(0.5) * (xn.y - xnm.y);
+      y[p] = image_valid ? C{h0x - hny, h0y + hnx} : C{Real(0), Real(0)};
+    }
+  }
+}
+
+// Row pass, loads: window rows a and b packed into one complex length-S inverse (Hermitian extension
+// of row a plus i times that of row b), read from the column results' rows buf_a and buf_b.
+template <typename Real, int S, int L, int G>
+__device__ __forceinline__ void LoadRowPair(const complex_t<Real>* columns, int row_stride, int buf_a, int buf_b,
+                                            int i, int l, complex_t<Real> (&x)[S / L]) {
+  using C = complex_t<Real>;
+  using Layout = detail::FftLayout<S, L>;
+  constexpr int P = S / L;
+  const C* ya_row = columns + buf_a * row_stride + i;
+  const C* yb_row = columns + buf_b * row_stride + i;
+  // Input k = p * L + l: k < S/2 for p < P/2, k >= S/2 for p >= P/2 (k = S/2 exactly when p = P/2, l = 0).
+#pragma unroll
+  for (int p = 0; p < P; ++p) {
+    if (p < P / 2) {
+      const int k = Layout::InputIndex(p, l);
+      const C ya = ya_row[k * G], yb = yb_row[k * G];
+      x[p] = (p == 0 && l == 0) ? C{ya.x, yb.x}                 // k = 0: the real kx = 0 values
+                                : C{ya.x - yb.y, ya.y + yb.x};  // Ya[k] + i Yb[k]
+    } else {
+      const bool nyquist = p == P / 2 && l == 0;                          // k = S/2
+      const int kk = nyquist ? 0 : S - Layout::InputIndex(p, l);        // column job holding bin S - k
+      const C ya = ya_row[kk * G], yb = yb_row[kk * G];
+      x[p] = nyquist ? C{ya.y, yb.y}                                     // the real kx = S/2 values
+                     : C{ya.x + yb.y, yb.x - ya.y};                      // conj(Ya[S-k]) + i conj(Yb[S-k])
+    }
+  }
+}
+
+// Row pass, stores: the inverse of pair q (window rows 2q and 2q + 1) into the stage, scaled.
+template <typename Real, int S, int L, int G>
+__device__ __forceinline__ void StageRowPair(complex_t<Real> (&x)[S / L], Real* stage, const detail::StageIndex& si,
+                                             int q, int i, int l, unsigned group_mask, Real scale) {
+  using Layout = detail::FftLayout<S, L>;
+  constexpr int P = S / L;
+  detail::DistributedFft<Real, true, S, L>(x, l, G, group_mask);
+  Real* row_a = stage + si.At(i, 2 * q, 0);
+  Real* row_b = row_a + si.row_stride;  // exists: stage rows are rounded up to even
+#pragma unroll
+  for (int r = 0; r < P; ++r) {
+    const int w = Layout::OutputIndex(r, l);
+    row_a[w] = x[r].x * scale;
+    row_b[w] = x[r].y * scale;
+  }
+}
+
 // spectrum: [bins, images] of Storage<Io>::Pair; output: the window in Io. Shape: a detail::BlockShape.
+// Plans 1 and 2.
 template <typename Io, int S, typename Shape>
 __global__ void __launch_bounds__(Shape::kThreads, Shape::kMinBlocks)
     Irfft2dKernel(const typename detail::Storage<Io>::Pair* __restrict__ spectrum, Io* __restrict__ output,
                   const Irfft2dArgs a) {
   using Real = typename detail::Storage<Io>::Compute;
-  using Pair = typename detail::Storage<Io>::Pair;
   using C = complex_t<Real>;
   constexpr int L = Shape::kLanes, G = Shape::kImagesPerBlock, kThreads = Shape::kThreads;
   using Layout = detail::FftLayout<S, L>;
   constexpr int P = S / L;
-  constexpr int kHalf = S / 2;
   // A mean-normalised half-precision spectrum is already divided by S^2.
   const Real scale = detail::Storage<Io>::kHalf ? Real(1) : Real(1) / Real(S * S);
 
@@ -160,29 +253,8 @@ __global__ void __launch_bounds__(Shape::kThreads, Shape::kMinBlocks)
   // ---- Column pass: job c = q, inverse along ky.
   {
     const int c = q;
-    const Pair* in = spectrum + (image_valid ? n : 0);
     C y[P];
-    if (c != 0) {
-#pragma unroll
-      for (int p = 0; p < P; ++p) {
-        const C v = detail::ToCompute(in[detail::SpectrumIndex(S, Layout::InputIndex(p, l), c, a.images, 0)]);
-        y[p] = image_valid ? v : C{Real(0), Real(0)};
-      }
-    } else {
-#pragma unroll
-      for (int p = 0; p < P; ++p) {
-        const int ky = Layout::InputIndex(p, l);
-        const int ky_mirror = ky == 0 ? 0 : S - ky;  // (S - ky) mod S
-        const C x0 = detail::ToCompute(in[detail::SpectrumIndex(S, ky, 0, a.images, 0)]);
-        const C x0m = detail::ToCompute(in[detail::SpectrumIndex(S, ky_mirror, 0, a.images, 0)]);
-        const C xn = detail::ToCompute(in[detail::SpectrumIndex(S, ky, kHalf, a.images, 0)]);
-        const C xnm = detail::ToCompute(in[detail::SpectrumIndex(S, ky_mirror, kHalf, a.images, 0)]);
-        // 2H = X[ky] + conj(X[-ky]) for both columns; v = H0 + i * HN.
-        const Real h0x = Real(0.5) * (x0.x + x0m.x), h0y = Real(0.5) * (x0.y - x0m.y);
-        const Real hnx = Real(0.5) * (xn.x + xnm.x), hny = Real(0.5) * (xn.y - xnm.y);
-        y[p] = image_valid ? C{h0x - hny, h0y + hnx} : C{Real(0), Real(0)};
-      }
-    }
+    LoadColumn<Io, S, L>(spectrum + (image_valid ? n : 0), a.images, image_valid, c, l, y);
     detail::DistributedFft<Real, true, S, L>(y, l, G, group_mask);
     C* col = columns + c * G + i;
     if (a.use_stage) {
@@ -203,40 +275,13 @@ __global__ void __launch_bounds__(Shape::kThreads, Shape::kMinBlocks)
   const bool row_active = ra < a.chunk_rows && row0 + ra < a.out_h;
   const bool has_b = ra + 1 < a.chunk_rows && row0 + ra + 1 < a.out_h;
   // Buffer rows of a and b; without b, row a is read twice (any real row works, its result is dropped).
-  const int buf_a = a.use_stage ? a.offset_h + ra : ra;
+  const int buf_a = row_active ? (a.use_stage ? a.offset_h + ra : ra) : 0;
   const int buf_b = has_b ? buf_a + 1 : buf_a;
-  const C* ya_row = columns + (row_active ? buf_a : 0) * a.row_stride + i;
-  const C* yb_row = columns + (row_active ? buf_b : 0) * a.row_stride + i;
-  // Input k = p * L + l: k < S/2 for p < P/2, k >= S/2 for p >= P/2 (k = S/2 exactly when p = P/2, l = 0).
   C x[P];
-#pragma unroll
-  for (int p = 0; p < P; ++p) {
-    if (p < P / 2) {
-      const int k = Layout::InputIndex(p, l);
-      const C ya = ya_row[k * G], yb = yb_row[k * G];
-      x[p] = (p == 0 && l == 0) ? C{ya.x, yb.x}                 // k = 0: the real kx = 0 values
-                                : C{ya.x - yb.y, ya.y + yb.x};  // Ya[k] + i Yb[k]
-    } else {
-      const bool nyquist = p == P / 2 && l == 0;                          // k = S/2
-      const int kk = nyquist ? 0 : S - Layout::InputIndex(p, l);        // column job holding bin S - k
-      const C ya = ya_row[kk * G], yb = yb_row[kk * G];
-      x[p] = nyquist ? C{ya.y, yb.y}                                     // the real kx = S/2 values
-                     : C{ya.x + yb.y, yb.x - ya.y};                      // conj(Ya[S-k]) + i conj(Yb[S-k])
-    }
-  }
+  LoadRowPair<Real, S, L, G>(columns, a.row_stride, buf_a, buf_b, i, l, x);
   if (a.use_stage) {
     __syncthreads();  // columns is overwritten by the stage below
-    if (row_active) {
-      detail::DistributedFft<Real, true, S, L>(x, l, G, group_mask);
-      Real* row_a = stage + a.stage.At(i, ra, 0);
-      Real* row_b = row_a + a.stage.row_stride;  // exists: stage rows are rounded up to even
-#pragma unroll
-      for (int r = 0; r < P; ++r) {
-        const int w = Layout::OutputIndex(r, l);
-        row_a[w] = x[r].x * scale;
-        row_b[w] = x[r].y * scale;
-      }
-    }
+    if (row_active) StageRowPair<Real, S, L, G>(x, stage, a.stage, q, i, l, group_mask, scale);
     __syncthreads();
     StoreStage<Io, Real, G, kThreads>(stage, output, a, n0, nvalid);
   } else if (row_active) {
@@ -255,9 +300,92 @@ __global__ void __launch_bounds__(Shape::kThreads, Shape::kMinBlocks)
   }
 }
 
+// Plan 0's copy of group g's spectrum, bins x G complex values, into a buffer ([bin][image], G
+// images per bin) by cp.async: 16 bytes (two images) per copy where a.copy16, else 8. Images past
+// the end are zero-filled.
+template <int G, int S, int kThreads>
+__device__ __forceinline__ void CopySpectrumAsync(const float2* __restrict__ spectrum, float2* buffer,
+                                                  const Irfft2dArgs& a, int g, int tid) {
+  constexpr int kBins = S * (S / 2 + 1);
+  const int n0 = g * G;
+  const int nvalid = min(G, a.images - n0);
+  if (G % 2 == 0 && a.copy16) {
+    constexpr int kPairs = G / 2;
+    for (int e = tid; e < kBins * kPairs; e += kThreads) {
+      const int bin = e / kPairs, i = 2 * (e % kPairs);
+      const int valid = min(2, max(0, nvalid - i));
+      const float2* src = spectrum + static_cast<size_t>(bin) * a.images + n0 + (valid > 0 ? i : 0);
+      detail::CpAsync<16>(buffer + bin * G + i, src, 8 * valid);
+    }
+  } else {
+    for (int e = tid; e < kBins * G; e += kThreads) {
+      const int bin = e / G, i = e % G;
+      const bool valid = i < nvalid;
+      const float2* src = spectrum + static_cast<size_t>(bin) * a.images + (valid ? n0 + i : 0);
+      detail::CpAsync<8>(buffer + bin * G + i, src, valid ? 8 : 0);
+    }
+  }
+}
+
+// Plan 0 (float tensors, sm_80+; shapes with kPipelinable): persistent blocks. Block b inverts the
+// groups of G images g = b, b + gridDim.x, ...; while one group is inverted, the spectrum of the next
+// is copied into the other of two shared-memory buffers by cp.async, so the loads are in flight
+// during the transforms instead of in a phase of their own. Each buffer holds in turn a group's
+// spectrum ([bin][image], complex), its column results (columns, as in Irfft2dKernel) and its stage.
+template <int S, typename Shape>
+__global__ void __launch_bounds__(Shape::kThreads, (detail::PipelinedMinBlocks<S, Shape>()))
+    Irfft2dPipelinedKernel(const float2* __restrict__ spectrum, float* __restrict__ output, const Irfft2dArgs a) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  using C = float2;
+  constexpr int L = Shape::kLanes, G = Shape::kImagesPerBlock, kThreads = Shape::kThreads;
+  using Layout = detail::FftLayout<S, L>;
+  constexpr int P = S / L;
+  const float scale = 1.f / static_cast<float>(S * S);
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  float* const buffers = reinterpret_cast<float*>(smem_raw);  // two of a.buffer_elements
+
+  const int tid = threadIdx.x;
+  const int i = tid % G;
+  const int l = (tid / G) % L;
+  const int q = tid / (G * L);
+  const unsigned group_mask = detail::LaneGroupMask(G * L);
+  const int ra = 2 * q;
+  const bool row_active = ra < a.out_h;
+  const int buf_a = row_active ? a.offset_h + ra : 0;
+  const int buf_b = ra + 1 < a.out_h ? buf_a + 1 : buf_a;
+
+  detail::RunPipelinedGroups(
+      buffers, a.buffer_elements, a.groups,
+      [&](float* buffer, int g) {
+        CopySpectrumAsync<G, S, kThreads>(spectrum, reinterpret_cast<C*>(buffer), a, g, tid);
+      },
+      [&](float* buffer, int g) {
+        C* const columns = reinterpret_cast<C*>(buffer);
+        // ---- Column pass: job c = q, from the staged spectrum (zero for images past the end).
+        C y[P];
+        LoadColumn<float, S, L>(columns + i, G, true, q, l, y);
+        __syncthreads();  // the spectrum is overwritten by the column results
+        detail::DistributedFft<float, true, S, L>(y, l, G, group_mask);
+#pragma unroll
+        for (int r = 0; r < P; ++r) columns[Layout::OutputIndex(r, l) * a.row_stride + q * G + i] = y[r];
+        __syncthreads();
+
+        // ---- Row pass and stores, as plan 1's.
+        C x[P];
+        LoadRowPair<float, S, L, G>(columns, a.row_stride, buf_a, buf_b, i, l, x);
+        __syncthreads();  // the column results are overwritten by the stage
+        if (row_active) StageRowPair<float, S, L, G>(x, buffer, a.stage, q, i, l, group_mask, scale);
+        __syncthreads();
+        const int n0 = g * G;
+        StoreStage<float, float, G, kThreads>(buffer, output, a, n0, min(G, a.images - n0));
+      });
+#endif
+}
+
 // The launch plan of one block shape: shared memory, chunks of window rows, the kernel's arguments.
 template <typename Io, int S, typename Shape>
-Irfft2dArgs PlanIrfft2d(const Irfft2dParams& p, const void* output, size_t max_smem, size_t* smem) {
+Irfft2dArgs PlanIrfft2d(const Irfft2dParams& p, const void* spectrum, const void* output, int compute_capability,
+                        int multiprocessors, size_t max_smem, size_t* smem) {
   using Real = typename detail::Storage<Io>::Compute;
   constexpr int L = Shape::kLanes, G = Shape::kImagesPerBlock;
   Irfft2dArgs a;
@@ -274,6 +402,9 @@ Irfft2dArgs PlanIrfft2d(const Irfft2dParams& p, const void* output, size_t max_s
   a.stage = detail::MakeStageIndex((p.out_h + 1) & ~1, S, G, L);
   // Rows two apart must land on different banks: 2 * row_stride = G (mod 16), as for slot strides.
   a.row_stride = detail::ComplexSlotStride(S / 2, G);
+  a.groups = (a.images + G - 1) / G;
+  a.buffer_elements = 0;
+  a.copy16 = false;
   const size_t row_bytes = sizeof(complex_t<Real>) * static_cast<size_t>(a.row_stride);
 
   // Plan 1: all S frame rows of the column results, then the stage, in the same memory.
@@ -282,6 +413,26 @@ Irfft2dArgs PlanIrfft2d(const Irfft2dParams& p, const void* output, size_t max_s
   *smem = stage_bytes > columns_bytes ? stage_bytes : columns_bytes;
   a.use_stage = true;
   a.chunk_rows = p.out_h;
+  a.vector_io = detail::UseVectorIo<Io>(output, true, G, p.nhwc, p.channels);
+
+  // Plan 0: plan 1's memory, or a group's spectrum where that is larger, twice.
+  a.pipelined = false;
+  if constexpr (FFTCONV_IRFFT_PIPELINE && std::is_same<Io, float>::value && detail::kPipelinable<S, Shape>) {
+    // Only where some blocks take two groups or more (as the forward transform's plan 0).
+    if (compute_capability >= 80 &&
+        a.groups > detail::PersistentBlocks(multiprocessors, detail::PipelinedMinBlocks<S, Shape>())) {
+      const size_t spectrum_bytes = sizeof(float2) * static_cast<size_t>(NumBins(S)) * G;
+      const size_t buffer_bytes = ((std::max(*smem, spectrum_bytes) + 15) / 16) * 16;
+      // Two blocks per SM at least (PipelinedMinBlocks).
+      if (4 * buffer_bytes <= max_smem) {
+        a.pipelined = true;
+        a.buffer_elements = static_cast<int>(buffer_bytes / sizeof(float));
+        a.copy16 = (reinterpret_cast<uintptr_t>(spectrum) & 15) == 0 && a.images % 2 == 0;
+        *smem = 2 * buffer_bytes;
+        return a;
+      }
+    }
+  }
   if (*smem > max_smem) {
     // Plan 2: chunks of window rows (even count), direct global stores.
     a.use_stage = false;
@@ -289,34 +440,49 @@ Irfft2dArgs PlanIrfft2d(const Irfft2dParams& p, const void* output, size_t max_s
     if (rows < 2) rows = 2;
     a.chunk_rows = rows < p.out_h ? rows : p.out_h;
     *smem = row_bytes * a.chunk_rows;
+    a.vector_io = false;
   }
-  a.vector_io = detail::UseVectorIo<Io>(output, a.use_stage, G, p.nhwc, p.channels);
   return a;
 }
 
 template <typename Io, int S, typename Shape>
-int LaunchIrfft2dShaped(const Irfft2dArgs& a, size_t smem, const Io* spectrum, Io* output, cudaStream_t stream) {
+int LaunchIrfft2dShaped(const Irfft2dArgs& a, size_t smem, int multiprocessors, const Io* spectrum, Io* output,
+                        cudaStream_t stream) {
   using Pair = typename detail::Storage<Io>::Pair;
-  constexpr int G = Shape::kImagesPerBlock;
-  const dim3 grid(static_cast<unsigned>((a.images + G - 1) / G),
-                  static_cast<unsigned>((a.out_h + a.chunk_rows - 1) / a.chunk_rows));
-  return detail::LaunchWithSharedMemory(Irfft2dKernel<Io, S, detail::BlockShapeOf<S, Shape>>, grid, Shape::kThreads,
-                                        smem, stream,
+  using Block = detail::BlockShapeOf<S, Shape>;
+  if constexpr (std::is_same<Io, float>::value && detail::kPipelinable<S, Shape>) {
+    if (a.pipelined) {
+      return detail::LaunchPersistent(Irfft2dPipelinedKernel<S, Block>, a.groups, multiprocessors, Shape::kThreads,
+                                      smem, stream, reinterpret_cast<const float2*>(spectrum), output, a);
+    }
+  }
+  const dim3 grid(static_cast<unsigned>(a.groups), static_cast<unsigned>((a.out_h + a.chunk_rows - 1) / a.chunk_rows));
+  return detail::LaunchWithSharedMemory(Irfft2dKernel<Io, S, Block>, grid, Shape::kThreads, smem, stream,
                                         reinterpret_cast<const Pair*>(spectrum), output, a);
 }
 
-// spectrum: [bins, images] pairs, as Io values (re, im).
+// spectrum: [bins, images] pairs, as Io values (re, im). Plan 0 of FftShape where it applies (it
+// measured faster than a LargeShape's plan 1: benchmarks/NOTES.md); else LargeShape or FftShape
+// (LaunchPreferringLarge).
 template <typename Io, int S>
 int LaunchIrfft2dSized(const Irfft2dParams& p, const Io* spectrum, Io* output, cudaStream_t stream) {
   using Real = typename detail::Storage<Io>::Compute;
-  return detail::LaunchPreferringLarge<Real, S, true>(
-      p.nhwc, p.channels,
-      [&](auto tag, size_t max_smem, size_t* smem) {
-        return PlanIrfft2d<Io, S, typename decltype(tag)::type>(p, output, max_smem, smem);
-      },
-      [&](auto tag, const Irfft2dArgs& a, size_t smem) {
-        return LaunchIrfft2dShaped<Io, S, typename decltype(tag)::type>(a, smem, spectrum, output, stream);
-      });
+  detail::DeviceLimits limits;
+  const int err = detail::CurrentDeviceLimits(&limits);
+  if (err != 0) return err;
+  const auto plan = [&](auto tag, size_t max_smem, size_t* smem) {
+    return PlanIrfft2d<Io, S, typename decltype(tag)::type>(p, spectrum, output, limits.compute_capability,
+                                                            limits.multiprocessors, max_smem, smem);
+  };
+  const auto launch = [&](auto tag, const Irfft2dArgs& a, size_t smem) {
+    return LaunchIrfft2dShaped<Io, S, typename decltype(tag)::type>(a, smem, limits.multiprocessors, spectrum, output,
+                                                                    stream);
+  };
+  using Ordinary = detail::FftShape<Real, S, true>;
+  size_t smem = 0;
+  const Irfft2dArgs ordinary = plan(detail::ShapeTag<Ordinary>{}, limits.max_shared_per_block, &smem);
+  if (ordinary.pipelined) return launch(detail::ShapeTag<Ordinary>{}, ordinary, smem);
+  return detail::LaunchPreferringLarge<Real, S, true>(limits, p.nhwc, p.channels, plan, launch);
 }
 
 template <typename Real>

@@ -11,13 +11,18 @@
 //                Z_j[c] and Z_j[S-c]; job 0 packs the two real columns kx = 0 and kx = S/2 into one
 //                complex column. Each job runs a length-S FFT along ky and writes its bins; threads of
 //                one warp write consecutive images of the same bin (coalesced).
-// When the device's shared memory is too small for that plan (large S, double), the stage is skipped
+// On sm_80+ with float tensors the same three steps run in persistent blocks that loop over groups of
+// G images, the pixels of the next group copied into a second buffer by cp.async while this group is
+// transformed (plan 0, Rfft2dPipelinedKernel), where both buffers fit in shared memory.
+// When the device's shared memory is too small for plan 1 (large S, double), the stage is skipped
 // (rows read straight from global memory) and the column jobs are split into chunks, one chunk per
 // blockIdx.y, each block recomputing the row pass.
 // Half precision (Io = __half / __nv_bfloat16): pixels are converted to float as they are loaded,
 // the transforms run in float, and each bin is stored divided by S^2 as a __half2 / __nv_bfloat162
 // (re, im) pair: the mean-normalised spectrum [bins, images, 2], bounded by the largest |pixel|.
 #include <cuda_runtime.h>
+
+#include <algorithm>
 
 #include "device_info.h"
 #include "fft_common.cuh"
@@ -35,14 +40,27 @@ struct Rfft2dArgs {
   int offset_h, offset_w;
   bool nhwc;
   int pair_begin, pair_end;   // frame row pairs (2j, 2j+1) that hold pixels: [pair_begin, pair_end)
-  bool use_stage;             // plan 1: zero-padded frames in shared memory, one chunk
-  bool vector_io;             // float4 global loads in the stage copy
-  detail::StageIndex stage;   // frames, S x S
+  bool use_stage;             // plan 0 or 1: frames staged in shared memory, one chunk
+  bool pipelined;             // plan 0: persistent blocks, two buffers, cp.async (Rfft2dPipelinedKernel)
+  bool vector_io;             // 16-byte global loads in the stage copy (float4; plan 0: NHWC only)
+  detail::StageIndex stage;   // plan 1: frames, S x S; plan 0: stage_rows frame rows x S columns,
+                              // pixel-major for NHWC (MakePixelMajorStageIndex)
   int stage_elements;         // G * stage.image_stride
+  int stage_row0;             // plan 0: frame row of stage row 0 (2 * pair_begin)
+  int stage_rows;             // plan 0: 2 * (pair_end - pair_begin)
+  int buffer_elements;        // plan 0: floats per buffer (its stage or its row spectra), a multiple of 4
+  int groups;                 // groups of G images, ceil(images / G)
   int slot_stride;            // row spectra: [slot][pair j][image i], slot stride (complex)
   int chunk_jobs;             // column jobs per block
   detail::FastDivmod div_hw, div_w, div_channels;
+  detail::FastDivmod div_h, div_pad_cols;  // plan 0's zero fill: height, S - width
 };
+
+// Pipelined plan (Rfft2dPipelinedKernel) where it fits; 0 keeps every launch on the plans below it
+// (make kernel-variants: n8_no_pipeline turns off both directions' pipelined plans).
+#ifndef FFTCONV_RFFT_PIPELINE
+#define FFTCONV_RFFT_PIPELINE 1
+#endif
 
 // Scalar loads in flight per thread in the stage copy (make kernel-variants).
 #ifndef FFTCONV_RFFT_LOADS
@@ -180,20 +198,114 @@ __device__ __forceinline__ void LoadStage(const Io* __restrict__ input, Real* st
   }
 }
 
+// Row pass, after the loads: transforms the packed rows x of pair j (all zero where the pair holds
+// no pixels) and writes the row spectra of the block's column jobs [c0, c0 + a.chunk_jobs) to
+// row_specs ([slot][pair j][image i], see Rfft2dKernel).
+template <typename Real, int S, int L, int G>
+__device__ __forceinline__ void TransformRowPair(complex_t<Real> (&x)[S / L], bool row_active, int j, int i,
+                                                 int l, unsigned group_mask, const Rfft2dArgs& a, int c0,
+                                                 complex_t<Real>* row_specs) {
+  using C = complex_t<Real>;
+  using Layout = detail::FftLayout<S, L>;
+  constexpr int P = S / L, kHalf = S / 2;
+  if (row_active) {
+    detail::DistributedFft<Real, false, S, L>(x, l, G, group_mask);
+  } else {
+#pragma unroll
+    for (int r = 0; r < P; ++r) x[r] = C{Real(0), Real(0)};
+  }
+#pragma unroll
+  for (int r = 0; r < P; ++r) {
+    const int k = Layout::OutputIndex(r, l);
+    int job, which;
+    if (k == 0) {
+      job = 0, which = 0;
+    } else if (k == kHalf) {
+      job = 0, which = 1;
+    } else if (k < kHalf) {
+      job = k, which = 0;
+    } else {
+      job = S - k, which = 1;
+    }
+    if (job >= c0 && job - c0 < a.chunk_jobs) row_specs[(2 * (job - c0) + which) * a.slot_stride + j * G + i] = x[r];
+  }
+}
+
+// Column pass: job c = c0 + q over frame rows h = InputIndex(p, l) (pair h / 2, part h % 2) of the
+// row spectra; writes bins (ky, c) of image n (column job 0: kx = 0 and kx = S/2).
+template <typename Io, int S, int L, int G>
+__device__ __forceinline__ void TransformColumns(const complex_t<typename detail::Storage<Io>::Compute>* row_specs,
+                                                 typename detail::Storage<Io>::Pair* __restrict__ spectrum,
+                                                 const Rfft2dArgs& a, int q, int i, int l, int n, bool image_valid,
+                                                 unsigned group_mask, int c0) {
+  using Real = typename detail::Storage<Io>::Compute;
+  using Pair = typename detail::Storage<Io>::Pair;
+  using C = complex_t<Real>;
+  using Layout = detail::FftLayout<S, L>;
+  constexpr int P = S / L, kHalf = S / 2;
+  // The column pass's factor 1/2, and 1/S^2 for a mean-normalised half-precision spectrum.
+  const Real out_scale = detail::Storage<Io>::kHalf ? Real(0.5) / Real(S * S) : Real(0.5);
+  const int c = c0 + q;
+  if (q >= a.chunk_jobs || c >= kHalf) return;
+  const C* spec_u = row_specs + (2 * q) * a.slot_stride + i;  // Z_j[c]   (Z_j[0])
+  const C* spec_m = spec_u + a.slot_stride;                    // Z_j[S-c] (Z_j[S/2])
+  C y[P];
+  if (c == 0) {
+    // Row spectra of real rows at kx = 0 and kx = S/2 are real: pack them as (kx=0, kx=S/2).
+#pragma unroll
+    for (int p = 0; p < P; ++p) {
+      const int h = Layout::InputIndex(p, l);
+      const C u = spec_u[(h >> 1) * G], m = spec_m[(h >> 1) * G];
+      y[p] = (h & 1) ? C{u.y, m.y} : C{u.x, m.x};
+    }
+  } else {
+    // Split the packed pair: 2A = u + conj(m) (row 2j), 2B = (u - conj(m)) / i (row 2j+1); the
+    // factor 1/2 is applied to the outputs.
+#pragma unroll
+    for (int p = 0; p < P; ++p) {
+      const int h = Layout::InputIndex(p, l);
+      const C u = spec_u[(h >> 1) * G], m = spec_m[(h >> 1) * G];
+      y[p] = (h & 1) ? C{u.y + m.y, m.x - u.x} : C{u.x + m.x, u.y - m.y};
+    }
+  }
+  detail::DistributedFft<Real, false, S, L>(y, l, G, group_mask);
+  Pair* out = spectrum + n;
+  if (c != 0) {
+    if (image_valid) {
+#pragma unroll
+      for (int r = 0; r < P; ++r) {
+        detail::StoreStreaming(out + detail::SpectrumIndex(S, Layout::OutputIndex(r, l), c, a.images, 0),
+                               detail::ToStorage<Pair>(detail::CScale(y[r], out_scale)));
+      }
+    }
+  } else {
+    // Unpack the two real columns: X[ky,0] = (Y + conj(Ym))/2, X[ky,S/2] = (Y - conj(Ym))/2i,
+    // Ym = Y[(S - ky) mod S].
+#pragma unroll
+    for (int r = 0; r < P; ++r) {
+      const C m = detail::MirrorOutput<Real, S, L>(y, r, l, G, group_mask);
+      const int ky = Layout::OutputIndex(r, l);
+      if (image_valid) {
+        detail::StoreStreaming(out + detail::SpectrumIndex(S, ky, 0, a.images, 0),
+                               detail::ToStorage<Pair>(C{out_scale * (y[r].x + m.x), out_scale * (y[r].y - m.y)}));
+        detail::StoreStreaming(out + detail::SpectrumIndex(S, ky, kHalf, a.images, 0),
+                               detail::ToStorage<Pair>(C{out_scale * (y[r].y + m.y), out_scale * (m.x - y[r].x)}));
+      }
+    }
+  }
+}
+
 // input: the images in Io; spectrum: [bins, images] of Storage<Io>::Pair. Shape: a detail::BlockShape.
+// Plans 1 and 2.
 template <typename Io, int S, typename Shape>
 __global__ void __launch_bounds__(Shape::kThreads, Shape::kMinBlocks)
     Rfft2dKernel(const Io* __restrict__ input, typename detail::Storage<Io>::Pair* __restrict__ spectrum,
                  const Rfft2dArgs a) {
   using Real = typename detail::Storage<Io>::Compute;
-  using Pair = typename detail::Storage<Io>::Pair;
   using C = complex_t<Real>;
   constexpr int L = Shape::kLanes, G = Shape::kImagesPerBlock, kThreads = Shape::kThreads;
-  // The column pass's factor 1/2, and 1/S^2 for a mean-normalised half-precision spectrum.
-  const Real out_scale = detail::Storage<Io>::kHalf ? Real(0.5) / Real(S * S) : Real(0.5);
   using Layout = detail::FftLayout<S, L>;
   constexpr int P = S / L;
-  constexpr int kHalf = S / 2;
 
   // Shared memory, one buffer used twice:
   //   stage     : real S x S frames, layout a.stage                             (plan 1 only)
@@ -243,84 +355,137 @@ __global__ void __launch_bounds__(Shape::kThreads, Shape::kMinBlocks)
                load_b && in_w ? detail::ToCompute(input[image.At(hb, w)]) : Real(0)};
     }
   }
-  if (row_active) {
-    detail::DistributedFft<Real, false, S, L>(x, l, G, group_mask);
-  } else {
-#pragma unroll
-    for (int r = 0; r < P; ++r) x[r] = C{Real(0), Real(0)};
-  }
-#pragma unroll
-  for (int r = 0; r < P; ++r) {
-    const int k = Layout::OutputIndex(r, l);
-    int job, which;
-    if (k == 0) {
-      job = 0, which = 0;
-    } else if (k == kHalf) {
-      job = 0, which = 1;
-    } else if (k < kHalf) {
-      job = k, which = 0;
-    } else {
-      job = S - k, which = 1;
-    }
-    if (job >= c0 && job - c0 < a.chunk_jobs) row_specs[(2 * (job - c0) + which) * a.slot_stride + j * G + i] = x[r];
-  }
+  TransformRowPair<Real, S, L, G>(x, row_active, j, i, l, group_mask, a, c0, row_specs);
   __syncthreads();
+  TransformColumns<Io, S, L, G>(row_specs, spectrum, a, q, i, l, n, image_valid, group_mask, c0);
+}
 
-  // ---- Column pass: job c = c0 + q over frame rows h = InputIndex(p, l) (pair h / 2, part h % 2).
-  const int c = c0 + q;
-  if (q < a.chunk_jobs && c < kHalf) {
-    const C* spec_u = row_specs + (2 * q) * a.slot_stride + i;  // Z_j[c]   (Z_j[0])
-    const C* spec_m = spec_u + a.slot_stride;                    // Z_j[S-c] (Z_j[S/2])
-    C y[P];
-    if (c == 0) {
-      // Row spectra of real rows at kx = 0 and kx = S/2 are real: pack them as (kx=0, kx=S/2).
-#pragma unroll
-      for (int p = 0; p < P; ++p) {
-        const int h = Layout::InputIndex(p, l);
-        const C u = spec_u[(h >> 1) * G], m = spec_m[(h >> 1) * G];
-        y[p] = (h & 1) ? C{u.y, m.y} : C{u.x, m.x};
-      }
-    } else {
-      // Split the packed pair: 2A = u + conj(m) (row 2j), 2B = (u - conj(m)) / i (row 2j+1); the
-      // factor 1/2 is applied to the outputs.
-#pragma unroll
-      for (int p = 0; p < P; ++p) {
-        const int h = Layout::InputIndex(p, l);
-        const C u = spec_u[(h >> 1) * G], m = spec_m[(h >> 1) * G];
-        y[p] = (h & 1) ? C{u.y + m.y, m.x - u.x} : C{u.x + m.x, u.y - m.y};
+// Plan 0's copy of group g's pixels into a buffer's stage, by cp.async, and the zeros around them:
+// the frame columns outside the image in each image row, and a stage row outside the image (frame
+// row offset_h - 1 when offset_h is odd, offset_h + height when that is odd).
+//   NCHW: 4 bytes per copy (the stage's rows are padded against bank conflicts, so not 16-byte
+//         aligned); a warp copies 128 consecutive bytes.
+//   NHWC (kPixelMajor): 16 bytes, four channels of a pixel, where the channels and the input allow
+//         (a.vector_io); else 4 bytes.
+template <bool kPixelMajor, int G, int S, int kThreads>
+__device__ __forceinline__ void StageGroupAsync(const float* __restrict__ input, float* stage, const Rfft2dArgs& a,
+                                                int g, int tid) {
+  const auto at = [&](int i, int r, int c) { return detail::StageAt<kPixelMajor, G>(a.stage, i, r, c); };
+  const int n0 = g * G;
+  const int nvalid = min(G, a.images - n0);
+  const int hw = a.height * a.width;
+  const int top = a.offset_h - a.stage_row0;  // stage row of image row 0: 0 or 1
+  if constexpr (!kPixelMajor) {
+    // NCHW: the group's images are one contiguous run of nvalid * H * W values.
+    const float* src = input + static_cast<size_t>(n0) * hw;
+    const int total = nvalid * hw;
+    for (int e = tid; e < total; e += kThreads) {
+      int i, rem, h, w;
+      a.div_hw.DivMod(e, i, rem);
+      a.div_w.DivMod(rem, h, w);
+      detail::CpAsync<4>(stage + at(i, top + h, a.offset_w + w), src + e, 4);
+    }
+  } else {
+    bool copied = false;
+    if constexpr (G % 4 == 0) {
+      if (a.vector_io) {
+        // Four consecutive images (channels % 4 == 0: they share b) per copy.
+        constexpr int kQuads = G / 4;
+        const int i = 4 * (tid % kQuads);
+        if (i < nvalid) {
+          int b, c;
+          a.div_channels.DivMod(n0 + i, b, c);
+          const float* src = input + static_cast<size_t>(b) * hw * a.channels + c;
+          for (int pix = tid / kQuads; pix < hw; pix += kThreads / kQuads) {
+            int h, w;
+            a.div_w.DivMod(pix, h, w);
+            detail::CpAsync<16>(stage + at(i, top + h, a.offset_w + w), src + static_cast<size_t>(pix) * a.channels,
+                                16);
+          }
+        }
+        copied = true;
       }
     }
-    detail::DistributedFft<Real, false, S, L>(y, l, G, group_mask);
-    Pair* out = spectrum + n;
-    if (c != 0) {
-      if (image_valid) {
-#pragma unroll
-        for (int r = 0; r < P; ++r) {
-          detail::StoreStreaming(out + detail::SpectrumIndex(S, Layout::OutputIndex(r, l), c, a.images, 0),
-                                 detail::ToStorage<Pair>(detail::CScale(y[r], out_scale)));
-        }
+    const int i = tid % G;
+    if (!copied && i < nvalid) {
+      int b, c;
+      a.div_channels.DivMod(n0 + i, b, c);
+      const float* src = input + static_cast<size_t>(b) * hw * a.channels + c;
+      for (int pix = tid / G; pix < hw; pix += kThreads / G) {
+        int h, w;
+        a.div_w.DivMod(pix, h, w);
+        detail::CpAsync<4>(stage + at(i, top + h, a.offset_w + w), src + static_cast<size_t>(pix) * a.channels, 4);
       }
-    } else {
-      // Unpack the two real columns: X[ky,0] = (Y + conj(Ym))/2, X[ky,S/2] = (Y - conj(Ym))/2i,
-      // Ym = Y[(S - ky) mod S].
-#pragma unroll
-      for (int r = 0; r < P; ++r) {
-        const C m = detail::MirrorOutput<Real, S, L>(y, r, l, G, group_mask);
-        const int ky = Layout::OutputIndex(r, l);
-        if (image_valid) {
-          detail::StoreStreaming(out + detail::SpectrumIndex(S, ky, 0, a.images, 0),
-                                 detail::ToStorage<Pair>(C{out_scale * (y[r].x + m.x), out_scale * (y[r].y - m.y)}));
-          detail::StoreStreaming(out + detail::SpectrumIndex(S, ky, kHalf, a.images, 0),
-                                 detail::ToStorage<Pair>(C{out_scale * (y[r].y + m.y), out_scale * (m.x - y[r].x)}));
-        }
-      }
+    }
+  }
+  if (a.width < S) {
+    const int pad_cols = S - a.width;
+    for (int e = tid; e < G * a.height * pad_cols; e += kThreads) {
+      int row, k, i, h;
+      a.div_pad_cols.DivMod(e, row, k);
+      a.div_h.DivMod(row, i, h);
+      const int col = k < a.offset_w ? k : k + a.width;
+      stage[at(i, top + h, col)] = 0.f;
+    }
+  }
+  const int bottom = top + a.height;  // stage row after the image
+  if (top == 1 || bottom < a.stage_rows) {
+    for (int e = tid; e < G * 2 * S; e += kThreads) {
+      const int i = e / (2 * S), which = e / S % 2, col = e % S;
+      const int r = which == 0 ? 0 : bottom;
+      if ((which == 0 && top == 1) || (which == 1 && bottom < a.stage_rows)) stage[at(i, r, col)] = 0.f;
     }
   }
 }
 
+template <int S, typename Shape, bool kPixelMajor>
+__global__ void __launch_bounds__(Shape::kThreads, (detail::PipelinedMinBlocks<S, Shape>()))
+    Rfft2dPipelinedKernel(const float* __restrict__ input, float2* __restrict__ spectrum, const Rfft2dArgs a) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  using C = float2;
+  constexpr int L = Shape::kLanes, G = Shape::kImagesPerBlock, kThreads = Shape::kThreads;
+  using Layout = detail::FftLayout<S, L>;
+  constexpr int P = S / L;
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  float* const buffers = reinterpret_cast<float*>(smem_raw);  // two of a.buffer_elements
+
+  const int tid = threadIdx.x;
+  const int i = tid % G;
+  const int l = (tid / G) % L;
+  const int q = tid / (G * L);
+  const unsigned group_mask = detail::LaneGroupMask(G * L);
+  const int j = q;
+  const bool row_active = j >= a.pair_begin && j < a.pair_end;
+
+  detail::RunPipelinedGroups(
+      buffers, a.buffer_elements, a.groups,
+      [&](float* buffer, int g) { StageGroupAsync<kPixelMajor, G, S, kThreads>(input, buffer, a, g, tid); },
+      [&](float* buffer, int g) {
+        const int n = g * G + i;
+        const bool image_valid = n < a.images;
+        C x[P];
+        if (row_active) {
+          constexpr int kColStride = kPixelMajor ? G : 1;
+          const float* row_a = buffer + detail::StageAt<kPixelMajor, G>(a.stage, i, 2 * j - a.stage_row0, 0);
+          const float* row_b = row_a + a.stage.row_stride;
+#pragma unroll
+          for (int p = 0; p < P; ++p) {
+            x[p] = C{row_a[Layout::InputIndex(p, l) * kColStride], row_b[Layout::InputIndex(p, l) * kColStride]};
+          }
+        }
+        __syncthreads();  // the stage is overwritten by row_specs
+        C* row_specs = reinterpret_cast<C*>(buffer);
+        TransformRowPair<float, S, L, G>(x, row_active, j, i, l, group_mask, a, 0, row_specs);
+        __syncthreads();
+        TransformColumns<float, S, L, G>(row_specs, spectrum, a, q, i, l, n, image_valid, group_mask, 0);
+      });
+#endif
+}
+
 // The launch plan of one block shape: shared memory, chunks of column jobs, the kernel's arguments.
 template <typename Io, int S, typename Shape>
-Rfft2dArgs PlanRfft2d(const Rfft2dParams& p, const void* input, size_t max_smem, size_t* smem) {
+Rfft2dArgs PlanRfft2d(const Rfft2dParams& p, const void* input, int compute_capability, int multiprocessors,
+                      size_t max_smem, size_t* smem) {
   using Real = typename detail::Storage<Io>::Compute;
   constexpr int L = Shape::kLanes, G = Shape::kImagesPerBlock;
   constexpr int kHalf = S / 2;
@@ -337,18 +502,57 @@ Rfft2dArgs PlanRfft2d(const Rfft2dParams& p, const void* input, size_t max_smem,
   a.div_hw = detail::FastDivmod(p.height * p.width);
   a.div_w = detail::FastDivmod(p.width);
   a.div_channels = detail::FastDivmod(p.channels);
-  a.stage = detail::MakeStageIndex(S, S, G, L);
-  a.stage_elements = G * a.stage.image_stride;
+  a.div_h = detail::FastDivmod(p.height);
+  a.div_pad_cols = detail::FastDivmod(S - p.width);
+  a.groups = (a.images + G - 1) / G;
   a.slot_stride = detail::ComplexSlotStride(kHalf, G);
+  a.chunk_jobs = kHalf;
+  a.use_stage = true;
+  a.vector_io = false;
+  a.stage_row0 = 0;
+  a.stage_rows = S;
+  a.buffer_elements = 0;
+  const size_t slot_bytes = sizeof(complex_t<Real>) * static_cast<size_t>(a.slot_stride);
+  const size_t specs_bytes = 2 * kHalf * slot_bytes;
+
+  // Plan 0: two buffers, each the stage of the frame rows that hold pixels or the row spectra.
+  a.pipelined = false;
+  if constexpr (FFTCONV_RFFT_PIPELINE && std::is_same<Io, float>::value && detail::kPipelinable<S, Shape>) {
+    // Only where some blocks take two groups or more: with one group each there is no next group to
+    // copy early, and plan 1's loads were faster (a 16 frame's 512 groups: 0.0125 against 0.0133 ms).
+    if (compute_capability >= 80 &&
+        a.groups > detail::PersistentBlocks(multiprocessors, detail::PipelinedMinBlocks<S, Shape>())) {
+      a.stage_row0 = 2 * a.pair_begin;
+      a.stage_rows = 2 * (a.pair_end - a.pair_begin);
+      if (p.nhwc) {
+        a.stage = detail::MakePixelMajorStageIndex(S, G, L);
+        a.stage_elements = a.stage_rows * a.stage.row_stride;
+        a.vector_io = G % 4 == 0 && (reinterpret_cast<uintptr_t>(input) & 15) == 0 && p.channels % 4 == 0 &&
+                      a.stage.row_stride % 4 == 0;
+      } else {
+        a.stage = detail::MakeStageIndex(a.stage_rows, S, G, L);
+        a.stage_elements = G * a.stage.image_stride;
+      }
+      const int specs_elements = static_cast<int>(specs_bytes / sizeof(float));
+      a.buffer_elements = (std::max(a.stage_elements, specs_elements) + 3) / 4 * 4;
+      *smem = 2 * sizeof(float) * static_cast<size_t>(a.buffer_elements);
+      // Two blocks per SM at least (PipelinedMinBlocks).
+      if (2 * *smem <= max_smem) {
+        a.pipelined = true;
+        return a;
+      }
+      a.vector_io = false;
+      a.stage_row0 = 0;
+      a.stage_rows = S;
+    }
+  }
 
   // Plan 1: frames staged in shared memory, all column jobs in one block (stage and row spectra
   // share the memory).
+  a.stage = detail::MakeStageIndex(S, S, G, L);
+  a.stage_elements = G * a.stage.image_stride;
   const size_t stage_bytes = sizeof(Real) * static_cast<size_t>(a.stage_elements);
-  const size_t slot_bytes = sizeof(complex_t<Real>) * static_cast<size_t>(a.slot_stride);
-  const size_t specs_bytes = 2 * kHalf * slot_bytes;
   *smem = stage_bytes > specs_bytes ? stage_bytes : specs_bytes;
-  a.use_stage = true;
-  a.chunk_jobs = kHalf;
   if (*smem > max_smem) {
     // Plan 2: rows read from global memory, column jobs in chunks that fit.
     a.use_stage = false;
@@ -360,14 +564,21 @@ Rfft2dArgs PlanRfft2d(const Rfft2dParams& p, const void* input, size_t max_smem,
 }
 
 template <typename Io, int S, typename Shape>
-int LaunchRfft2dShaped(const Rfft2dArgs& a, size_t smem, const Io* input, Io* spectrum, cudaStream_t stream) {
+int LaunchRfft2dShaped(const Rfft2dArgs& a, size_t smem, int multiprocessors, const Io* input, Io* spectrum,
+                       cudaStream_t stream) {
   using Pair = typename detail::Storage<Io>::Pair;
-  constexpr int G = Shape::kImagesPerBlock, kHalf = S / 2;
+  using Block = detail::BlockShapeOf<S, Shape>;
+  constexpr int kHalf = S / 2;
+  if constexpr (std::is_same<Io, float>::value && detail::kPipelinable<S, Shape>) {
+    if (a.pipelined) {
+      const auto kernel = a.nhwc ? Rfft2dPipelinedKernel<S, Block, true> : Rfft2dPipelinedKernel<S, Block, false>;
+      return detail::LaunchPersistent(kernel, a.groups, multiprocessors, Shape::kThreads, smem, stream, input,
+                                      reinterpret_cast<float2*>(spectrum), a);
+    }
+  }
   // Chunks of column jobs; the last one may be partial (S / 2 = 3 * 2^(k-1) halves to odd counts).
-  const dim3 grid(static_cast<unsigned>((a.images + G - 1) / G),
-                  static_cast<unsigned>((kHalf + a.chunk_jobs - 1) / a.chunk_jobs));
-  return detail::LaunchWithSharedMemory(Rfft2dKernel<Io, S, detail::BlockShapeOf<S, Shape>>, grid, Shape::kThreads,
-                                        smem, stream, input,
+  const dim3 grid(static_cast<unsigned>(a.groups), static_cast<unsigned>((kHalf + a.chunk_jobs - 1) / a.chunk_jobs));
+  return detail::LaunchWithSharedMemory(Rfft2dKernel<Io, S, Block>, grid, Shape::kThreads, smem, stream, input,
                                         reinterpret_cast<Pair*>(spectrum), a);
 }
 
@@ -375,13 +586,18 @@ int LaunchRfft2dShaped(const Rfft2dArgs& a, size_t smem, const Io* input, Io* sp
 template <typename Io, int S>
 int LaunchRfft2dSized(const Rfft2dParams& p, const Io* input, Io* spectrum, cudaStream_t stream) {
   using Real = typename detail::Storage<Io>::Compute;
+  detail::DeviceLimits limits;
+  const int err = detail::CurrentDeviceLimits(&limits);
+  if (err != 0) return err;
   return detail::LaunchPreferringLarge<Real, S, false>(
-      p.nhwc, p.channels,
+      limits, p.nhwc, p.channels,
       [&](auto tag, size_t max_smem, size_t* smem) {
-        return PlanRfft2d<Io, S, typename decltype(tag)::type>(p, input, max_smem, smem);
+        return PlanRfft2d<Io, S, typename decltype(tag)::type>(p, input, limits.compute_capability,
+                                                               limits.multiprocessors, max_smem, smem);
       },
       [&](auto tag, const Rfft2dArgs& a, size_t smem) {
-        return LaunchRfft2dShaped<Io, S, typename decltype(tag)::type>(a, smem, input, spectrum, stream);
+        return LaunchRfft2dShaped<Io, S, typename decltype(tag)::type>(a, smem, limits.multiprocessors, input,
+                                                                        spectrum, stream);
       });
 }
 

@@ -42,6 +42,9 @@ namespace cuda {
 namespace {
 
 using detail::complex_t;
+using detail::CpAsync;
+using detail::CpAsyncCommit;
+using detail::CpAsyncWait;
 
 struct MatmulArgs {
   int m, n, k;
@@ -451,25 +454,6 @@ __device__ __forceinline__ void MmaTf32(float (&d)[4], const uint32_t (&a)[4], c
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
-// Asynchronous copy of kBytes (4, 8 or 16) from global to shared memory; src_bytes = 0 writes zeros.
-template <int kBytes>
-__device__ __forceinline__ void CpAsync(void* smem, const void* gmem, int src_bytes) {
-  const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(smem));
-  if constexpr (kBytes == 16) {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(gmem), "r"(src_bytes));
-  } else if constexpr (kBytes == 8) {
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;\n" ::"r"(dst), "l"(gmem), "r"(src_bytes));
-  } else {
-    static_assert(kBytes == 4, "cp.async copies 4, 8 or 16 bytes");
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(gmem), "r"(src_bytes));
-  }
-}
-__device__ __forceinline__ void CpAsyncCommit() { asm volatile("cp.async.commit_group;\n" ::); }
-template <int kPending>
-__device__ __forceinline__ void CpAsyncWait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending) : "memory");
-}
-
 // Copies the ROWS x COLS tile at (row0, col0) of a rows x cols matrix x of complex elements E (float2,
 // or a half pair as one 32-bit word; row length ld) into shared memory (row stride kStride elements),
 // kChunk elements per copy. The launcher guarantees kChunk divides cols and ld and aligns x, so a

@@ -450,6 +450,14 @@ void FftSuite(bool quick, const char* tag) {
       }
     }
   }
+  // Batches with more groups of images than a device holds blocks at once (the pipelined transforms'
+  // persistent blocks each take several): Mathieu's activations, one in either layout.
+  if (!quick && std::is_same<T, float>::value) {
+    CheckRfft2d<T>(Rfft2dParams{128, 96, 32, 32, 32, 0, 0, true}, tag);
+    CheckRfft2d<T>(Rfft2dParams{64, 96, 26, 26, 32, 3, 2, false}, tag);
+    CheckIrfft2d<T>(Irfft2dParams{128, 96, 32, 32, 32, 0, 0, true}, tag);
+    CheckIrfft2d<T>(Irfft2dParams{64, 96, 32, 26, 26, 3, 2, false}, tag);
+  }
   // NHWC tensors whose channels come in whole blocks of 32 (LargeShape where it differs from FftShape).
   for (const int S : {16, 32, 40, 48}) {
     for (int rep = 0; rep < (quick ? 2 : 4); ++rep) {
@@ -822,15 +830,36 @@ void CheckLaunch(int err) {
   }
 }
 
+// Read + write rate of a 256 MiB device-to-device copy (TimeCopy; 0 until it has run).
+double g_copy_gbps = 0;
+
+// Median time of a device-to-device copy that reads and writes `bytes_moved` / 2 bytes each.
+double CopyMs(size_t bytes_moved) {
+  const size_t n = std::max<size_t>(bytes_moved / 2, 4);
+  DeviceBuffer<unsigned char> a(n), b(n);
+  CUDA_OK(cudaMemset(a.ptr, 0, n));
+  return MedianMs([&] { CUDA_OK(cudaMemcpyAsync(b.ptr, a.ptr, n, cudaMemcpyDeviceToDevice)); });
+}
+
+// One transform's line: time, rate (bytes read + written), and the rate as a share of the 256 MiB
+// copy's and of a copy that moves the same bytes (which pays the same launch and ramp; small
+// transforms cannot reach the large copy's rate).
+void PrintTransformTime(const char* label, double ms, size_t bytes_moved) {
+  const double gbps = bytes_moved / 1e9 / (ms / 1e3);
+  const double same_ms = CopyMs(bytes_moved);
+  std::printf("TIME %-44s: %8.4f ms  %7.1f GB/s  %3.0f%% of copy  %3.0f%% of a %.1f MB copy (%.4f ms)\n", label, ms,
+              gbps, g_copy_gbps > 0 ? 100.0 * gbps / g_copy_gbps : 0.0, 100.0 * same_ms / ms, bytes_moved / 2e6, same_ms);
+}
+
 void TimeRfft(int B, int C, int H, int W, int S, bool nhwc) {
   Rfft2dParams p{B, C, H, W, S, 0, 0, nhwc};
   const size_t n_in = static_cast<size_t>(B) * C * H * W, n_out = static_cast<size_t>(S) * (S / 2 + 1) * B * C * 2;
   DeviceBuffer<float> x(n_in), y(n_out);
   x.Upload(RandomVector<float>(n_in));
   const double ms = MedianMs([&] { CheckLaunch(fftconv::cuda::LaunchRfft2d<float>(p, x.ptr, y.ptr, nullptr)); });
-  const double gb = (n_in + n_out) * 4.0 / 1e9;
-  std::printf("TIME rfft2d  f32 %s [%d,%d,%d,%d] S=%d            : %8.4f ms  %7.1f GB/s\n", nhwc ? "NHWC" : "NCHW", B,
-              C, H, W, S, ms, gb / (ms / 1e3));
+  char label[96];
+  std::snprintf(label, sizeof(label), "rfft2d  f32 %s [%d,%d,%d,%d] S=%d", nhwc ? "NHWC" : "NCHW", B, C, H, W, S);
+  PrintTransformTime(label, ms, (n_in + n_out) * 4);
 }
 
 void TimeIrfft(int B, int C, int H, int W, int S, bool nhwc) {
@@ -839,9 +868,9 @@ void TimeIrfft(int B, int C, int H, int W, int S, bool nhwc) {
   DeviceBuffer<float> x(n_in), y(n_out);
   x.Upload(RandomVector<float>(n_in));
   const double ms = MedianMs([&] { CheckLaunch(fftconv::cuda::LaunchIrfft2d<float>(p, x.ptr, y.ptr, nullptr)); });
-  const double gb = (n_in + n_out) * 4.0 / 1e9;
-  std::printf("TIME irfft2d f32 %s S=%d -> [%d,%d,%d,%d]           : %8.4f ms  %7.1f GB/s\n", nhwc ? "NHWC" : "NCHW", S,
-              B, C, H, W, ms, gb / (ms / 1e3));
+  char label[96];
+  std::snprintf(label, sizeof(label), "irfft2d f32 %s S=%d -> [%d,%d,%d,%d]", nhwc ? "NHWC" : "NCHW", S, B, C, H, W);
+  PrintTransformTime(label, ms, (n_in + n_out) * 4);
 }
 
 // T: float (the label says whether TF32 was allowed) or a half type (its name), timed on random
@@ -883,7 +912,8 @@ void TimeCopy() {
   DeviceBuffer<float> a(n), b(n);
   CUDA_OK(cudaMemset(a.ptr, 0, n * 4));
   const double ms = MedianMs([&] { CUDA_OK(cudaMemcpyAsync(b.ptr, a.ptr, n * 4, cudaMemcpyDeviceToDevice)); });
-  std::printf("TIME cudaMemcpy D2D 256 MiB (read + write)       : %8.4f ms  %7.1f GB/s\n", ms, 2.0 * n * 4 / 1e9 / (ms / 1e3));
+  g_copy_gbps = 2.0 * n * 4 / 1e9 / (ms / 1e3);
+  std::printf("TIME cudaMemcpy D2D 256 MiB (read + write)       : %8.4f ms  %7.1f GB/s\n", ms, g_copy_gbps);
 }
 
 // The six transforms of Mathieu's layer as the op runs them in training (NHWC activations, the
@@ -923,6 +953,7 @@ void MathieuTransforms(bool time) {
 }
 
 void FftTimingSuite() {
+  TimeCopy();
   MathieuTransforms(true);
   TimeRfft(128, 96, 26, 26, 32, false);
   TimeRfft(128, 96, 26, 26, 32, true);
@@ -1099,6 +1130,16 @@ int main(int argc, char** argv) {
       FastDivmodSuite();
       FftSuite<float>(quick, "      ");
       FftSuite<double>(quick, "      ");
+      // The pipelined transforms with grids of one and of three blocks, each block then looping over
+      // several groups of images; then float on the kernels of GPUs before sm_80 (no pipelined plan).
+      for (int blocks : {1, 3}) {
+        fftconv::cuda::detail::SetPersistentBlocksCapForTesting(blocks);
+        FftSuite<float>(true, blocks == 1 ? "grid1 " : "grid3 ");
+      }
+      fftconv::cuda::detail::SetPersistentBlocksCapForTesting(0);
+      fftconv::cuda::detail::SetComputeCapabilityCapForTesting(75);
+      FftSuite<float>(true, "sm75  ");
+      fftconv::cuda::detail::SetComputeCapabilityCapForTesting(0);
       // Plans for devices with less shared memory (sm_75: 64 KiB, sm_60: 48 KiB).
       for (int cap : {64 * 1024, 48 * 1024}) {
         fftconv::cuda::detail::SetSharedMemoryCapForTesting(cap);
