@@ -881,20 +881,15 @@ inline long long PersistentBlocks(int multiprocessors, int blocks_per_sm) {
   return cap > 0 && cap < blocks ? cap : blocks;
 }
 
-// Launches a persistent kernel, whose blocks loop over `work_items` (blockIdx.x, + gridDim.x, ...):
-// as many blocks as are resident at once on `multiprocessors` SMs, at most one per item.
-template <typename... Params, typename... Args>
-int LaunchPersistent(void (*kernel)(Params...), int work_items, int multiprocessors, int threads, size_t smem,
-                     cudaStream_t stream, Args... args) {
-  int err = AllowSharedMemory(kernel, smem);
-  if (err != 0) return err;
-  int blocks_per_sm = 0;
-  err = static_cast<int>(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks_per_sm, kernel, threads, smem));
-  if (err != 0) return err;
-  long long blocks = PersistentBlocks(multiprocessors, blocks_per_sm);
-  if (work_items < blocks) blocks = work_items;
-  kernel<<<static_cast<unsigned>(blocks), threads, smem, stream>>>(args...);
-  return static_cast<int>(cudaGetLastError());
+// Blocks per SM of a pipelined transform's kernel with `smem` bytes of shared memory: at most
+// PipelinedMinBlocks (its registers), and as many as fit in an SM's shared memory (max_smem, the
+// opt-in limit of one block, and the 1 KB the SM reserves per block). Counted here rather than
+// asked of the occupancy API, so that a launch calls nothing but the launch itself.
+template <int S, typename Shape>
+int PipelinedBlocksPerSm(size_t max_smem, size_t smem) {
+  const size_t fit = (max_smem + 1024) / (smem + 1024);
+  return fit < static_cast<size_t>(PipelinedMinBlocks<S, Shape>()) ? static_cast<int>(fit)
+                                                                     : PipelinedMinBlocks<S, Shape>();
 }
 
 }  // namespace detail

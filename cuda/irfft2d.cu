@@ -49,6 +49,7 @@ struct Irfft2dArgs {
   int row_stride;             // column results: [row][column job c][image i], row stride (complex)
   int chunk_rows;             // plan 2: window rows per block (even unless it covers the window)
   int groups;                 // groups of G images, ceil(images / G)
+  int persistent_blocks;      // plan 0: the grid, blocks resident at once (fewer than groups)
   int buffer_elements;        // plan 0: floats per buffer (its spectrum, column results or stage)
   detail::FastDivmod div_hw, div_w, div_channels;
 };
@@ -404,6 +405,7 @@ Irfft2dArgs PlanIrfft2d(const Irfft2dParams& p, const void* spectrum, const void
   a.row_stride = detail::ComplexSlotStride(S / 2, G);
   a.groups = (a.images + G - 1) / G;
   a.buffer_elements = 0;
+  a.persistent_blocks = 0;
   a.copy16 = false;
   const size_t row_bytes = sizeof(complex_t<Real>) * static_cast<size_t>(a.row_stride);
 
@@ -418,14 +420,15 @@ Irfft2dArgs PlanIrfft2d(const Irfft2dParams& p, const void* spectrum, const void
   // Plan 0: plan 1's memory, or a group's spectrum where that is larger, twice.
   a.pipelined = false;
   if constexpr (FFTCONV_IRFFT_PIPELINE && std::is_same<Io, float>::value && detail::kPipelinable<S, Shape>) {
-    // Only where some blocks take two groups or more (as the forward transform's plan 0).
-    if (compute_capability >= 80 &&
-        a.groups > detail::PersistentBlocks(multiprocessors, detail::PipelinedMinBlocks<S, Shape>())) {
+    if (compute_capability >= 80) {
       const size_t spectrum_bytes = sizeof(float2) * static_cast<size_t>(NumBins(S)) * G;
       const size_t buffer_bytes = ((std::max(*smem, spectrum_bytes) + 15) / 16) * 16;
-      // Two blocks per SM at least (PipelinedMinBlocks).
-      if (4 * buffer_bytes <= max_smem) {
+      // Two blocks per SM at least, and some blocks with two groups or more (as the forward's plan 0).
+      const int per_sm = detail::PipelinedBlocksPerSm<S, Shape>(max_smem, 2 * buffer_bytes);
+      const long long blocks = detail::PersistentBlocks(multiprocessors, per_sm);
+      if (per_sm >= 2 && a.groups > blocks) {
         a.pipelined = true;
+        a.persistent_blocks = static_cast<int>(blocks);
         a.buffer_elements = static_cast<int>(buffer_bytes / sizeof(float));
         a.copy16 = (reinterpret_cast<uintptr_t>(spectrum) & 15) == 0 && a.images % 2 == 0;
         *smem = 2 * buffer_bytes;
@@ -446,14 +449,14 @@ Irfft2dArgs PlanIrfft2d(const Irfft2dParams& p, const void* spectrum, const void
 }
 
 template <typename Io, int S, typename Shape>
-int LaunchIrfft2dShaped(const Irfft2dArgs& a, size_t smem, int multiprocessors, const Io* spectrum, Io* output,
-                        cudaStream_t stream) {
+int LaunchIrfft2dShaped(const Irfft2dArgs& a, size_t smem, const Io* spectrum, Io* output, cudaStream_t stream) {
   using Pair = typename detail::Storage<Io>::Pair;
   using Block = detail::BlockShapeOf<S, Shape>;
   if constexpr (std::is_same<Io, float>::value && detail::kPipelinable<S, Shape>) {
     if (a.pipelined) {
-      return detail::LaunchPersistent(Irfft2dPipelinedKernel<S, Block>, a.groups, multiprocessors, Shape::kThreads,
-                                      smem, stream, reinterpret_cast<const float2*>(spectrum), output, a);
+      return detail::LaunchWithSharedMemory(Irfft2dPipelinedKernel<S, Block>, dim3(a.persistent_blocks),
+                                            Shape::kThreads, smem, stream, reinterpret_cast<const float2*>(spectrum),
+                                            output, a);
     }
   }
   const dim3 grid(static_cast<unsigned>(a.groups), static_cast<unsigned>((a.out_h + a.chunk_rows - 1) / a.chunk_rows));
@@ -475,8 +478,7 @@ int LaunchIrfft2dSized(const Irfft2dParams& p, const Io* spectrum, Io* output, c
                                                             limits.multiprocessors, max_smem, smem);
   };
   const auto launch = [&](auto tag, const Irfft2dArgs& a, size_t smem) {
-    return LaunchIrfft2dShaped<Io, S, typename decltype(tag)::type>(a, smem, limits.multiprocessors, spectrum, output,
-                                                                    stream);
+    return LaunchIrfft2dShaped<Io, S, typename decltype(tag)::type>(a, smem, spectrum, output, stream);
   };
   using Ordinary = detail::FftShape<Real, S, true>;
   size_t smem = 0;

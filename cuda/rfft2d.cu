@@ -50,6 +50,7 @@ struct Rfft2dArgs {
   int stage_rows;             // plan 0: 2 * (pair_end - pair_begin)
   int buffer_elements;        // plan 0: floats per buffer (its stage or its row spectra), a multiple of 4
   int groups;                 // groups of G images, ceil(images / G)
+  int persistent_blocks;      // plan 0: the grid, blocks resident at once (fewer than groups)
   int slot_stride;            // row spectra: [slot][pair j][image i], slot stride (complex)
   int chunk_jobs;             // column jobs per block
   detail::FastDivmod div_hw, div_w, div_channels;
@@ -512,16 +513,14 @@ Rfft2dArgs PlanRfft2d(const Rfft2dParams& p, const void* input, int compute_capa
   a.stage_row0 = 0;
   a.stage_rows = S;
   a.buffer_elements = 0;
+  a.persistent_blocks = 0;
   const size_t slot_bytes = sizeof(complex_t<Real>) * static_cast<size_t>(a.slot_stride);
   const size_t specs_bytes = 2 * kHalf * slot_bytes;
 
   // Plan 0: two buffers, each the stage of the frame rows that hold pixels or the row spectra.
   a.pipelined = false;
   if constexpr (FFTCONV_RFFT_PIPELINE && std::is_same<Io, float>::value && detail::kPipelinable<S, Shape>) {
-    // Only where some blocks take two groups or more: with one group each there is no next group to
-    // copy early, and plan 1's loads were faster (a 16 frame's 512 groups: 0.0125 against 0.0133 ms).
-    if (compute_capability >= 80 &&
-        a.groups > detail::PersistentBlocks(multiprocessors, detail::PipelinedMinBlocks<S, Shape>())) {
+    if (compute_capability >= 80) {
       a.stage_row0 = 2 * a.pair_begin;
       a.stage_rows = 2 * (a.pair_end - a.pair_begin);
       if (p.nhwc) {
@@ -536,9 +535,14 @@ Rfft2dArgs PlanRfft2d(const Rfft2dParams& p, const void* input, int compute_capa
       const int specs_elements = static_cast<int>(specs_bytes / sizeof(float));
       a.buffer_elements = (std::max(a.stage_elements, specs_elements) + 3) / 4 * 4;
       *smem = 2 * sizeof(float) * static_cast<size_t>(a.buffer_elements);
-      // Two blocks per SM at least (PipelinedMinBlocks).
-      if (2 * *smem <= max_smem) {
+      // Two blocks per SM at least (PipelinedMinBlocks), and only where some blocks take two groups or
+      // more: with one group each there is no next group to copy early, and plan 1's loads were
+      // faster (a 16 frame's 512 groups: 0.0125 against 0.0133 ms).
+      const int per_sm = detail::PipelinedBlocksPerSm<S, Shape>(max_smem, *smem);
+      const long long blocks = detail::PersistentBlocks(multiprocessors, per_sm);
+      if (per_sm >= 2 && a.groups > blocks) {
         a.pipelined = true;
+        a.persistent_blocks = static_cast<int>(blocks);
         return a;
       }
       a.vector_io = false;
@@ -564,16 +568,15 @@ Rfft2dArgs PlanRfft2d(const Rfft2dParams& p, const void* input, int compute_capa
 }
 
 template <typename Io, int S, typename Shape>
-int LaunchRfft2dShaped(const Rfft2dArgs& a, size_t smem, int multiprocessors, const Io* input, Io* spectrum,
-                       cudaStream_t stream) {
+int LaunchRfft2dShaped(const Rfft2dArgs& a, size_t smem, const Io* input, Io* spectrum, cudaStream_t stream) {
   using Pair = typename detail::Storage<Io>::Pair;
   using Block = detail::BlockShapeOf<S, Shape>;
   constexpr int kHalf = S / 2;
   if constexpr (std::is_same<Io, float>::value && detail::kPipelinable<S, Shape>) {
     if (a.pipelined) {
       const auto kernel = a.nhwc ? Rfft2dPipelinedKernel<S, Block, true> : Rfft2dPipelinedKernel<S, Block, false>;
-      return detail::LaunchPersistent(kernel, a.groups, multiprocessors, Shape::kThreads, smem, stream, input,
-                                      reinterpret_cast<float2*>(spectrum), a);
+      return detail::LaunchWithSharedMemory(kernel, dim3(a.persistent_blocks), Shape::kThreads, smem, stream, input,
+                                            reinterpret_cast<float2*>(spectrum), a);
     }
   }
   // Chunks of column jobs; the last one may be partial (S / 2 = 3 * 2^(k-1) halves to odd counts).
@@ -596,8 +599,7 @@ int LaunchRfft2dSized(const Rfft2dParams& p, const Io* input, Io* spectrum, cuda
                                                                limits.multiprocessors, max_smem, smem);
       },
       [&](auto tag, const Rfft2dArgs& a, size_t smem) {
-        return LaunchRfft2dShaped<Io, S, typename decltype(tag)::type>(a, smem, limits.multiprocessors, input,
-                                                                        spectrum, stream);
+        return LaunchRfft2dShaped<Io, S, typename decltype(tag)::type>(a, smem, input, spectrum, stream);
       });
 }
 
