@@ -9,6 +9,13 @@ import tensorflow as tf
 from np_reference import rel_error  # noqa: F401  (tests import it from here)
 
 
+# Some GPU tests start processes of their own on the same GPU (the out-of-memory test gives its
+# process a 2.5 GiB logical GPU). Without memory growth this process's TensorFlow takes nearly all
+# of the device's memory at its first GPU op and leaves them too little.
+for _gpu in tf.config.list_physical_devices("GPU"):
+    tf.config.experimental.set_memory_growth(_gpu, True)
+
+
 def gpu_available():
     return bool(tf.config.list_physical_devices("GPU"))
 

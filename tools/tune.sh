@@ -3,6 +3,8 @@
 # (make kernel-variants: build/variants/kc_*), and an Nsight Compute profile of the default build
 # (make kernel-check: build/kernel_check). Logs go to $OUT (default: build/gpu_logs).
 #   tools/tune.sh                      builds both first for DEV_ARCH (default 90)
+#   PROFILE=--profile-fft tools/tune.sh   profiles the six transforms of Mathieu's step instead of
+#                                      the products (the kernel check's --profile)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT="${OUT:-build/gpu_logs}"
@@ -24,6 +26,6 @@ make kernel-check kernel-variants DEV_ARCH="${DEV_ARCH:-90}" 2>&1 | tail -20
 timeout "${NCU_TIMEOUT:-150}" ncu --section SpeedOfLight --section Occupancy --section LaunchStats \
   --section WarpStateStats --section MemoryWorkloadAnalysis --section ComputeWorkloadAnalysis \
   --metrics l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum,l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum,smsp__inst_executed.sum,dram__bytes_read.sum,dram__bytes_write.sum \
-  build/kernel_check --profile > "$OUT/ncu.log" 2>&1
+  build/kernel_check "${PROFILE:---profile}" > "$OUT/ncu.log" 2>&1
 echo "ncu exit: $?" | tee -a "$OUT/ncu.log"
 grep -E "Kernel|Duration|Throughput|Achieved Occupancy|Registers Per|Block Limit|bank_conflicts|inst_executed|dram__bytes|Stall|Warp Cycles Per Issued" "$OUT/ncu.log" | head -120
