@@ -748,22 +748,24 @@ struct ShapeTag {
   using type = Shape;
 };
 
-// Launches with Large where it differs from Ordinary, its plan fits without chunks and, for NHWC,
-// the channels come in whole blocks of its images; else with Ordinary. plan(ShapeTag<Shape>,
-// max_smem, &smem) returns the kernel's arguments (use_stage: whole frames in shared memory) and the
-// shared memory they need; launch(ShapeTag<Shape>, args, smem) launches and returns the error code.
+// Launches with Ordinary where its plan is pipelined (plan 0, which measured faster than a
+// LargeShape's plan 1: the NHWC inverses of Mathieu's layer, benchmarks/NOTES.md); else with Large
+// where it differs from Ordinary, its plan fits without chunks and, for NHWC, the channels come in
+// whole blocks of its images; else with Ordinary. plan(ShapeTag<Shape>, max_smem, &smem) returns the
+// kernel's arguments (pipelined: plan 0; use_stage: whole frames in shared memory) and the shared
+// memory they need; launch(ShapeTag<Shape>, args, smem) launches and returns the error code.
 template <int S, typename Large, typename Ordinary, typename Plan, typename Launch>
 int LaunchWithShapes(bool nhwc, int channels, size_t max_smem, Plan&& plan, Launch&& launch) {
+  size_t smem = 0;
+  const auto ordinary = plan(ShapeTag<Ordinary>{}, max_smem, &smem);
   if constexpr (kDistinctShapes<S, Large, Ordinary>) {
-    if (!nhwc || channels % Large::kImagesPerBlock == 0) {
-      size_t smem = 0;
-      const auto args = plan(ShapeTag<Large>{}, max_smem, &smem);
-      if (args.use_stage) return launch(ShapeTag<Large>{}, args, smem);
+    if (!ordinary.pipelined && (!nhwc || channels % Large::kImagesPerBlock == 0)) {
+      size_t large_smem = 0;
+      const auto args = plan(ShapeTag<Large>{}, max_smem, &large_smem);
+      if (args.use_stage) return launch(ShapeTag<Large>{}, args, large_smem);
     }
   }
-  size_t smem = 0;
-  const auto args = plan(ShapeTag<Ordinary>{}, max_smem, &smem);
-  return launch(ShapeTag<Ordinary>{}, args, smem);
+  return launch(ShapeTag<Ordinary>{}, ordinary, smem);
 }
 
 // The loop of a pipelined transform's persistent block (plan 0 of either direction): groups
@@ -881,15 +883,20 @@ inline long long PersistentBlocks(int multiprocessors, int blocks_per_sm) {
   return cap > 0 && cap < blocks ? cap : blocks;
 }
 
-// Blocks per SM of a pipelined transform's kernel with `smem` bytes of shared memory: at most
-// PipelinedMinBlocks (its registers), and as many as fit in an SM's shared memory (max_smem, the
-// opt-in limit of one block, and the 1 KB the SM reserves per block). Counted here rather than
-// asked of the occupancy API, so that a launch calls nothing but the launch itself.
+// The grid of a pipelined transform (plan 0) whose blocks take `smem` bytes of shared memory, or 0
+// where plan 0 does not apply. Per SM: at most PipelinedMinBlocks (its registers) and as many as fit
+// in an SM's shared memory (max_smem, the opt-in limit of one block, and the 1 KB the SM reserves per
+// block), counted here rather than asked of the occupancy API, so that a launch calls nothing but the
+// launch itself. Plan 0 needs two blocks per SM and some block with two groups or more: with one
+// group each there is no next group to copy early, and plan 1's loads were faster (a 16 frame's 512
+// groups: 0.0125 against 0.0133 ms).
 template <int S, typename Shape>
-int PipelinedBlocksPerSm(size_t max_smem, size_t smem) {
+int PipelinedGrid(int groups, int multiprocessors, size_t max_smem, size_t smem) {
   const size_t fit = (max_smem + 1024) / (smem + 1024);
-  return fit < static_cast<size_t>(PipelinedMinBlocks<S, Shape>()) ? static_cast<int>(fit)
-                                                                     : PipelinedMinBlocks<S, Shape>();
+  const int per_sm = fit < static_cast<size_t>(PipelinedMinBlocks<S, Shape>()) ? static_cast<int>(fit)
+                                                                                 : PipelinedMinBlocks<S, Shape>();
+  const long long blocks = PersistentBlocks(multiprocessors, per_sm);
+  return per_sm >= 2 && groups > blocks ? static_cast<int>(blocks) : 0;
 }
 
 }  // namespace detail

@@ -54,8 +54,9 @@ struct Irfft2dArgs {
   detail::FastDivmod div_hw, div_w, div_channels;
 };
 
-// Pipelined plan (Irfft2dPipelinedKernel) where it fits, preferred over a LargeShape's plan 1; 0
-// keeps every launch on the plans below it (make kernel-variants: n10_no_inv_pipeline).
+// Pipelined plan (Irfft2dPipelinedKernel) where it fits (LaunchWithShapes prefers it to a
+// LargeShape's plan 1); 0 keeps every launch on the plans below it (make kernel-variants:
+// n10_no_inv_pipeline).
 #ifndef FFTCONV_IRFFT_PIPELINE
 #define FFTCONV_IRFFT_PIPELINE 1
 #endif
@@ -423,12 +424,9 @@ Irfft2dArgs PlanIrfft2d(const Irfft2dParams& p, const void* spectrum, const void
     if (compute_capability >= 80) {
       const size_t spectrum_bytes = sizeof(float2) * static_cast<size_t>(NumBins(S)) * G;
       const size_t buffer_bytes = ((std::max(*smem, spectrum_bytes) + 15) / 16) * 16;
-      // Two blocks per SM at least, and some blocks with two groups or more (as the forward's plan 0).
-      const int per_sm = detail::PipelinedBlocksPerSm<S, Shape>(max_smem, 2 * buffer_bytes);
-      const long long blocks = detail::PersistentBlocks(multiprocessors, per_sm);
-      if (per_sm >= 2 && a.groups > blocks) {
+      a.persistent_blocks = detail::PipelinedGrid<S, Shape>(a.groups, multiprocessors, max_smem, 2 * buffer_bytes);
+      if (a.persistent_blocks > 0) {
         a.pipelined = true;
-        a.persistent_blocks = static_cast<int>(blocks);
         a.buffer_elements = static_cast<int>(buffer_bytes / sizeof(float));
         a.copy16 = (reinterpret_cast<uintptr_t>(spectrum) & 15) == 0 && a.images % 2 == 0;
         *smem = 2 * buffer_bytes;
@@ -464,27 +462,22 @@ int LaunchIrfft2dShaped(const Irfft2dArgs& a, size_t smem, const Io* spectrum, I
                                         reinterpret_cast<const Pair*>(spectrum), output, a);
 }
 
-// spectrum: [bins, images] pairs, as Io values (re, im). Plan 0 of FftShape where it applies (it
-// measured faster than a LargeShape's plan 1: benchmarks/NOTES.md); else LargeShape or FftShape
-// (LaunchPreferringLarge).
+// spectrum: [bins, images] pairs, as Io values (re, im).
 template <typename Io, int S>
 int LaunchIrfft2dSized(const Irfft2dParams& p, const Io* spectrum, Io* output, cudaStream_t stream) {
   using Real = typename detail::Storage<Io>::Compute;
   detail::DeviceLimits limits;
   const int err = detail::CurrentDeviceLimits(&limits);
   if (err != 0) return err;
-  const auto plan = [&](auto tag, size_t max_smem, size_t* smem) {
-    return PlanIrfft2d<Io, S, typename decltype(tag)::type>(p, spectrum, output, limits.compute_capability,
-                                                            limits.multiprocessors, max_smem, smem);
-  };
-  const auto launch = [&](auto tag, const Irfft2dArgs& a, size_t smem) {
-    return LaunchIrfft2dShaped<Io, S, typename decltype(tag)::type>(a, smem, spectrum, output, stream);
-  };
-  using Ordinary = detail::FftShape<Real, S, true>;
-  size_t smem = 0;
-  const Irfft2dArgs ordinary = plan(detail::ShapeTag<Ordinary>{}, limits.max_shared_per_block, &smem);
-  if (ordinary.pipelined) return launch(detail::ShapeTag<Ordinary>{}, ordinary, smem);
-  return detail::LaunchPreferringLarge<Real, S, true>(limits, p.nhwc, p.channels, plan, launch);
+  return detail::LaunchPreferringLarge<Real, S, true>(
+      limits, p.nhwc, p.channels,
+      [&](auto tag, size_t max_smem, size_t* smem) {
+        return PlanIrfft2d<Io, S, typename decltype(tag)::type>(p, spectrum, output, limits.compute_capability,
+                                                                limits.multiprocessors, max_smem, smem);
+      },
+      [&](auto tag, const Irfft2dArgs& a, size_t smem) {
+        return LaunchIrfft2dShaped<Io, S, typename decltype(tag)::type>(a, smem, spectrum, output, stream);
+      });
 }
 
 template <typename Real>

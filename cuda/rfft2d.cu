@@ -535,14 +535,9 @@ Rfft2dArgs PlanRfft2d(const Rfft2dParams& p, const void* input, int compute_capa
       const int specs_elements = static_cast<int>(specs_bytes / sizeof(float));
       a.buffer_elements = (std::max(a.stage_elements, specs_elements) + 3) / 4 * 4;
       *smem = 2 * sizeof(float) * static_cast<size_t>(a.buffer_elements);
-      // Two blocks per SM at least (PipelinedMinBlocks), and only where some blocks take two groups or
-      // more: with one group each there is no next group to copy early, and plan 1's loads were
-      // faster (a 16 frame's 512 groups: 0.0125 against 0.0133 ms).
-      const int per_sm = detail::PipelinedBlocksPerSm<S, Shape>(max_smem, *smem);
-      const long long blocks = detail::PersistentBlocks(multiprocessors, per_sm);
-      if (per_sm >= 2 && a.groups > blocks) {
+      a.persistent_blocks = detail::PipelinedGrid<S, Shape>(a.groups, multiprocessors, max_smem, *smem);
+      if (a.persistent_blocks > 0) {
         a.pipelined = true;
-        a.persistent_blocks = static_cast<int>(blocks);
         return a;
       }
       a.vector_io = false;
