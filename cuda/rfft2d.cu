@@ -55,12 +55,19 @@ struct Rfft2dArgs {
   int chunk_jobs;             // column jobs per block
   detail::FastDivmod div_hw, div_w, div_channels;
   detail::FastDivmod div_h, div_pad_cols;  // plan 0's zero fill: height, S - width
+  detail::FastDivmod div_pad_quads;         // plan 0's NHWC zero fill: (S - width) * G / 4 quads per row
 };
 
 // Pipelined plan (Rfft2dPipelinedKernel) where it fits; 0 keeps every launch on the plans below it
 // (make kernel-variants: n8_no_pipeline turns off both directions' pipelined plans).
 #ifndef FFTCONV_RFFT_PIPELINE
 #define FFTCONV_RFFT_PIPELINE 1
+#endif
+
+// 16-byte stores for plan 0's zero fill of NHWC (pixel-major) stages; 0 keeps the one-float stores
+// (make kernel-variants: n11_scalar_zero).
+#ifndef FFTCONV_RFFT_VECTOR_ZERO
+#define FFTCONV_RFFT_VECTOR_ZERO 1
 #endif
 
 // Scalar loads in flight per thread in the stage copy (make kernel-variants).
@@ -419,6 +426,38 @@ __device__ __forceinline__ void StageGroupAsync(const float* __restrict__ input,
       }
     }
   }
+  const int bottom = top + a.height;  // stage row after the image
+  if constexpr (FFTCONV_RFFT_VECTOR_ZERO && kPixelMajor && G % 4 == 0) {
+    // Pixel-major: in a stage row the G images of a pixel are G consecutive floats, so the frame
+    // columns left of the image are the row's first offset_w * G floats and those right of it the
+    // run from (offset_w + width) * G to S * G. Both are zeroed 16 bytes at a time, consecutive
+    // threads on consecutive quads (the one-float stores below put a warp's 32 stores G floats apart:
+    // an 8-way bank conflict at G = 8). Rows are 16-byte aligned when row_stride % 4 == 0
+    // (MakePixelMajorStageIndex with G * L a multiple of 8, every shape plan 0 takes).
+    if (a.stage.row_stride % 4 == 0) {
+      constexpr int kQuadsPerPixel = G / 4;
+      const float4 zero = make_float4(0.f, 0.f, 0.f, 0.f);
+      if (a.width < S) {
+        const int left_quads = a.offset_w * kQuadsPerPixel;
+        const int image_quads = a.width * kQuadsPerPixel;
+        for (int e = tid; e < a.height * (S - a.width) * kQuadsPerPixel; e += kThreads) {
+          int h, k;
+          a.div_pad_quads.DivMod(e, h, k);  // image row h, k-th quad outside the image in it
+          float4* row = reinterpret_cast<float4*>(stage + (top + h) * a.stage.row_stride);
+          row[k < left_quads ? k : k + image_quads] = zero;
+        }
+      }
+      constexpr int kRowQuads = S * kQuadsPerPixel;
+      if (top == 1) {
+        for (int e = tid; e < kRowQuads; e += kThreads) reinterpret_cast<float4*>(stage)[e] = zero;
+      }
+      if (bottom < a.stage_rows) {
+        float4* row = reinterpret_cast<float4*>(stage + bottom * a.stage.row_stride);
+        for (int e = tid; e < kRowQuads; e += kThreads) row[e] = zero;
+      }
+      return;
+    }
+  }
   if (a.width < S) {
     const int pad_cols = S - a.width;
     for (int e = tid; e < G * a.height * pad_cols; e += kThreads) {
@@ -429,7 +468,6 @@ __device__ __forceinline__ void StageGroupAsync(const float* __restrict__ input,
       stage[at(i, top + h, col)] = 0.f;
     }
   }
-  const int bottom = top + a.height;  // stage row after the image
   if (top == 1 || bottom < a.stage_rows) {
     for (int e = tid; e < G * 2 * S; e += kThreads) {
       const int i = e / (2 * S), which = e / S % 2, col = e % S;
@@ -505,6 +543,7 @@ Rfft2dArgs PlanRfft2d(const Rfft2dParams& p, const void* input, int compute_capa
   a.div_channels = detail::FastDivmod(p.channels);
   a.div_h = detail::FastDivmod(p.height);
   a.div_pad_cols = detail::FastDivmod(S - p.width);
+  a.div_pad_quads = detail::FastDivmod((S - p.width) * G / 4);
   a.groups = (a.images + G - 1) / G;
   a.slot_stride = detail::ComplexSlotStride(kHalf, G);
   a.chunk_jobs = kHalf;

@@ -455,6 +455,10 @@ void FftSuite(bool quick, const char* tag) {
   if (!quick && std::is_same<T, float>::value) {
     CheckRfft2d<T>(Rfft2dParams{128, 96, 32, 32, 32, 0, 0, true}, tag);
     CheckRfft2d<T>(Rfft2dParams{64, 96, 26, 26, 32, 3, 2, false}, tag);
+    // NHWC frames around the image: a weight tensor's 7 x 7 (one image of Cin * Cout channels), and
+    // an odd top offset with a stage row below the image (plan 0's 16-byte zero fill, all its runs).
+    CheckRfft2d<T>(Rfft2dParams{1, 24576, 7, 7, 32, 0, 0, true}, tag);
+    CheckRfft2d<T>(Rfft2dParams{64, 96, 24, 23, 32, 3, 5, true}, tag);
     CheckIrfft2d<T>(Irfft2dParams{128, 96, 32, 32, 32, 0, 0, true}, tag);
     CheckIrfft2d<T>(Irfft2dParams{64, 96, 32, 26, 26, 3, 2, false}, tag);
   }
