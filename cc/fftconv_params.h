@@ -82,10 +82,16 @@ FFTCONV_HOST_DEVICE constexpr int64_t NumBins(int64_t fft_size) {
 // half type (the trailing pair: real, imaginary) and holds X / S^2 ("mean-normalised"): every bin is
 // then at most the mean magnitude of the frame, so it overflows only where the input does. The
 // transform itself runs in float32.
+// round_to_tf32: float spectra on sm_80+ are stored rounded to TF32, by the rule the matmul's TF32
+// kernels round their operands with (cvt.rn on sm_90+, cvt.rna before; the low 13 bits zero), so
+// that a product of such spectra with tf32_operands (SpectralMatmulParams) needs no conversion. The
+// caller sets it only where TensorFlow's TF32 switch is on; other types and devices ignore it.
 struct Rfft2dParams {
   int batch, channels, height, width;
   int fft_size, offset_h, offset_w;
   bool nhwc;
+  // Last and defaulted, as SpectralMatmulParams' conjugate flags.
+  bool round_to_tf32 = false;
 };
 
 // FftconvIrfft2d: the inverse, scaled by 1/S^2, writing only the window
@@ -108,6 +114,8 @@ struct Irfft2dParams {
 //   An operand is transposed when transpose_x || adjoint_x, conjugated when conjugate_x || adjoint_x.
 //   m, n, k are the sizes after op: op_a(a[f]) is m x k and op_b(b[f]) is k x n.
 // allow_tf32: the caller's TensorFlow TF32 switch; only float on sm_80+ may use tensor cores.
+// tf32_operands: a and b hold TF32 values already (rfft2d's round_to_tf32), so the TF32 kernels take
+// their bits unconverted; only the TF32 product (float, allow_tf32, sm_80+) reads it.
 // alpha: c[f] = alpha * op_a(a[f]) * op_b(b[f]), applied in the compute type (float32 for the half
 // types) before c is rounded to its storage type. fft_conv2d passes S^2 for half-precision spectra,
 // whose product is then again mean-normalised (see Rfft2dParams), and 1 otherwise.
@@ -119,6 +127,7 @@ struct SpectralMatmulParams {
   // Last and defaulted, so that an aggregate initialiser naming only the fields above still means
   // what it says.
   bool conjugate_a = false, conjugate_b = false;
+  bool tf32_operands = false;
 };
 
 }  // namespace fftconv

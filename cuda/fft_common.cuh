@@ -118,6 +118,32 @@ __device__ __forceinline__ Io ToStorage(T v) {
   }
 }
 
+// Rounding to TF32, one rule for every kernel that rounds: the matmul's tensor-core operands
+// (cuda/spectral_matmul.cu) and the spectra that rfft2d stores already rounded for them
+// (Rfft2dParams::round_to_tf32), so that such a spectrum holds exactly the TF32 values the matmul
+// would have made of the unrounded one. sm_90+: cvt.rn (ties to even), one F2FP instruction; before
+// sm_90 cvt.rna (ties away from zero), sm_80's only form, which ptxas expands to an add, an Inf /
+// NaN test and a mask (benchmarks/NOTES.md, "One-instruction TF32 rounding");
+// FFTCONV_TF32_ROUND_RN=0 (variant m11_tf32_rna) keeps cvt.rna on sm_90+ too. The result's low 13
+// bits are not defined (the MMA does not read them). There is no TF32 before sm_80: there x comes
+// back as it is (no kernel rounds there).
+#ifndef FFTCONV_TF32_ROUND_RN
+#define FFTCONV_TF32_ROUND_RN 1
+#endif
+__device__ __forceinline__ uint32_t RoundTf32Bits(float x) {
+  uint32_t r;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && FFTCONV_TF32_ROUND_RN
+  asm("cvt.rn.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
+#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
+#else
+  r = __float_as_uint(x);
+#endif
+  return r;
+}
+// x rounded to TF32 as an FP32 value that holds it exactly (the low 13 bits cleared): what is stored.
+__device__ __forceinline__ float RoundedToTf32(float x) { return __uint_as_float(RoundTf32Bits(x) & 0xffffe000u); }
+
 template <typename C>
 __device__ __forceinline__ C CAdd(C a, C b) {
   return C{a.x + b.x, a.y + b.y};

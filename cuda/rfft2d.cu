@@ -56,6 +56,7 @@ struct Rfft2dArgs {
   detail::FastDivmod div_hw, div_w, div_channels;
   detail::FastDivmod div_h, div_pad_cols;  // plan 0's zero fill: height, S - width
   detail::FastDivmod div_pad_quads;         // plan 0's NHWC zero fill: (S - width) * G / 4 quads per row
+  bool round_tf32;            // float spectrum values stored rounded to TF32 (round_to_tf32, sm_80+)
 };
 
 // Pipelined plan (Rfft2dPipelinedKernel) where it fits; 0 keeps every launch on the plans below it
@@ -239,6 +240,16 @@ __device__ __forceinline__ void TransformRowPair(complex_t<Real> (&x)[S / L], bo
   }
 }
 
+// A spectrum value as stored: rounded to its storage type; a float one first rounded to TF32 where
+// round_tf32 says (detail::RoundedToTf32, the matmul's rule), after the output scale.
+template <typename Pair, typename C>
+__device__ __forceinline__ Pair StoredSpectrum(C v, bool round_tf32) {
+  if constexpr (std::is_same<Pair, float2>::value) {
+    if (round_tf32) return make_float2(detail::RoundedToTf32(v.x), detail::RoundedToTf32(v.y));
+  }
+  return detail::ToStorage<Pair>(v);
+}
+
 // Column pass: job c = c0 + q over frame rows h = InputIndex(p, l) (pair h / 2, part h % 2) of the
 // row spectra; writes bins (ky, c) of image n (column job 0: kx = 0 and kx = S/2).
 template <typename Io, int S, int L, int G>
@@ -283,7 +294,7 @@ __device__ __forceinline__ void TransformColumns(const complex_t<typename detail
 #pragma unroll
       for (int r = 0; r < P; ++r) {
         detail::StoreStreaming(out + detail::SpectrumIndex(S, Layout::OutputIndex(r, l), c, a.images, 0),
-                               detail::ToStorage<Pair>(detail::CScale(y[r], out_scale)));
+                               StoredSpectrum<Pair>(detail::CScale(y[r], out_scale), a.round_tf32));
       }
     }
   } else {
@@ -295,9 +306,11 @@ __device__ __forceinline__ void TransformColumns(const complex_t<typename detail
       const int ky = Layout::OutputIndex(r, l);
       if (image_valid) {
         detail::StoreStreaming(out + detail::SpectrumIndex(S, ky, 0, a.images, 0),
-                               detail::ToStorage<Pair>(C{out_scale * (y[r].x + m.x), out_scale * (y[r].y - m.y)}));
+                               StoredSpectrum<Pair>(C{out_scale * (y[r].x + m.x), out_scale * (y[r].y - m.y)},
+                                                    a.round_tf32));
         detail::StoreStreaming(out + detail::SpectrumIndex(S, ky, kHalf, a.images, 0),
-                               detail::ToStorage<Pair>(C{out_scale * (y[r].y + m.y), out_scale * (m.x - y[r].x)}));
+                               StoredSpectrum<Pair>(C{out_scale * (y[r].y + m.y), out_scale * (m.x - y[r].x)},
+                                                    a.round_tf32));
       }
     }
   }
@@ -536,6 +549,7 @@ Rfft2dArgs PlanRfft2d(const Rfft2dParams& p, const void* input, int compute_capa
   a.offset_h = p.offset_h;
   a.offset_w = p.offset_w;
   a.nhwc = p.nhwc;
+  a.round_tf32 = p.round_to_tf32 && std::is_same<Io, float>::value && compute_capability >= 80;
   a.pair_begin = p.offset_h / 2;
   a.pair_end = (p.offset_h + p.height + 1) / 2;
   a.div_hw = detail::FastDivmod(p.height * p.width);

@@ -12,7 +12,9 @@
 //       B2 2x2 block of B[k][n] = [[Re, Im], [-Im, Re]],
 //     so C2 is exactly c's interleaved (re, im) memory. It runs on mma.sync.m16n8k8 tf32 tensor cores
 //     with FP32 accumulation, fed by a multi-stage cp.async pipeline that copies both operands as
-//     they are stored; values are rounded to TF32 (ToTf32) as MMA fragments are built.
+//     they are stored; values are rounded to TF32 (ToTf32) as MMA fragments are built, or taken
+//     as they are where the operands hold TF32 values already (tf32_operands: spectra that rfft2d
+//     wrote with round_to_tf32, by the same rounding rule), which gives the same product.
 //     With TF32 not allowed (kSplit), the same kernel keeps FP32 accuracy: each value is split as
 //     x = hi + lo, hi = tf32(x), lo = x - hi (SplitTf32), and each MMA becomes three,
 //     lo(a) hi(b) + hi(a) lo(b) + hi(a) hi(b); the dropped lo(a) lo(b) is at most 2^-22 of |a b|
@@ -347,8 +349,8 @@ __global__ void __launch_bounds__(256, kMinBlocks)
 //   A fragment (a0, a2) = (Re, Im) of op_a(a)[row][k0 + t], one 64-bit load, and (a1, a3) for row + 8;
 //   B fragment of real column n' = 2n + u: (b0, b1) = (Re, -Im) of op_b(b)[k0 + t][n] for u = 0 and
 //   (Im, Re) for u = 1, again one 64-bit load.
-// Values are rounded to TF32 (ToTf32: cvt.rn on sm_90+, cvt.rna before) as fragments are built;
-// conjugation flips a sign bit.
+// Values are rounded to TF32 (ToTf32: cvt.rn on sm_90+, cvt.rna before) as fragments are built,
+// unless they are TF32 values already (Tf32Fragments::kStoredBits); conjugation flips a sign bit.
 // The switches below (make kernel-variants) apply to both tensor-core kernels, this one and
 // ComplexGemmHalfMma, which share its block rows, stage count, tiles and transposition.
 constexpr int kTf32Bm = 128;
@@ -411,30 +413,24 @@ struct MmaTile {
 };
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-// x rounded to TF32 for an MMA operand. cvt.rna (ties away, sm_80's only form) is not an instruction:
-// ptxas expands it to an Inf / NaN test, an add and a mask, three per value. sm_90+ uses cvt.rn
-// (ties to even, the same 2^-11 bound), one F2FP; its low 13 bits are not defined, which the MMA
-// does not read. On the H200 that took 8-10% off each TF32 product (benchmarks/NOTES.md, "One-
-// instruction TF32 rounding"). FFTCONV_TF32_ROUND_RN=0 (variant m11_tf32_rna) keeps cvt.rna there.
+// x rounded to TF32 for an MMA operand: detail::RoundTf32Bits, the rule rfft2d's round_to_tf32 uses
+// too (cvt.rn on sm_90+, cvt.rna before; cvt.rna is not an instruction: ptxas expands it to an
+// Inf / NaN test, an add and a mask, three per value, and cvt.rn took 8-10% off each TF32 product
+// on the H200, benchmarks/NOTES.md, "One-instruction TF32 rounding"). FFTCONV_TF32_ROUND_RN=0
+// (variant m11_tf32_rna) keeps cvt.rna there.
 // FFTCONV_TF32_NO_ROUND=1 (variant m12_tf32_no_round, for timing only) hands the FP32 bits over
 // unconverted, which the MMA truncates (twice the rounding error): the time of fragments built
-// from spectra already rounded to TF32 where they are written, which would need no conversion.
-#ifndef FFTCONV_TF32_ROUND_RN
-#define FFTCONV_TF32_ROUND_RN 1
-#endif
+// from spectra already rounded to TF32 where they are written, which Tf32Fragments::kStoredBits
+// now takes where the operands are such spectra (tf32_operands).
 #ifndef FFTCONV_TF32_NO_ROUND
 #define FFTCONV_TF32_NO_ROUND 0
 #endif
 __device__ __forceinline__ uint32_t ToTf32(float x) {
-  uint32_t r;
 #if FFTCONV_TF32_NO_ROUND
-  r = __float_as_uint(x);
-#elif FFTCONV_TF32_ROUND_RN && __CUDA_ARCH__ >= 900
-  asm("cvt.rn.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
+  return __float_as_uint(x);
 #else
-  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
+  return detail::RoundTf32Bits(x);
 #endif
-  return r;
 }
 // x = hi + lo + O(2^-21 |x|), in three instructions: hi is x rounded to TF32 (half a TF32 ulp added
 // to the bits, which carries into the exponent where it should, then the low 13 bits cleared); lo =
@@ -546,12 +542,28 @@ __device__ __forceinline__ void StoreWarpTile(const float (&acc)[kRowTiles][kCol
   }
 }
 
-// kSplit: FP32 accuracy from three TF32 MMAs per product (file header), for TF32 not allowed.
-template <int kWarpsN, int kNi, bool kTransA, bool kTransB, int kChunk, bool kSplit>
+// How ComplexGemmTf32 makes MMA fragments of the FP32 values it reads:
+//   kRounded   : each value rounded to TF32 (ToTf32), the TF32 product;
+//   kStoredBits: the bits as they are, for operands that hold TF32 values already (rfft2d's
+//                round_to_tf32 spectra, tf32_operands): the same product as kRounded, whose
+//                rounding leaves such values unchanged, without the conversions;
+//   kSplit     : FP32 accuracy from three TF32 MMAs per product (file header), for TF32 not allowed.
+enum class Tf32Fragments { kRounded, kStoredBits, kSplit };
+
+template <int kWarpsN, int kNi, bool kTransA, bool kTransB, int kChunk, Tf32Fragments kFragments>
 __global__ void __launch_bounds__(64 * kWarpsN, (MmaTile<float2, kWarpsN, kNi, kTransA, kTransB>::kMinBlocks))
     ComplexGemmTf32(const float2* __restrict__ a, const float2* __restrict__ b, float2* __restrict__ c,
                     const MatmulArgs args) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  constexpr bool kSplit = kFragments == Tf32Fragments::kSplit;
+  // A value as an MMA operand (kRounded or kStoredBits).
+  const auto operand = [](float x) -> uint32_t {
+    if constexpr (kFragments == Tf32Fragments::kStoredBits) {
+      return __float_as_uint(x);
+    } else {
+      return ToTf32(x);
+    }
+  };
   using Tile = MmaTile<float2, kWarpsN, kNi, kTransA, kTransB>;
   constexpr int BM = kTf32Bm, BN = Tile::kBn, BK = Tile::kBk;
   constexpr int RA = 2 * Tile::kAStride, RB = 2 * Tile::kBStride;  // row strides in floats
@@ -621,10 +633,10 @@ __global__ void __launch_bounds__(64 * kWarpsN, (MmaTile<float2, kWarpsN, kNi, k
           af[mi][2] ^= a_flip;
           af[mi][3] ^= a_flip;
         } else {
-          af[mi][0] = ToTf32(lo.x);
-          af[mi][1] = ToTf32(hi.x);
-          af[mi][2] = ToTf32(lo.y) ^ a_flip;
-          af[mi][3] = ToTf32(hi.y) ^ a_flip;
+          af[mi][0] = operand(lo.x);
+          af[mi][1] = operand(hi.x);
+          af[mi][2] = operand(lo.y) ^ a_flip;
+          af[mi][3] = operand(hi.y) ^ a_flip;
         }
       }
 #pragma unroll
@@ -642,7 +654,7 @@ __global__ void __launch_bounds__(64 * kWarpsN, (MmaTile<float2, kWarpsN, kNi, k
           bf_lo[ni][0] = odd_column ? im_lo : re_lo;
           bf_lo[ni][1] = odd_column ? re_lo : im_lo ^ kSign;
         } else {
-          const uint32_t re = ToTf32(v.x), im = ToTf32(v.y) ^ b_flip;
+          const uint32_t re = operand(v.x), im = operand(v.y) ^ b_flip;
           bf[ni][0] = odd_column ? im : re;
           bf[ni][1] = odd_column ? re : im ^ kSign;
         }
@@ -862,32 +874,45 @@ int LaunchMmaKernel(Kernel kernel, MatmulArgs args, int bins, const E* a, const 
   return static_cast<int>(cudaGetLastError());
 }
 
-template <int kWarpsN, int kNi, bool kTransA, bool kTransB, int kChunk, bool kSplit>
+template <int kWarpsN, int kNi, bool kTransA, bool kTransB, int kChunk, Tf32Fragments kFragments>
 int LaunchTf32Tile(MatmulArgs args, int bins, const float2* a, const float2* b, float2* c, cudaStream_t stream) {
   return LaunchMmaKernel<MmaTile<float2, kWarpsN, kNi, kTransA, kTransB>>(
-      ComplexGemmTf32<kWarpsN, kNi, kTransA, kTransB, kChunk, kSplit>, args, bins, a, b, c, stream);
+      ComplexGemmTf32<kWarpsN, kNi, kTransA, kTransB, kChunk, kFragments>, args, bins, a, b, c, stream);
 }
 
 // 16-byte copies where both operands' rows and bins hold an even number of complex elements and the
 // buffers are 16-byte aligned (every layer with even channel and batch counts), else 8-byte copies.
-template <int kWarpsN, int kNi, bool kSplit>
+// kStoredBits has kernels for the 16-byte copies only (every layer with even channel and batch
+// counts): the 8-byte copies take kRounded's, whose rounding leaves TF32 values as they are, so the
+// product is the same and the library holds 12 kernels fewer.
+template <int kWarpsN, int kNi, Tf32Fragments kWide>
 int LaunchTf32(MatmulArgs args, int bins, const float2* a, const float2* b, float2* c, cudaStream_t stream) {
   const bool wide_copies = args.lda % 2 == 0 && args.ldb % 2 == 0 && args.a_bin % 2 == 0 && args.b_bin % 2 == 0 &&
                            reinterpret_cast<uintptr_t>(a) % 16 == 0 && reinterpret_cast<uintptr_t>(b) % 16 == 0;
+  constexpr Tf32Fragments kNarrow = kWide == Tf32Fragments::kStoredBits ? Tf32Fragments::kRounded : kWide;
   if (wide_copies) {
     if (args.a_trans) {
-      return args.b_trans ? LaunchTf32Tile<kWarpsN, kNi, true, true, 2, kSplit>(args, bins, a, b, c, stream)
-                          : LaunchTf32Tile<kWarpsN, kNi, true, false, 2, kSplit>(args, bins, a, b, c, stream);
+      return args.b_trans ? LaunchTf32Tile<kWarpsN, kNi, true, true, 2, kWide>(args, bins, a, b, c, stream)
+                          : LaunchTf32Tile<kWarpsN, kNi, true, false, 2, kWide>(args, bins, a, b, c, stream);
     }
-    return args.b_trans ? LaunchTf32Tile<kWarpsN, kNi, false, true, 2, kSplit>(args, bins, a, b, c, stream)
-                        : LaunchTf32Tile<kWarpsN, kNi, false, false, 2, kSplit>(args, bins, a, b, c, stream);
+    return args.b_trans ? LaunchTf32Tile<kWarpsN, kNi, false, true, 2, kWide>(args, bins, a, b, c, stream)
+                        : LaunchTf32Tile<kWarpsN, kNi, false, false, 2, kWide>(args, bins, a, b, c, stream);
   }
   if (args.a_trans) {
-    return args.b_trans ? LaunchTf32Tile<kWarpsN, kNi, true, true, 1, kSplit>(args, bins, a, b, c, stream)
-                        : LaunchTf32Tile<kWarpsN, kNi, true, false, 1, kSplit>(args, bins, a, b, c, stream);
+    return args.b_trans ? LaunchTf32Tile<kWarpsN, kNi, true, true, 1, kNarrow>(args, bins, a, b, c, stream)
+                        : LaunchTf32Tile<kWarpsN, kNi, true, false, 1, kNarrow>(args, bins, a, b, c, stream);
   }
-  return args.b_trans ? LaunchTf32Tile<kWarpsN, kNi, false, true, 1, kSplit>(args, bins, a, b, c, stream)
-                      : LaunchTf32Tile<kWarpsN, kNi, false, false, 1, kSplit>(args, bins, a, b, c, stream);
+  return args.b_trans ? LaunchTf32Tile<kWarpsN, kNi, false, true, 1, kNarrow>(args, bins, a, b, c, stream)
+                      : LaunchTf32Tile<kWarpsN, kNi, false, false, 1, kNarrow>(args, bins, a, b, c, stream);
+}
+
+// The TF32 product (TF32 allowed) of one tile: fragments of the stored bits where the operands hold
+// TF32 values already (stored_bits), else rounded.
+template <int kWarpsN, int kNi>
+int LaunchTf32Rounding(bool stored_bits, MatmulArgs args, int bins, const float2* a, const float2* b, float2* c,
+                       cudaStream_t stream) {
+  return stored_bits ? LaunchTf32<kWarpsN, kNi, Tf32Fragments::kStoredBits>(args, bins, a, b, c, stream)
+                     : LaunchTf32<kWarpsN, kNi, Tf32Fragments::kRounded>(args, bins, a, b, c, stream);
 }
 
 // FP32 accuracy from split operands (TF32 not allowed) takes one tile, 128 x 32 complex outputs on
@@ -1018,6 +1043,9 @@ int LaunchSpectralMatmulOf(const SpectralMatmulParams& p, const Real* a, const R
     }
   }
   const bool split = std::is_same<Real, float>::value && tensor_cores && !p.allow_tf32;
+  // TF32 products of operands that hold TF32 values already (rfft2d's round_to_tf32): their bits go
+  // to the MMAs unconverted. The split, SIMT, double and half-precision kernels ignore it.
+  const bool stored_bits = p.tf32_operands && !split;
   // Few rows (a batch of 32 in the forward and input-gradient products on tensor cores; Cin = 96
   // rows of the weight gradient's 128-row SIMT tiles) would leave much of each tile empty: then
   // c^T = op_b(b)^T op_a(a)^T is computed instead, with the operands' roles, transposes and
@@ -1062,10 +1090,10 @@ int LaunchSpectralMatmulOf(const SpectralMatmulParams& p, const Real* a, const R
       }
     } else if constexpr (std::is_same<Real, float>::value) {
       switch (tensor_cores ? tile : -tile) {
-        case 0: err = LaunchTf32<kSplitWarpsN, kSplitNi, true>(args, bins, ca, cb, cc, stream); break;
-        case 64: err = LaunchTf32<4, 4, false>(args, bins, ca, cb, cc, stream); break;
-        case 48: err = LaunchTf32<2, 6, false>(args, bins, ca, cb, cc, stream); break;
-        case 32: err = LaunchTf32<2, 4, false>(args, bins, ca, cb, cc, stream); break;
+        case 0: err = LaunchTf32<kSplitWarpsN, kSplitNi, Tf32Fragments::kSplit>(args, bins, ca, cb, cc, stream); break;
+        case 64: err = LaunchTf32Rounding<4, 4>(stored_bits, args, bins, ca, cb, cc, stream); break;
+        case 48: err = LaunchTf32Rounding<2, 6>(stored_bits, args, bins, ca, cb, cc, stream); break;
+        case 32: err = LaunchTf32Rounding<2, 4>(stored_bits, args, bins, ca, cb, cc, stream); break;
         case -3: err = LaunchSimt<float, 128, 64, 8, 4>(args, bins, ca, cb, cc, stream); break;
         case -4: err = LaunchSimt<float, 128, 32, 8, 2>(args, bins, ca, cb, cc, stream); break;
         default: err = LaunchSimt<float, 64, 64, 4, 4>(args, bins, ca, cb, cc, stream); break;
