@@ -59,6 +59,9 @@ struct FftAttrs {
   tensorflow::DataType complex_type = tensorflow::DT_COMPLEX64;
   // float16 / bfloat16: the spectrum is [bins, batch, channels, 2] of that type.
   bool half_spectrum = false;
+  // FftconvRfft2d only (ReadRfft2dAttrs): float32 spectra stored rounded to TF32 for TF32 products
+  // (cc/fftconv_params.h, Rfft2dParams), where TensorFlow's TF32 switch is on.
+  bool round_to_tf32 = false;
 };
 
 template <class Ctx>
@@ -74,6 +77,13 @@ absl::Status ReadFftAttrs(Ctx* ctx, FftAttrs* attrs) {
   return CheckDtypePair(attrs->real_type, attrs->complex_type);
 }
 
+// FftconvRfft2d's attributes: FftconvIrfft2d's and round_to_tf32.
+template <class Ctx>
+absl::Status ReadRfft2dAttrs(Ctx* ctx, FftAttrs* attrs) {
+  if (absl::Status s = ctx->GetAttr("round_to_tf32", &attrs->round_to_tf32); !s.ok()) return s;
+  return ReadFftAttrs(ctx, attrs);
+}
+
 // FftconvSpectralMatmul(a, b): how each operand enters the product (ValidateSpectralMatmul checks
 // that adjoint_x comes without transpose_x and conjugate_x), the scale alpha of the product, and
 // whether the operands are half-precision spectra [bins, rows, cols, 2].
@@ -84,6 +94,9 @@ struct SpectralMatmulAttrs {
   // false: FP32 products even where TensorFlow's TF32 switch is on (fft_conv2d's float32 spectra
   // of half-precision inputs, whose accuracy TF32's 10-bit operands would undo).
   bool allow_tf32 = true;
+  // a and b hold TF32 values already (rfft2d's round_to_tf32): the TF32 kernels take their bits
+  // unconverted (cc/fftconv_params.h, SpectralMatmulParams).
+  bool tf32_operands = false;
   bool half_spectrum = false;
 };
 
@@ -97,6 +110,7 @@ absl::Status ReadSpectralMatmulAttrs(Ctx* ctx, SpectralMatmulAttrs* attrs) {
   if (absl::Status s = ctx->GetAttr("conjugate_b", &attrs->conjugate_b); !s.ok()) return s;
   if (absl::Status s = ctx->GetAttr("alpha", &attrs->alpha); !s.ok()) return s;
   if (absl::Status s = ctx->GetAttr("allow_tf32", &attrs->allow_tf32); !s.ok()) return s;
+  if (absl::Status s = ctx->GetAttr("tf32_operands", &attrs->tf32_operands); !s.ok()) return s;
   tensorflow::DataType type;
   if (absl::Status s = ctx->GetAttr("T", &type); !s.ok()) return s;
   attrs->half_spectrum = IsHalfType(type);

@@ -18,6 +18,11 @@
 
 namespace fftconv {
 
+// TensorFlow's TF32 switch (tf.config.experimental.enable_tensor_float_32_execution): the precision
+// of float32 products on the GPU, as tf.nn.conv2d's, and whether rfft2d's round_to_tf32 applies.
+// The OpKernels read it when they run, the XLA lowerings when they compile, as XLA's own dot does.
+bool TensorFloat32Enabled();
+
 // Functors are specialised on these tags (CPU in <op>_op.cc, GPU in <op>_gpu.cc).
 struct CpuDevice {};
 struct GpuDevice {};

@@ -253,8 +253,11 @@ inline absl::Status ValidateSpectralMatmul(const int64_t a_dims[3], const int64_
 // empty.
 
 // x: [batch, channels, height, width] (NCHW) or [batch, height, width, channels] (NHWC).
+// round_to_tf32: the attribute and TensorFlow's TF32 switch together (the kernels apply it only to
+// float32 on sm_80+).
 inline absl::Status MakeRfft2dParams(const int64_t x_dims[4], int64_t fft_size, int64_t offset_h,
-                                     int64_t offset_w, bool nhwc, Rfft2dParams* params,
+                                     int64_t offset_w, bool nhwc, bool round_to_tf32,
+                                     Rfft2dParams* params,
                                      std::vector<int64_t>* output_dims = nullptr) {
   const ImageDims image = ImageDimsFrom(x_dims, nhwc);
   if (absl::Status s = ValidateRfft2d(image, fft_size, offset_h, offset_w); !s.ok()) return s;
@@ -267,6 +270,7 @@ inline absl::Status MakeRfft2dParams(const int64_t x_dims[4], int64_t fft_size, 
   params->offset_h = static_cast<int>(offset_h);
   params->offset_w = static_cast<int>(offset_w);
   params->nhwc = nhwc;
+  params->round_to_tf32 = round_to_tf32;
   return absl::OkStatus();
 }
 
@@ -300,7 +304,7 @@ inline absl::Status MakeIrfft2dParams(const int64_t spectrum_dims[3], int64_t ff
 inline absl::Status MakeSpectralMatmulParams(const int64_t a_dims[3], const int64_t b_dims[3],
                                              bool transpose_a, bool adjoint_a, bool conjugate_a,
                                              bool transpose_b, bool adjoint_b, bool conjugate_b,
-                                             bool allow_tf32, float alpha,
+                                             bool allow_tf32, bool tf32_operands, float alpha,
                                              SpectralMatmulParams* params,
                                              std::vector<int64_t>* output_dims = nullptr) {
   MatmulDims dims;
@@ -320,6 +324,7 @@ inline absl::Status MakeSpectralMatmulParams(const int64_t a_dims[3], const int6
   params->conjugate_a = conjugate_a;
   params->conjugate_b = conjugate_b;
   params->allow_tf32 = allow_tf32;
+  params->tf32_operands = tf32_operands;
   params->alpha = alpha;
   return ValidateAlpha(alpha);
 }

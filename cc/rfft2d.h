@@ -25,7 +25,7 @@ struct Rfft2dFunctor {
 // A half-precision x must come with a half-precision result ([.., 2] of the same type).
 absl::Status Rfft2dParamsFromCall(const ffi::AnyBuffer& x, const ffi::AnyBuffer& spectrum,
                                   int64_t fft_size, int64_t offset_h, int64_t offset_w,
-                                  int64_t nhwc, Rfft2dParams* params);
+                                  int64_t nhwc, int64_t round_to_tf32, Rfft2dParams* params);
 
 // The buffers and attributes of a tf_fftconv_rfft2d custom call, bound after the platform's context
 // (XLA's thread pool on the host, its stream on CUDA), so that both handlers decode the same call.
@@ -37,14 +37,15 @@ auto BindRfft2dCall(Binding binding) {
       .template Attr<int64_t>("fft_size")
       .template Attr<int64_t>("offset_h")
       .template Attr<int64_t>("offset_w")
-      .template Attr<int64_t>("nhwc");
+      .template Attr<int64_t>("nhwc")
+      .template Attr<int64_t>("round_to_tf32");
 }
 
 template <typename Device, typename Real>
 class Rfft2dOp : public tensorflow::OpKernel {
  public:
   explicit Rfft2dOp(tensorflow::OpKernelConstruction* ctx) : tensorflow::OpKernel(ctx) {
-    OP_REQUIRES_OK(ctx, ReadFftAttrs(ctx, &attrs_));
+    OP_REQUIRES_OK(ctx, ReadRfft2dAttrs(ctx, &attrs_));
   }
 
   void Compute(tensorflow::OpKernelContext* ctx) override {
@@ -56,7 +57,9 @@ class Rfft2dOp : public tensorflow::OpKernel {
     Rfft2dParams params;
     std::vector<int64_t> spectrum_dims;
     OP_REQUIRES_OK(ctx, MakeRfft2dParams(dims, fft_size, attrs_.offset_h, attrs_.offset_w,
-                                         attrs_.nhwc, &params, &spectrum_dims));
+                                         attrs_.nhwc,
+                                         attrs_.round_to_tf32 && TensorFloat32Enabled(), &params,
+                                         &spectrum_dims));
     if (kHalfSpectrum<Real>) spectrum_dims.push_back(2);
 
     tensorflow::Tensor* spectrum = nullptr;

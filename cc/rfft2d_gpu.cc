@@ -42,10 +42,11 @@ REGISTER_GPU(Eigen::bfloat16)
 // The tf_fftconv_rfft2d custom call (cc/rfft2d_xla.cc) on XLA's stream.
 static ffi::Error Rfft2dCuda(cudaStream_t stream, ffi::AnyBuffer x,
                              ffi::Result<ffi::AnyBuffer> spectrum, int64_t fft_size,
-                             int64_t offset_h, int64_t offset_w, int64_t nhwc) {
+                             int64_t offset_h, int64_t offset_w, int64_t nhwc,
+                             int64_t round_to_tf32) {
   Rfft2dParams params;
-  if (absl::Status s =
-          Rfft2dParamsFromCall(x, *spectrum, fft_size, offset_h, offset_w, nhwc, &params);
+  if (absl::Status s = Rfft2dParamsFromCall(x, *spectrum, fft_size, offset_h, offset_w, nhwc,
+                                            round_to_tf32, &params);
       !s.ok())
     return FfiError(s);
   if (spectrum->element_count() == 0) return ffi::Error::Success();

@@ -16,6 +16,7 @@ REGISTER_OP("FftconvRfft2d")
     .Attr("offset_h: int = 0")
     .Attr("offset_w: int = 0")
     .Attr("data_format: string = 'NCHW'")
+    .Attr("round_to_tf32: bool = false")
     .SetShapeFn([](InferenceContext* c) -> absl::Status {
       ShapeHandle x;
       TF_RETURN_IF_ERROR(c->WithRank(c->input(0), 4, &x));
@@ -42,6 +43,12 @@ with bins = fft_size * (fft_size / 2 + 1), bin index ky * (fft_size / 2 + 1) + k
 Tcomplex is the spectrum's type: complex64 for float32 x, complex128 for float64. For float16 and
 bfloat16 x it is x's own type and the spectrum is [bins, batch, channels, 2] (real, imaginary),
 computed in float32 and stored divided by fft_size^2, so that no bin exceeds the largest |x|.
+With round_to_tf32 true, a float32 x's spectrum is stored rounded to TF32 (10 mantissa bits), as
+the TF32 spectral_matmul rounds its operands (to nearest even on compute capability 9.0 and later,
+ties away from zero on 8.x), for spectra that feed only TF32 products (spectral_matmul with
+tf32_operands). That applies on a GPU of compute capability 8.0 or later where TensorFlow's TF32
+switch is on (read when the op runs, or when XLA compiles it); elsewhere (CPU, other types, older
+GPUs, TF32 off) the attribute changes nothing.
 )doc");
 
 template <typename Real>

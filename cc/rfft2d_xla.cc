@@ -12,7 +12,7 @@ namespace fftconv {
 class Rfft2dXlaOp : public tensorflow::XlaOpKernel {
  public:
   explicit Rfft2dXlaOp(tensorflow::OpKernelConstruction* ctx) : tensorflow::XlaOpKernel(ctx) {
-    OP_REQUIRES_OK(ctx, ReadFftAttrs(ctx, &attrs_));
+    OP_REQUIRES_OK(ctx, ReadRfft2dAttrs(ctx, &attrs_));
   }
 
   void Compile(tensorflow::XlaOpKernelContext* ctx) override {
@@ -20,17 +20,20 @@ class Rfft2dXlaOp : public tensorflow::XlaOpKernel {
     OP_REQUIRES_OK(ctx, StaticInputDims(ctx, 0, "x", 4, x_dims.data()));
     int64_t fft_size = 0;
     OP_REQUIRES_OK(ctx, ctx->ConstantInputAsIntScalar("fft_size", &fft_size));
+    // TensorFlow's TF32 switch is read when the call is compiled, as FftconvSpectralMatmul's.
+    const bool round_to_tf32 = attrs_.round_to_tf32 && TensorFloat32Enabled();
     Rfft2dParams params;
     std::vector<int64_t> spectrum_dims;
     OP_REQUIRES_OK(ctx, MakeRfft2dParams(x_dims.data(), fft_size, attrs_.offset_h, attrs_.offset_w,
-                                         attrs_.nhwc, &params, &spectrum_dims));
+                                         attrs_.nhwc, round_to_tf32, &params, &spectrum_dims));
     if (attrs_.half_spectrum) spectrum_dims.push_back(2);
     ctx->SetOutput(0, EmitCustomCall(ctx, kRfft2dTarget, {{0, x_dims}},
                                      ComplexXlaType(ctx->input_xla_type(0)), spectrum_dims,
                                      {{"fft_size", fft_size},
                                       {"offset_h", attrs_.offset_h},
                                       {"offset_w", attrs_.offset_w},
-                                      {"nhwc", attrs_.nhwc}}));
+                                      {"nhwc", attrs_.nhwc},
+                                      {"round_to_tf32", round_to_tf32}}));
   }
 
  private:
@@ -46,22 +49,24 @@ FFTCONV_REGISTER_KERNEL(Name("FftconvRfft2d").Device(tensorflow::DEVICE_GPU_XLA_
 
 absl::Status Rfft2dParamsFromCall(const ffi::AnyBuffer& x, const ffi::AnyBuffer& spectrum,
                                   int64_t fft_size, int64_t offset_h, int64_t offset_w,
-                                  int64_t nhwc, Rfft2dParams* params) {
+                                  int64_t nhwc, int64_t round_to_tf32, Rfft2dParams* params) {
   int64_t x_dims[4];
   if (!BufferDims(x, 4, x_dims)) return absl::InvalidArgumentError("x must have rank 4");
   if (IsHalfFfiType(x.element_type()) != IsHalfFfiType(spectrum.element_type())) {
     return absl::InvalidArgumentError(
         "FftconvRfft2d: a float16 / bfloat16 x needs a spectrum of its own type and no other x does");
   }
-  return MakeRfft2dParams(x_dims, fft_size, offset_h, offset_w, nhwc != 0, params);
+  return MakeRfft2dParams(x_dims, fft_size, offset_h, offset_w, nhwc != 0, round_to_tf32 != 0,
+                          params);
 }
 
 static ffi::Error Rfft2dHost(ffi::ThreadPool pool, ffi::AnyBuffer x,
                              ffi::Result<ffi::AnyBuffer> spectrum, int64_t fft_size,
-                             int64_t offset_h, int64_t offset_w, int64_t nhwc) {
+                             int64_t offset_h, int64_t offset_w, int64_t nhwc,
+                             int64_t round_to_tf32) {
   Rfft2dParams params;
-  if (absl::Status s =
-          Rfft2dParamsFromCall(x, *spectrum, fft_size, offset_h, offset_w, nhwc, &params);
+  if (absl::Status s = Rfft2dParamsFromCall(x, *spectrum, fft_size, offset_h, offset_w, nhwc,
+                                            round_to_tf32, &params);
       !s.ok())
     return FfiError(s);
   if (spectrum->element_count() == 0) return ffi::Error::Success();

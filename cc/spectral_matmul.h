@@ -22,10 +22,6 @@ struct SpectralMatmulFunctor {
                           SpectrumElement<Real>* c);
 };
 
-// Precision of float products on the GPU follows TensorFlow's TF32 switch, as tf.nn.conv2d does,
-// unless the op's allow_tf32 attribute is false.
-bool TensorFloat32Enabled();
-
 // The parameters of a tf_fftconv_spectral_matmul custom call (cc/spectral_matmul_xla.cc) from its
 // buffers and the attributes its lowering wrote, checked as the OpKernel checks them; for the host
 // and CUDA handlers.
@@ -33,7 +29,7 @@ absl::Status SpectralMatmulParamsFromCall(const ffi::AnyBuffer& a, const ffi::An
                                           int64_t transpose_a, int64_t adjoint_a,
                                           int64_t conjugate_a, int64_t transpose_b,
                                           int64_t adjoint_b, int64_t conjugate_b,
-                                          int64_t allow_tf32, float alpha,
+                                          int64_t allow_tf32, int64_t tf32_operands, float alpha,
                                           SpectralMatmulParams* params);
 
 // The buffers and attributes of a tf_fftconv_spectral_matmul custom call, bound after the platform's context
@@ -51,6 +47,7 @@ auto BindSpectralMatmulCall(Binding binding) {
       .template Attr<int64_t>("adjoint_b")
       .template Attr<int64_t>("conjugate_b")
       .template Attr<int64_t>("allow_tf32")
+      .template Attr<int64_t>("tf32_operands")
       .template Attr<float>("alpha");
 }
 
@@ -74,7 +71,8 @@ class SpectralMatmulOp : public tensorflow::OpKernel {
                                                  attrs_.transpose_b, attrs_.adjoint_b,
                                                  attrs_.conjugate_b,
                                                  attrs_.allow_tf32 && TensorFloat32Enabled(),
-                                                 attrs_.alpha, &params, &product_dims));
+                                                 attrs_.tf32_operands, attrs_.alpha, &params,
+                                                 &product_dims));
     if (kHalfSpectrum<Real>) product_dims.push_back(2);
 
     tensorflow::Tensor* c = nullptr;

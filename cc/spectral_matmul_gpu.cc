@@ -44,11 +44,11 @@ static ffi::Error SpectralMatmulCuda(cudaStream_t stream, ffi::AnyBuffer a, ffi:
                                      ffi::Result<ffi::AnyBuffer> product, int64_t transpose_a,
                                      int64_t adjoint_a, int64_t conjugate_a, int64_t transpose_b,
                                      int64_t adjoint_b, int64_t conjugate_b, int64_t allow_tf32,
-                                     float alpha) {
+                                     int64_t tf32_operands, float alpha) {
   SpectralMatmulParams params;
   if (absl::Status s = SpectralMatmulParamsFromCall(a, b, transpose_a, adjoint_a, conjugate_a,
                                                     transpose_b, adjoint_b, conjugate_b,
-                                                    allow_tf32, alpha, &params);
+                                                    allow_tf32, tf32_operands, alpha, &params);
       !s.ok())
     return FfiError(s);
   if (product->element_count() == 0) return ffi::Error::Success();

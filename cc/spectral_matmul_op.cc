@@ -7,6 +7,7 @@ namespace fftconv {
 
 using tensorflow::shape_inference::InferenceContext;
 
+// Declared in cc/fftconv_kernel_util.h; FftconvRfft2d reads it too.
 bool TensorFloat32Enabled() { return tsl::tensor_float_32_execution_enabled(); }
 
 REGISTER_OP("FftconvSpectralMatmul")
@@ -22,6 +23,7 @@ REGISTER_OP("FftconvSpectralMatmul")
     .Attr("conjugate_b: bool = false")
     .Attr("alpha: float = 1.0")
     .Attr("allow_tf32: bool = true")
+    .Attr("tf32_operands: bool = false")
     .SetShapeFn([](InferenceContext* c) -> absl::Status {
       SpectralMatmulAttrs attrs;
       TF_RETURN_IF_ERROR(ReadSpectralMatmulAttrs(c, &attrs));
@@ -49,6 +51,11 @@ accumulated in float32, alpha applied in float32 before the product is rounded (
 fft_size^2, which keeps a product of mean-normalised spectra mean-normalised).
 complex64 products on a GPU use TF32 tensor cores where TensorFlow's TF32 switch is on and
 allow_tf32 is true; allow_tf32 = false keeps them in FP32.
+With tf32_operands true, a and b hold TF32 values already (rfft2d with round_to_tf32) and the TF32
+kernels take their bits unconverted, which gives the same product as rounding them. Only the TF32
+products read the attribute; the FP32 products (TF32 off or allow_tf32 false), complex128, half
+precision and the CPU ignore it. Operands that are not TF32 values give a product of truncated
+operands instead of rounded ones.
 )doc");
 
 template <typename Real>

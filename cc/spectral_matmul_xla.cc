@@ -9,7 +9,7 @@ namespace fftconv {
 
 // a [bins, ., .], b [bins, ., .] complex -> [bins, m, n] (float16 / bfloat16: [.., 2] each).
 // TensorFlow's TF32 switch (and the allow_tf32 attribute) is read when the call is compiled, as
-// XLA's own dot does.
+// XLA's own dot does; tf32_operands is passed on as it is.
 class SpectralMatmulXlaOp : public tensorflow::XlaOpKernel {
  public:
   explicit SpectralMatmulXlaOp(tensorflow::OpKernelConstruction* ctx)
@@ -27,8 +27,9 @@ class SpectralMatmulXlaOp : public tensorflow::XlaOpKernel {
     OP_REQUIRES_OK(ctx, MakeSpectralMatmulParams(a_dims.data(), b_dims.data(), attrs_.transpose_a,
                                                  attrs_.adjoint_a, attrs_.conjugate_a,
                                                  attrs_.transpose_b, attrs_.adjoint_b,
-                                                 attrs_.conjugate_b, allow_tf32, attrs_.alpha,
-                                                 &params, &product_dims));
+                                                 attrs_.conjugate_b, allow_tf32,
+                                                 attrs_.tf32_operands, attrs_.alpha, &params,
+                                                 &product_dims));
     if (attrs_.half_spectrum) product_dims.push_back(2);
     ctx->SetOutput(0, EmitCustomCall(ctx, kSpectralMatmulTarget, {{0, a_dims}, {1, b_dims}},
                                      ctx->input_xla_type(0), product_dims,
@@ -38,7 +39,8 @@ class SpectralMatmulXlaOp : public tensorflow::XlaOpKernel {
                                       {"transpose_b", attrs_.transpose_b},
                                       {"adjoint_b", attrs_.adjoint_b},
                                       {"conjugate_b", attrs_.conjugate_b},
-                                      {"allow_tf32", allow_tf32}},
+                                      {"allow_tf32", allow_tf32},
+                                      {"tf32_operands", attrs_.tf32_operands}},
                                      {{"alpha", attrs_.alpha}}));
   }
 
@@ -57,7 +59,7 @@ absl::Status SpectralMatmulParamsFromCall(const ffi::AnyBuffer& a, const ffi::An
                                           int64_t transpose_a, int64_t adjoint_a,
                                           int64_t conjugate_a, int64_t transpose_b,
                                           int64_t adjoint_b, int64_t conjugate_b,
-                                          int64_t allow_tf32, float alpha,
+                                          int64_t allow_tf32, int64_t tf32_operands, float alpha,
                                           SpectralMatmulParams* params) {
   if (a.element_type() != b.element_type()) {
     return absl::InvalidArgumentError("a and b must have the same dtype");
@@ -76,18 +78,19 @@ absl::Status SpectralMatmulParamsFromCall(const ffi::AnyBuffer& a, const ffi::An
   }
   return MakeSpectralMatmulParams(a_dims, b_dims, transpose_a != 0, adjoint_a != 0,
                                   conjugate_a != 0, transpose_b != 0, adjoint_b != 0,
-                                  conjugate_b != 0, allow_tf32 != 0, alpha, params);
+                                  conjugate_b != 0, allow_tf32 != 0, tf32_operands != 0, alpha,
+                                  params);
 }
 
 static ffi::Error SpectralMatmulHost(ffi::ThreadPool pool, ffi::AnyBuffer a, ffi::AnyBuffer b,
                                      ffi::Result<ffi::AnyBuffer> product, int64_t transpose_a,
                                      int64_t adjoint_a, int64_t conjugate_a, int64_t transpose_b,
                                      int64_t adjoint_b, int64_t conjugate_b, int64_t allow_tf32,
-                                     float alpha) {
+                                     int64_t tf32_operands, float alpha) {
   SpectralMatmulParams params;
   if (absl::Status s = SpectralMatmulParamsFromCall(a, b, transpose_a, adjoint_a, conjugate_a,
                                                     transpose_b, adjoint_b, conjugate_b,
-                                                    allow_tf32, alpha, &params);
+                                                    allow_tf32, tf32_operands, alpha, &params);
       !s.ok())
     return FfiError(s);
   if (product->element_count() == 0) return ffi::Error::Success();
