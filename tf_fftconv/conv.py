@@ -29,6 +29,13 @@ Where the plan says so (``planning``: small layers, where half spectra save litt
 input is cast to float32 and takes the float32 passes with FP32 products instead, so that the
 result is rounded once, as cuDNN's is.
 
+TF32 (float32 with ``allow_tf32``, TensorFlow's TF32 switch on, a GPU of compute capability 8.0+):
+the ``x``, ``w`` and ``dy`` spectra feed nothing but the three products, which round their operands
+to TF32. So ``rfft2d`` stores them rounded to TF32 already, by the products' own rule
+(``round_to_tf32``), and the products take those values unconverted (``tf32_operands``): the same
+results, bit for bit, without a conversion per operand value in every block that loads it. The ops
+ignore both flags where TF32 does not apply (CPU, TF32 off), so the results there are unchanged.
+
 Tiles (``geometry``): the padded input is cut into overlapping tiles that join the batch
 dimension, each tile is a VALID convolution in a small frame, and the output tiles are put side
 by side. Cutting and joining are TensorFlow's pad / reshape / slice / concat / transpose, whose
@@ -105,9 +112,16 @@ def _reshape_bins(spectrum, dims):
     return tf.reshape(spectrum, [-1] + list(dims) + pair)
 
 
-def _weight_spectrum(w, fft_size, kernel_size):
+def _tf32_spectra(dtype, allow_tf32):
+    """Whether a convolution in ``dtype`` stores its spectra rounded to TF32 for its products
+    (``rfft2d``'s ``round_to_tf32``, ``spectral_matmul``'s ``tf32_operands``; module docstring):
+    float32 with TF32 allowed. Half-precision and float64 spectra are never rounded."""
+    return bool(allow_tf32) and tf.as_dtype(dtype) == tf.float32
+
+
+def _weight_spectrum(w, fft_size, kernel_size, round_to_tf32=False):
     """``W' [F, Cin, Cout]``: ``rfft2d`` of ``w * _weight_gain``, ``w [kh, kw, Cin, Cout]`` taken
-    as it lies, one NHWC image of ``Cin * Cout`` channels."""
+    as it lies, one NHWC image of ``Cin * Cout`` channels; ``round_to_tf32`` as ``rfft2d``'s."""
     k_h, k_w, in_channels, out_channels = w.shape
     image = tf.reshape(w, [1, k_h, k_w, in_channels * out_channels])
     if w.dtype == tf.float16:
@@ -118,7 +132,8 @@ def _weight_spectrum(w, fft_size, kernel_size):
             gains = [_weight_gain(w.dtype, s, kernel_size) for s in FFT_SIZES]
             gain = tf.gather(tf.constant(gains, w.dtype), _frame_index(fft_size))
         image = image * gain
-    spectrum = ops.rfft2d(image, fft_size, data_format="NHWC")         # [F, 1, Cin * Cout]
+    spectrum = ops.rfft2d(image, fft_size, data_format="NHWC",
+                          round_to_tf32=round_to_tf32)                # [F, 1, Cin * Cout]
     return _reshape_bins(spectrum, [in_channels, out_channels])
 
 
@@ -153,24 +168,29 @@ def _spectral_product(a, b, fft_size, kernel_size=None, **flags):
 
 
 # The three products per bin, on X [F, B, Cin], dY [F, B, Cout] and the weights' W' [F, Cin, Cout].
+# tf32_operands: both spectra were stored rounded to TF32 (``_tf32_spectra``).
 
-def _forward_product(x_spectrum, w_spectrum, fft_size, kernel_size, allow_tf32=True):
+def _forward_product(x_spectrum, w_spectrum, fft_size, kernel_size, allow_tf32=True,
+                     tf32_operands=False):
     """``Y = X · conj(W')`` ``[F, B, Cout]`` (the design's ``X · W^H``)."""
     return _spectral_product(x_spectrum, w_spectrum, fft_size, kernel_size, conjugate_b=True,
-                             allow_tf32=allow_tf32)
+                             allow_tf32=allow_tf32, tf32_operands=tf32_operands)
 
 
-def _input_gradient_product(dy_spectrum, w_spectrum, fft_size, kernel_size, allow_tf32=True):
+def _input_gradient_product(dy_spectrum, w_spectrum, fft_size, kernel_size, allow_tf32=True,
+                            tf32_operands=False):
     """``dX = dY · W'^T`` ``[F, B, Cin]`` (the design's ``dY · W``)."""
     return _spectral_product(dy_spectrum, w_spectrum, fft_size, kernel_size, transpose_b=True,
-                             allow_tf32=allow_tf32)
+                             allow_tf32=allow_tf32, tf32_operands=tf32_operands)
 
 
-def _weight_gradient_product(x_spectrum, dy_spectrum, fft_size, allow_tf32=True):
+def _weight_gradient_product(x_spectrum, dy_spectrum, fft_size, allow_tf32=True,
+                             tf32_operands=False):
     """``dW' = X^T · conj(dY)`` ``[F, Cin, Cout]`` (the transpose of the design's ``dY^H · X``):
     the weight gradient's spectrum in the weights' own layout."""
     return _spectral_product(x_spectrum, dy_spectrum, fft_size, transpose_a=True,
-                             conjugate_b=True, allow_tf32=allow_tf32)
+                             conjugate_b=True, allow_tf32=allow_tf32,
+                             tf32_operands=tf32_operands)
 
 
 def _run_time_geometry(x, data_format, k_h, k_w, padding):
@@ -433,29 +453,33 @@ def _spectral_conv(config, geometry, image_size, kernel_size, data_format, allow
 
 def _frequency_domain_conv(geometry, image_size, kernel_size, data_format, allow_tf32=True):
     """Mode "keep": X and W of the forward pass are kept for the backward pass. ``allow_tf32``
-    False: FP32 products (complex spectra) whatever TensorFlow's TF32 switch says."""
+    False: FP32 products (complex spectra) whatever TensorFlow's TF32 switch says. The spectra
+    are rounded to TF32 where ``_tf32_spectra`` says (the kept X and W feed only products too)."""
     size, pad_top, pad_left = geometry.fft_size, geometry.pad_top, geometry.pad_left
 
     def forward_spectra(x, w):
         # x_spectrum [F, B, Cin]; w_spectrum [F, Cin, Cout].
-        return (ops.rfft2d(x, size, pad_top, pad_left, data_format),
-                _weight_spectrum(w, size, kernel_size))
+        tf32 = _tf32_spectra(x.dtype, allow_tf32)
+        return (ops.rfft2d(x, size, pad_top, pad_left, data_format, round_to_tf32=tf32),
+                _weight_spectrum(w, size, kernel_size, round_to_tf32=tf32))
 
     def backward(dy, x_spectrum, w_spectrum):
-        dy_spectrum = ops.rfft2d(dy, size, 0, 0, data_format)                # [F, B, Cout]
+        tf32 = _tf32_spectra(dy.dtype, allow_tf32)
+        dy_spectrum = ops.rfft2d(dy, size, 0, 0, data_format,
+                                 round_to_tf32=tf32)                           # [F, B, Cout]
         dx_spectrum = _input_gradient_product(dy_spectrum, w_spectrum, size, kernel_size,
-                                              allow_tf32)                      # [F, B, Cin]
+                                              allow_tf32, tf32)                # [F, B, Cin]
         dx = ops.irfft2d(dx_spectrum, size, image_size[0], image_size[1], pad_top, pad_left,
                          data_format)
         dw_spectrum = _weight_gradient_product(x_spectrum, dy_spectrum, size,
-                                               allow_tf32)                     # [F, Cin, Cout]
+                                               allow_tf32, tf32)               # [F, Cin, Cout]
         return dx, _weight_gradient(dw_spectrum, size, kernel_size)
 
     @tf.custom_gradient
     def conv(x, w):
         x_spectrum, w_spectrum = forward_spectra(*_unrecorded(x, w))
-        y_spectrum = _forward_product(x_spectrum, w_spectrum, size, kernel_size,
-                                      allow_tf32)                              # [F, B, Cout]
+        y_spectrum = _forward_product(x_spectrum, w_spectrum, size, kernel_size, allow_tf32,
+                                      _tf32_spectra(x.dtype, allow_tf32))      # [F, B, Cout]
         y = ops.irfft2d(y_spectrum, size, geometry.out_h, geometry.out_w, 0, 0, data_format)
 
         def grad(dy):
@@ -510,15 +534,18 @@ def _recomputing_conv(geometry, image_size, kernel_size, data_format, chunks, al
 
     Each piece's ops are made to wait for the previous piece's result (control dependencies), so
     only one piece's spectra are alive at a time; the weight-gradient spectrum ``[F, Cin, Cout]``
-    is summed over the pieces and inverted once. ``allow_tf32`` as ``_frequency_domain_conv``'s.
+    is summed over the pieces and inverted once. ``allow_tf32`` and the spectra's TF32 rounding as
+    ``_frequency_domain_conv``'s.
     """
     size, pad_top, pad_left = geometry.fft_size, geometry.pad_top, geometry.pad_left
 
     def weight_spectrum(w):
-        return _weight_spectrum(w, size, kernel_size)                         # [F, Cin, Cout]
+        return _weight_spectrum(w, size, kernel_size,
+                                round_to_tf32=_tf32_spectra(w.dtype, allow_tf32))  # [F, Cin, Cout]
 
     @tf.custom_gradient
     def conv(x, w):
+        tf32 = _tf32_spectra(x.dtype, allow_tf32)
         # The backward pass transforms the original x and w again, so a tape that differentiates
         # the gradient (higher order) sees them; the forward's own ops need not be recorded.
         x_forward, w_forward = _unrecorded(x, w)
@@ -526,9 +553,10 @@ def _recomputing_conv(geometry, image_size, kernel_size, data_format, chunks, al
         outputs = []
         for piece in _pieces(x_forward, chunks):
             with tf.control_dependencies(outputs[-1:]):
-                x_spectrum = ops.rfft2d(piece, size, pad_top, pad_left, data_format)  # [F, b, Cin]
+                x_spectrum = ops.rfft2d(piece, size, pad_top, pad_left, data_format,
+                                        round_to_tf32=tf32)                    # [F, b, Cin]
             y_spectrum = _forward_product(x_spectrum, w_spectrum, size, kernel_size,
-                                          allow_tf32)                          # [F, b, Cout]
+                                          allow_tf32, tf32)                    # [F, b, Cout]
             outputs.append(ops.irfft2d(y_spectrum, size, geometry.out_h, geometry.out_w, 0, 0,
                                        data_format))
         y = outputs[0] if chunks == 1 else tf.concat(outputs, 0)
@@ -538,15 +566,18 @@ def _recomputing_conv(geometry, image_size, kernel_size, data_format, chunks, al
             dxs, dw_spectrum = [], None
             for piece, dy_piece in zip(_pieces(x, chunks), _pieces(dy, chunks)):
                 with tf.control_dependencies([dw_spectrum] if dw_spectrum is not None else []):
-                    dy_spectrum = ops.rfft2d(dy_piece, size, 0, 0, data_format)  # [F, b, Cout]
+                    dy_spectrum = ops.rfft2d(dy_piece, size, 0, 0, data_format,
+                                             round_to_tf32=tf32)               # [F, b, Cout]
                 dx_spectrum = _input_gradient_product(dy_spectrum, w_spectrum, size,
-                                                      kernel_size, allow_tf32)  # [F, b, Cin]
+                                                      kernel_size, allow_tf32, tf32)  # [F, b, Cin]
                 dxs.append(ops.irfft2d(dx_spectrum, size, image_size[0], image_size[1], pad_top,
                                        pad_left, data_format))
                 with tf.control_dependencies(dxs[-1:]):
-                    x_spectrum = ops.rfft2d(piece, size, pad_top, pad_left, data_format)
-                # [F, Cin, Cout], summed over the pieces
-                piece_dw = _weight_gradient_product(x_spectrum, dy_spectrum, size, allow_tf32)
+                    x_spectrum = ops.rfft2d(piece, size, pad_top, pad_left, data_format,
+                                            round_to_tf32=tf32)
+                # [F, Cin, Cout], summed over the pieces (the sum of products, not rounded)
+                piece_dw = _weight_gradient_product(x_spectrum, dy_spectrum, size, allow_tf32,
+                                                    tf32)
                 dw_spectrum = piece_dw if dw_spectrum is None else dw_spectrum + piece_dw
             dx = dxs[0] if chunks == 1 else tf.concat(dxs, 0)
             return dx, _weight_gradient(dw_spectrum, size, kernel_size)

@@ -65,7 +65,8 @@ def _size_input(value, name):
     return int(value)
 
 
-def rfft2d(x, fft_size, offset_h=0, offset_w=0, data_format="NCHW", name=None):
+def rfft2d(x, fft_size, offset_h=0, offset_w=0, data_format="NCHW", round_to_tf32=False,
+           name=None):
     """Real 2-D FFT of images placed at ``(offset_h, offset_w)`` in an ``fft_size`` frame of zeros.
 
     Args:
@@ -74,6 +75,10 @@ def rfft2d(x, fft_size, offset_h=0, offset_w=0, data_format="NCHW", name=None):
       fft_size: ``S``, a power of two in [2, 128], 3 * 2^k in [6, 96] or 5 * 2^k in [10, 80];
         ``offset + H <= S`` and ``offset + W <= S``. A Python or NumPy integer or an int32 scalar
         tensor (then known only at run time).
+      round_to_tf32: store a float32 ``x``'s spectrum rounded to TF32 (10 mantissa bits), as the
+        TF32 :func:`spectral_matmul` rounds its operands, for a spectrum that feeds only TF32
+        products (``spectral_matmul(..., tf32_operands=True)``). Applies on a GPU of compute
+        capability 8.0 or later with TensorFlow's TF32 switch on; elsewhere it changes nothing.
     Returns:
       complex64 / complex128 spectrum ``[S * (S/2 + 1), B, C]``; for float16 / bfloat16 x, the
       spectrum divided by ``S^2`` as ``[S * (S/2 + 1), B, C, 2]`` of x's type (real, imaginary).
@@ -82,16 +87,19 @@ def rfft2d(x, fft_size, offset_h=0, offset_w=0, data_format="NCHW", name=None):
     _check_dtype(x, _COMPLEX_OF, "x")
     return load_library().fftconv_rfft2d(
         x=x, fft_size=_size_input(fft_size, "fft_size"), offset_h=offset_h, offset_w=offset_w, data_format=data_format,
-        Tcomplex=_COMPLEX_OF[x.dtype], name=name)
+        round_to_tf32=bool(round_to_tf32), Tcomplex=_COMPLEX_OF[x.dtype], name=name)
 
 
 def spectral_matmul(a, b, transpose_a=False, transpose_b=False, adjoint_a=False, adjoint_b=False,
-                    alpha=1.0, allow_tf32=True, conjugate_a=False, conjugate_b=False, name=None):
+                    alpha=1.0, allow_tf32=True, conjugate_a=False, conjugate_b=False,
+                    tf32_operands=False, name=None):
     """One complex matmul per bin: ``alpha * op(a)[f] @ op(b)[f]`` for ``a [F, ., .]``,
     ``b [F, ., .]`` (complex64 / complex128), or half-precision spectra ``[F, ., ., 2]`` (float16 /
     bfloat16, accumulated in float32; ``alpha``, a Python float, is applied before rounding).
     complex64 products on a GPU use TF32 where TensorFlow's TF32 switch is on, unless
-    ``allow_tf32`` is False.
+    ``allow_tf32`` is False. ``tf32_operands``: ``a`` and ``b`` hold TF32 values already
+    (:func:`rfft2d` with ``round_to_tf32``), so the TF32 kernels take their bits unconverted, for
+    the same product; the FP32, complex128, half-precision and CPU products ignore it.
 
     ``op(x)`` is ``x``, its transpose (``transpose_x``), its conjugate (``conjugate_x``) or its
     conjugate transpose (``adjoint_x``, or ``transpose_x`` with ``conjugate_x``); the kernels
@@ -106,7 +114,7 @@ def spectral_matmul(a, b, transpose_a=False, transpose_b=False, adjoint_a=False,
     return load_library().fftconv_spectral_matmul(
         a=a, b=b, transpose_a=transpose_a, transpose_b=transpose_b, adjoint_a=adjoint_a,
         adjoint_b=adjoint_b, conjugate_a=conjugate_a, conjugate_b=conjugate_b, alpha=float(alpha),
-        allow_tf32=bool(allow_tf32), name=name)
+        allow_tf32=bool(allow_tf32), tf32_operands=bool(tf32_operands), name=name)
 
 
 def irfft2d(spectrum, fft_size, out_h, out_w, offset_h=0, offset_w=0, data_format="NCHW",

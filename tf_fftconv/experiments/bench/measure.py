@@ -527,19 +527,26 @@ def fft_op_steps(case, data_format, fft_size=None):
                              fft_size)
     size, top, left, k = geometry.fft_size, geometry.pad_top, geometry.pad_left, case.kernel
     # The weight spectrum, the products and the weight gradient as fft_conv2d makes them (for half
-    # precision: the float16 weight gain and alpha; for float32 plain rfft2d and spectral_matmul).
+    # precision: the float16 weight gain and alpha; for float32 plain rfft2d and spectral_matmul,
+    # with the spectra stored rounded to TF32 for the TF32 products, which the ops apply only where
+    # TensorFlow's TF32 switch is on: conv_module._tf32_spectra).
+    def tf32(t):
+        return conv_module._tf32_spectra(t.dtype, True)
+
     steps = {
-        "rfft x": lambda x: ops.rfft2d(x, size, top, left, data_format),
-        "rfft w": lambda w: conv_module._weight_spectrum(w, size, (k, k)),
-        "matmul y = x w^H": lambda xs, ws: conv_module._forward_product(xs, ws, size, (k, k)),
+        "rfft x": lambda x: ops.rfft2d(x, size, top, left, data_format, round_to_tf32=tf32(x)),
+        "rfft w": lambda w: conv_module._weight_spectrum(w, size, (k, k), round_to_tf32=tf32(w)),
+        "matmul y = x w^H": lambda xs, ws: conv_module._forward_product(
+            xs, ws, size, (k, k), tf32_operands=xs.dtype == tf.complex64),
         "irfft y": lambda ys: ops.irfft2d(ys, size, geometry.out_h, geometry.out_w, 0, 0,
                                           data_format),
-        "rfft dy": lambda dy: ops.rfft2d(dy, size, 0, 0, data_format),
-        "matmul dx = dy w": lambda dys, ws: conv_module._input_gradient_product(dys, ws, size,
-                                                                                (k, k)),
+        "rfft dy": lambda dy: ops.rfft2d(dy, size, 0, 0, data_format, round_to_tf32=tf32(dy)),
+        "matmul dx = dy w": lambda dys, ws: conv_module._input_gradient_product(
+            dys, ws, size, (k, k), tf32_operands=dys.dtype == tf.complex64),
         "irfft dx": lambda dxs: ops.irfft2d(dxs, size, case.size, case.size, top, left,
                                             data_format),
-        "matmul dw = dy^H x": lambda xs, dys: conv_module._weight_gradient_product(xs, dys, size),
+        "matmul dw = dy^H x": lambda xs, dys: conv_module._weight_gradient_product(
+            xs, dys, size, tf32_operands=xs.dtype == tf.complex64),
         "irfft dw": lambda dws: conv_module._weight_gradient(dws, size, (k, k)),
     }
     steps = {name: tf.function(fn) for name, fn in steps.items()}
