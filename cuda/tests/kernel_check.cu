@@ -13,6 +13,8 @@
 //           build/kernel_check --half   the float16 / bfloat16 launchers only (also part of the full suite)
 //           --family fft|matmul|half   one family of the suite (FFTs with the fast divmod, matmuls,
 //           half precision), for sanitizer runs that must each finish within a limit
+// The fft and matmul families end with the TF32 cases (sm_80+, "tf32-rounded" and "tf32-operands"
+// in the case names): rfft2d's round_to_tf32 and the matmul's tf32_operands, checked bit for bit.
 // Half precision: inputs are exactly representable (k / 256, |k| < 256), references are computed in
 // float64 from them (spectra mean-normalised: divided by S^2), and the tolerance is the type's unit
 // roundoff (one rounding of each stored value): 2^-11 for float16, 2^-8 for bfloat16.
@@ -533,6 +535,214 @@ void MatmulSuite(bool quick) {
     }
   }
   fftconv::cuda::detail::SetComputeCapabilityCapForTesting(0);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Spectra stored rounded to TF32 (Rfft2dParams::round_to_tf32) and TF32 products that take such
+// operands unconverted (SpectralMatmulParams::tf32_operands), sm_80+: compared bit for bit, with
+// the unrounded transform rounded on the host by the same rule, and with the ordinary TF32 product.
+
+// x rounded to TF32 as detail::RoundedToTf32 rounds it on a device of this compute capability: to
+// nearest even on sm_90+ (FFTCONV_TF32_ROUND_RN), ties away from zero before; low 13 bits cleared.
+// Finite x (a carry out of the largest binade gives Inf, as the conversion does).
+float HostRoundedToTf32(float x, int compute_capability) {
+  uint32_t u;
+  std::memcpy(&u, &x, sizeof(u));
+  const bool to_even = compute_capability >= 90 && FFTCONV_TF32_ROUND_RN;
+  u = (u + (to_even ? 0xfffu + ((u >> 13) & 1u) : 0x1000u)) & 0xffffe000u;
+  std::memcpy(&x, &u, sizeof(x));
+  return x;
+}
+
+uint32_t FloatBits(float x) {
+  uint32_t u;
+  std::memcpy(&u, &x, sizeof(u));
+  return u;
+}
+
+// Whether this device has TF32 (sm_80+), and its compute capability; else the cases are skipped.
+bool Tf32Device(const char* cases, int* compute_capability) {
+  fftconv::cuda::detail::DeviceLimits limits;
+  CUDA_OK(static_cast<cudaError_t>(fftconv::cuda::detail::CurrentDeviceLimits(&limits)));
+  *compute_capability = limits.compute_capability;
+  if (limits.compute_capability < 80) std::printf("SKIP  %s: no TF32 before sm_80\n", cases);
+  return limits.compute_capability >= 80;
+}
+
+// rfft2d with round_to_tf32 against the same transform without it, rounded on the host: every bin
+// bit for bit (rel_err: the count of bins that differ), and some bins changed by the rounding.
+void CheckRfft2dTf32(Rfft2dParams p, const char* tag, int compute_capability) {
+  const int S = p.fft_size, N = p.batch * p.channels;
+  const size_t in_count = static_cast<size_t>(N) * p.height * p.width;
+  const size_t out_count = static_cast<size_t>(S) * (S / 2 + 1) * N * 2;
+  std::vector<float> x = RandomVector<float>(in_count);
+  DeviceBuffer<float> dx(in_count), plain(out_count), rounded(out_count);
+  dx.Upload(x);
+  plain.Poison();
+  rounded.Poison();
+  p.round_to_tf32 = false;
+  int err = fftconv::cuda::LaunchRfft2d<float>(p, dx.ptr, plain.ptr, nullptr);
+  p.round_to_tf32 = true;
+  if (err == 0) err = fftconv::cuda::LaunchRfft2d<float>(p, dx.ptr, rounded.ptr, nullptr);
+  const cudaError_t sync = cudaDeviceSynchronize();
+  char name[256];
+  std::snprintf(name, sizeof(name), "rfft2d  f32 %s S=%-3d %s tf32-rounded B=%d C=%d H=%d W=%d off=(%d,%d)",
+                p.nhwc ? "NHWC" : "NCHW", S, tag, p.batch, p.channels, p.height, p.width, p.offset_h, p.offset_w);
+  if (err != 0 || sync != cudaSuccess) {
+    Report(false, std::string(name) + " launch: " + fftconv::cuda::FftconvCudaErrorString(err ? err : sync), 0, 0);
+    return;
+  }
+  bool canary_plain = false, canary_rounded = false;
+  const std::vector<float> ref = plain.Download(&canary_plain), out = rounded.Download(&canary_rounded);
+  size_t differing = 0, changed = 0;
+  bool written = true;
+  for (size_t i = 0; i < out_count; ++i) {
+    written &= std::isfinite(ref[i]) && std::isfinite(out[i]);
+    differing += FloatBits(out[i]) != FloatBits(HostRoundedToTf32(ref[i], compute_capability));
+    changed += FloatBits(out[i]) != FloatBits(ref[i]);
+  }
+  const bool canary = canary_plain && canary_rounded;
+  Report(canary && written && differing == 0 && (changed > 0 || out_count == 0),
+         std::string(name) + (canary ? "" : " CANARY") + (written ? "" : " UNWRITTEN") +
+             (changed > 0 || out_count == 0 ? "" : " UNROUNDED"),
+         static_cast<double>(differing), 0);
+}
+
+// Plan 0 (the pipelined transform: persistent blocks capped at 3, more groups of images than that),
+// plan 1 (a batch of few groups: fewer than the blocks a device holds at once) and the plans of a
+// 48 KiB device (large frames: rows from global memory, plan 2), NCHW and NHWC, in frames of 8 to 64
+// (and NHWC channels in whole blocks of 32, LargeShape). TransformColumns stores for all of them.
+void Tf32SpectraSuite(bool quick) {
+  int compute_capability = 0;
+  if (!Tf32Device("rfft2d tf32-rounded spectra", &compute_capability)) return;
+  struct Plan {
+    const char* tag;
+    int persistent_cap, smem_cap, batch, channels;
+  };
+  const Plan plans[] = {{"plan0 ", 3, 0, 8, 24}, {"plan1 ", 0, 0, 2, 3}, {"cap48K", 0, 48 * 1024, 3, 5}};
+  for (const int S : {8, 12, 16, 32, 40, 64}) {
+    if (quick && S != 8 && S != 32 && S != 64) continue;
+    for (int nhwc = 0; nhwc < 2; ++nhwc) {
+      for (const Plan& plan : plans) {
+        for (int rep = 0; rep < (quick ? 1 : 2); ++rep) {
+          Rfft2dParams p{plan.batch, plan.channels, S, S, S, 0, 0, nhwc == 1};
+          if (rep == 1) {
+            p.height = RandInt(1, S);
+            p.width = RandInt(1, S);
+            p.offset_h = RandInt(0, S - p.height);
+            p.offset_w = RandInt(0, S - p.width);
+          }
+          fftconv::cuda::detail::SetPersistentBlocksCapForTesting(plan.persistent_cap);
+          fftconv::cuda::detail::SetSharedMemoryCapForTesting(plan.smem_cap);
+          CheckRfft2dTf32(p, plan.tag, compute_capability);
+        }
+      }
+      fftconv::cuda::detail::SetPersistentBlocksCapForTesting(0);
+      fftconv::cuda::detail::SetSharedMemoryCapForTesting(0);
+    }
+    if (S == 16 || S == 32) {
+      CheckRfft2dTf32(Rfft2dParams{2, 64, S - 3, S - 3, S, 1, 2, true}, "large ", compute_capability);
+    }
+  }
+  // Mathieu's activations (plan 0 on the whole device).
+  if (!quick) CheckRfft2dTf32(Rfft2dParams{128, 96, 32, 32, 32, 0, 0, true}, "      ", compute_capability);
+}
+
+// The TF32 product with tf32_operands on operands already rounded to TF32 (on the host, by the
+// device's rule) against the ordinary TF32 product of the same operands and of the unrounded ones:
+// all three bit for bit. And the FP32 product (split operands) ignores tf32_operands.
+void CheckMatmulTf32Operands(const SpectralMatmulParams& base, int compute_capability) {
+  const size_t a_count = static_cast<size_t>(base.bins) * base.m * base.k * 2;
+  const size_t b_count = static_cast<size_t>(base.bins) * base.k * base.n * 2;
+  const size_t c_count = static_cast<size_t>(base.bins) * base.m * base.n * 2;
+  std::vector<float> a = RandomVector<float>(a_count), b = RandomVector<float>(b_count);
+  std::vector<float> a_tf32(a), b_tf32(b);
+  for (float& v : a_tf32) v = HostRoundedToTf32(v, compute_capability);
+  for (float& v : b_tf32) v = HostRoundedToTf32(v, compute_capability);
+  DeviceBuffer<float> da(a_count), db(b_count), da_tf32(a_count), db_tf32(b_count);
+  da.Upload(a);
+  db.Upload(b);
+  da_tf32.Upload(a_tf32);
+  db_tf32.Upload(b_tf32);
+  // Products: 0 TF32 of a, b; 1 TF32 of the rounded a, b; 2 the same with tf32_operands;
+  // 3 FP32 of a, b; 4 the same with tf32_operands.
+  const bool allow[5] = {true, true, true, false, false}, operands[5] = {false, false, true, false, true};
+  const bool rounded_inputs[5] = {false, true, true, false, false};
+  std::vector<std::vector<float>> c(5);
+  char name[256];
+  std::snprintf(name, sizeof(name), "matmul  f32 mma  op=(%s,%s) tf32-operands alpha=%g bins=%d m=%d n=%d k=%d",
+                OpName(base.transpose_a, base.adjoint_a, base.conjugate_a),
+                OpName(base.transpose_b, base.adjoint_b, base.conjugate_b), base.alpha, base.bins, base.m, base.n,
+                base.k);
+  bool canary = true;
+  for (int i = 0; i < 5; ++i) {
+    SpectralMatmulParams p = base;
+    p.allow_tf32 = allow[i];
+    p.tf32_operands = operands[i];
+    DeviceBuffer<float> dc(c_count);
+    dc.Poison();
+    const int err = fftconv::cuda::LaunchSpectralMatmul<float>(p, rounded_inputs[i] ? da_tf32.ptr : da.ptr,
+                                                               rounded_inputs[i] ? db_tf32.ptr : db.ptr, dc.ptr,
+                                                               nullptr);
+    const cudaError_t sync = cudaDeviceSynchronize();
+    if (err != 0 || sync != cudaSuccess) {
+      Report(false, std::string(name) + " launch: " + fftconv::cuda::FftconvCudaErrorString(err ? err : sync), 0, 0);
+      return;
+    }
+    bool ok = false;
+    c[i] = dc.Download(&ok);
+    canary &= ok;
+  }
+  size_t differing = 0;
+  bool finite = true;
+  for (size_t j = 0; j < c_count; ++j) {
+    for (int i = 0; i < 5; ++i) finite &= std::isfinite(c[i][j]);
+    differing += FloatBits(c[2][j]) != FloatBits(c[1][j]);
+    differing += FloatBits(c[2][j]) != FloatBits(c[0][j]);
+    differing += FloatBits(c[4][j]) != FloatBits(c[3][j]);
+  }
+  Report(canary && finite && differing == 0,
+         std::string(name) + (canary ? "" : " CANARY") + (finite ? "" : " UNWRITTEN"),
+         static_cast<double>(differing), 0);
+}
+
+// Shapes of MatmulSuite with every operand op: 16-byte copies (the tf32_operands kernels) and
+// 8-byte copies (odd sizes: the rounding kernels), products computed transposed, partial tiles,
+// each of the three tiles; and the convolution's three products on Mathieu's layer.
+void Tf32OperandsSuite(bool quick) {
+  int compute_capability = 0;
+  if (!Tf32Device("matmul tf32-operands", &compute_capability)) return;
+  struct Shape {
+    int bins, m, n, k;
+  };
+  const Shape shapes[] = {{3, 37, 45, 29}, {2, 40, 96, 12}, {2, 128, 96, 40}, {1, 64, 288, 24}, {2, 130, 70, 33},
+                          {2, 128, 64, 16}};
+  for (const Shape& s : shapes) {
+    for (int fa = 0; fa < 4; ++fa) {
+      for (int fb = 0; fb < 4; ++fb) {
+        if (quick && (fa + fb) % 3 != 0) continue;
+        SpectralMatmulParams p;
+        p.bins = s.bins;
+        p.m = s.m;
+        p.n = s.n;
+        p.k = s.k;
+        SetOperandOp(fa, &p.transpose_a, &p.adjoint_a, &p.conjugate_a);
+        SetOperandOp(fb, &p.transpose_b, &p.adjoint_b, &p.conjugate_b);
+        p.alpha = (fa + fb) % 2 == 0 ? 1.0f : 0.25f;
+        CheckMatmulTf32Operands(p, compute_capability);
+      }
+    }
+  }
+  if (!quick) {
+    // Y = X conj(W'), dX = dY W'^T, dW' = X^T conj(dY): B = 128, Cin = 96, Cout = 256, 32 x 32 frames.
+    const int bins = 32 * 17;
+    SpectralMatmulParams y{bins, 128, 256, 96, false, false, false, false, true};
+    y.conjugate_b = true;
+    SpectralMatmulParams dx{bins, 128, 96, 256, false, false, true, false, true};
+    SpectralMatmulParams dw{bins, 96, 256, 128, true, false, false, false, true};
+    dw.conjugate_b = true;
+    for (const SpectralMatmulParams& p : {y, dx, dw}) CheckMatmulTf32Operands(p, compute_capability);
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1156,10 +1366,12 @@ int main(int argc, char** argv) {
         }
       }
       fftconv::cuda::detail::SetSharedMemoryCapForTesting(0);
+      Tf32SpectraSuite(quick);
     }
     if (run_matmul) {
       MatmulSuite<float>(quick);
       MatmulSuite<double>(quick);
+      Tf32OperandsSuite(quick);
     }
     if (run_half) HalfSuite(quick);
     std::printf("SUMMARY: %d passed, %d failed\n", g_pass, g_fail);
