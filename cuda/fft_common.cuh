@@ -130,6 +130,12 @@ __device__ __forceinline__ Io ToStorage(T v) {
 #ifndef FFTCONV_TF32_ROUND_RN
 #define FFTCONV_TF32_ROUND_RN 1
 #endif
+// Spectra stored rounded to TF32 and taken unconverted by the products (round_to_tf32,
+// tf32_operands); 0 ignores both attributes (make kernel-variants: n12_no_tf32_spectra, to time them
+// inside TensorFlow with make lib-variants).
+#ifndef FFTCONV_TF32_SPECTRA
+#define FFTCONV_TF32_SPECTRA 1
+#endif
 __device__ __forceinline__ uint32_t RoundTf32Bits(float x) {
   uint32_t r;
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && FFTCONV_TF32_ROUND_RN

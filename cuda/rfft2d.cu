@@ -549,7 +549,7 @@ Rfft2dArgs PlanRfft2d(const Rfft2dParams& p, const void* input, int compute_capa
   a.offset_h = p.offset_h;
   a.offset_w = p.offset_w;
   a.nhwc = p.nhwc;
-  a.round_tf32 = p.round_to_tf32 && std::is_same<Io, float>::value && compute_capability >= 80;
+  a.round_tf32 = FFTCONV_TF32_SPECTRA && p.round_to_tf32 && std::is_same<Io, float>::value && compute_capability >= 80;
   a.pair_begin = p.offset_h / 2;
   a.pair_end = (p.offset_h + p.height + 1) / 2;
   a.div_hw = detail::FastDivmod(p.height * p.width);

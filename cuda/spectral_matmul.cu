@@ -1045,7 +1045,7 @@ int LaunchSpectralMatmulOf(const SpectralMatmulParams& p, const Real* a, const R
   const bool split = std::is_same<Real, float>::value && tensor_cores && !p.allow_tf32;
   // TF32 products of operands that hold TF32 values already (rfft2d's round_to_tf32): their bits go
   // to the MMAs unconverted. The split, SIMT, double and half-precision kernels ignore it.
-  const bool stored_bits = p.tf32_operands && !split;
+  const bool stored_bits = FFTCONV_TF32_SPECTRA && p.tf32_operands && !split;
   // Few rows (a batch of 32 in the forward and input-gradient products on tensor cores; Cin = 96
   // rows of the weight gradient's 128-row SIMT tiles) would leave much of each tile empty: then
   // c^T = op_b(b)^T op_a(a)^T is computed instead, with the operands' roles, transposes and
