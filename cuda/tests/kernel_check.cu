@@ -297,6 +297,23 @@ void SetOperandOp(int f, bool* transpose, bool* adjoint, bool* conjugate) {
   *conjugate = f == 3;
 }
 
+// A product's sizes in the matmul suites: bins, and m x k times k x n after the operands' ops.
+struct MatmulShape {
+  int bins, m, n, k;
+};
+
+// The product of shape s with operand ops fa and fb (SetOperandOp); the other fields keep their defaults.
+SpectralMatmulParams MatmulCase(const MatmulShape& s, int fa, int fb) {
+  SpectralMatmulParams p;
+  p.bins = s.bins;
+  p.m = s.m;
+  p.n = s.n;
+  p.k = s.k;
+  SetOperandOp(fa, &p.transpose_a, &p.adjoint_a, &p.conjugate_a);
+  SetOperandOp(fb, &p.transpose_b, &p.adjoint_b, &p.conjugate_b);
+  return p;
+}
+
 // path: the kernel family the case runs on ("simt" where the capability is capped below sm_80).
 template <typename T>
 void CheckMatmul(const SpectralMatmulParams& p, const char* path) {
@@ -479,17 +496,14 @@ void FftSuite(bool quick, const char* tag) {
 
 template <typename T>
 void MatmulSuite(bool quick) {
-  struct Shape {
-    int bins, m, n, k;
-  };
   // n = 96, 95 and 288: the gradients' n = Cin of Mathieu's layer, a partial tile, several tiles.
   // {2, 40, 96, 12}: computed transposed on tensor cores (40 rows); {2, 96, 256, 20}: computed
   // transposed by the SIMT kernels (96 rows, the weight gradient's); {2, 128, 96, 40}: the 48-column
   // tile, 16-byte copies, three k tiles, the last partial; {1, 40, 24, 1500}: a long reduction, whose
   // error grows with k where an accumulator does not round to nearest (the split TF32 products).
-  std::vector<Shape> shapes = {{3, 37, 45, 29},  {2, 128, 6, 1},   {2, 128, 16, 6},
-                               {1, 1, 1, 1},     {0, 4, 4, 4},     {2, 40, 96, 12},
-                               {2, 96, 256, 20}, {2, 128, 96, 40}, {1, 40, 24, 1500}};
+  std::vector<MatmulShape> shapes = {{3, 37, 45, 29},  {2, 128, 6, 1},   {2, 128, 16, 6},
+                                     {1, 1, 1, 1},     {0, 4, 4, 4},     {2, 40, 96, 12},
+                                     {2, 96, 256, 20}, {2, 128, 96, 40}, {1, 40, 24, 1500}};
   if (!quick) {
     shapes.push_back({1, 131, 95, 19});
     shapes.push_back({1, 64, 288, 24});
@@ -511,19 +525,13 @@ void MatmulSuite(bool quick) {
   for (int mode = 0; mode < modes; ++mode) {
     const bool tf32 = mode == 1, simt = sizeof(T) == 8 || !mma || mode == 2;
     fftconv::cuda::detail::SetComputeCapabilityCapForTesting(mode == 2 ? 75 : 0);
-    for (const Shape& s : shapes) {
+    for (const MatmulShape& s : shapes) {
       for (int fa = 0; fa < 4; ++fa) {
         for (int fb = 0; fb < 4; ++fb) {
           // The large shape with the forward's, the input gradient's and the weight gradient's flags.
           if (s.bins > 100 && !((fa == 0 && (fb == 0 || fb == 2)) || (fa == 2 && fb == 0))) continue;
           if (quick && s.m > 64 && (fa + fb) % 3 != 0) continue;
-          SpectralMatmulParams p;
-          p.bins = s.bins;
-          p.m = s.m;
-          p.n = s.n;
-          p.k = s.k;
-          SetOperandOp(fa, &p.transpose_a, &p.adjoint_a, &p.conjugate_a);
-          SetOperandOp(fb, &p.transpose_b, &p.adjoint_b, &p.conjugate_b);
+          SpectralMatmulParams p = MatmulCase(s, fa, fb);
           p.allow_tf32 = tf32;
           p.alpha = (fa + fb) % 3 == 0 ? 1.0f : ((fa + fb) % 3 == 1 ? 0.25f : 3.0f);
           CheckMatmul<T>(p, simt ? "simt" : "mma ");
@@ -712,22 +720,13 @@ void CheckMatmulTf32Operands(const SpectralMatmulParams& base, int compute_capab
 void Tf32OperandsSuite(bool quick) {
   int compute_capability = 0;
   if (!Tf32Device("matmul tf32-operands", &compute_capability)) return;
-  struct Shape {
-    int bins, m, n, k;
-  };
-  const Shape shapes[] = {{3, 37, 45, 29}, {2, 40, 96, 12}, {2, 128, 96, 40}, {1, 64, 288, 24}, {2, 130, 70, 33},
+  const MatmulShape shapes[] = {{3, 37, 45, 29}, {2, 40, 96, 12}, {2, 128, 96, 40}, {1, 64, 288, 24}, {2, 130, 70, 33},
                           {2, 128, 64, 16}};
-  for (const Shape& s : shapes) {
+  for (const MatmulShape& s : shapes) {
     for (int fa = 0; fa < 4; ++fa) {
       for (int fb = 0; fb < 4; ++fb) {
         if (quick && (fa + fb) % 3 != 0) continue;
-        SpectralMatmulParams p;
-        p.bins = s.bins;
-        p.m = s.m;
-        p.n = s.n;
-        p.k = s.k;
-        SetOperandOp(fa, &p.transpose_a, &p.adjoint_a, &p.conjugate_a);
-        SetOperandOp(fb, &p.transpose_b, &p.adjoint_b, &p.conjugate_b);
+        SpectralMatmulParams p = MatmulCase(s, fa, fb);
         p.alpha = (fa + fb) % 2 == 0 ? 1.0f : 0.25f;
         CheckMatmulTf32Operands(p, compute_capability);
       }
@@ -941,14 +940,11 @@ void HalfFftSuite(bool quick, const char* tag) {
 // The tensor-core path where the device has it (sm_80+), and the SIMT path (capability capped at 75).
 template <typename H>
 void HalfMatmulSuite(bool quick) {
-  struct Shape {
-    int bins, m, n, k;
-  };
   // {2, 40, 96, 64}: 16-byte copies, computed transposed on tensor cores (40 rows), two k tiles;
   // {2, 96, 256, 20}: computed transposed by the SIMT kernel (96 rows); {2, 128, 96, 72}: the
   // 48-column tile and a partial k tile.
-  std::vector<Shape> shapes = {{3, 37, 45, 29}, {2, 128, 6, 1},  {2, 128, 16, 6},  {1, 1, 1, 1},
-                               {0, 4, 4, 4},    {2, 64, 32, 16}, {2, 40, 96, 64},  {2, 96, 256, 20}};
+  std::vector<MatmulShape> shapes = {{3, 37, 45, 29}, {2, 128, 6, 1},  {2, 128, 16, 6},  {1, 1, 1, 1},
+                                     {0, 4, 4, 4},    {2, 64, 32, 16}, {2, 40, 96, 64},  {2, 96, 256, 20}};
   if (!quick) {
     shapes.push_back({2, 128, 96, 72});
     shapes.push_back({1, 64, 288, 36});
@@ -963,17 +959,11 @@ void HalfMatmulSuite(bool quick) {
   for (int simt = 0; simt < 2; ++simt) {
     if (!simt && limits.compute_capability < 80) continue;  // no tensor-core path on this device
     fftconv::cuda::detail::SetComputeCapabilityCapForTesting(simt ? 75 : 0);
-    for (const Shape& s : shapes) {
+    for (const MatmulShape& s : shapes) {
       for (int fa = 0; fa < 4; ++fa) {
         for (int fb = 0; fb < 4; ++fb) {
           if (quick && s.m > 64 && (fa + fb) % 3 != 0) continue;
-          SpectralMatmulParams p;
-          p.bins = s.bins;
-          p.m = s.m;
-          p.n = s.n;
-          p.k = s.k;
-          SetOperandOp(fa, &p.transpose_a, &p.adjoint_a, &p.conjugate_a);
-          SetOperandOp(fb, &p.transpose_b, &p.adjoint_b, &p.conjugate_b);
+          SpectralMatmulParams p = MatmulCase(s, fa, fb);
           p.allow_tf32 = false;
           p.alpha = (fa + fb) % 3 == 0 ? 1.0f : ((fa + fb) % 3 == 1 ? 0.25f : 3.0f);
           CheckMatmulHalf<H>(p, simt ? "simt" : "mma ");
