@@ -63,9 +63,7 @@ LDFLAGS   := -shared -Wl,--no-undefined
 TF_LIBS   := $(TF_LFLAGS) -l:libtensorflow_cc.so.2
 # nvcc flags of every CUDA build (library, kernel check, variants); -gencode is added per target.
 NVCC_BASE := -std=c++17 -O3 --expt-relaxed-constexpr -I.
-# sm_90 is built as sm_90a, which runs on every sm_90 GPU and adds the warpgroup MMAs (wgmma) of the
-# Hopper matmul kernel (cuda/spectral_matmul.cu), which FFTCONV_WGMMA_BUILT makes the launcher take.
-gencode    = $(foreach a,$(1),-gencode arch=compute_$(a:90=90a),code=sm_$(a:90=90a))$(if $(filter 90,$(1)), -DFFTCONV_WGMMA_BUILT=1)
+gencode    = $(foreach a,$(1),-gencode arch=compute_$(a),code=sm_$(a))
 
 HAVE_GPU  := $(shell (nvidia-smi -L 2>/dev/null | grep -q GPU || test -e /dev/nvidia0) && echo 1 || echo 0)
 ifeq ($(WITH_CUDA),auto)
@@ -204,7 +202,7 @@ $(CHECK_DIR)/%.o: cuda/%.cu $(CU_DEPS)
 # own objects are rebuilt for each.
 VARIANTS := n0_default n1_f3_i2 n2_lanes2 n3_mixed n4_no_large n5_loads32 n6_streaming n7_nhwc_inv16 n8_no_pipeline n10_no_inv_pipeline n11_scalar_zero n12_no_tf32_spectra \
             m2_tile32 m3_tile48 m4_tile64 m5_stages2 m6_stages4 m7_noswap m8_bk32 m9_evict_first \
-            m11_tf32_rna m12_tf32_no_round m13_no_wgmma s0_simt_four s1_simt128x64 s2_simt128x32 s3_simt64x64
+            m11_tf32_rna m12_tf32_no_round s0_simt_four s1_simt128x64 s2_simt128x32 s3_simt64x64
 VARIANT_FLAGS_n0_default :=
 VARIANT_FLAGS_n1_f3_i2   := -DFFTCONV_SHAPE_float_32_FWD=10803 -DFFTCONV_SHAPE_float_32_INV=21602
 VARIANT_FLAGS_n2_lanes2  := -DFFTCONV_SHAPE_float_32_FWD=20804 -DFFTCONV_SHAPE_float_32_INV=20804 \
@@ -230,7 +228,6 @@ VARIANT_FLAGS_m8_bk32    := -DFFTCONV_TF32_BK=32 -DFFTCONV_TF32_STAGES=2
 VARIANT_FLAGS_m9_evict_first := -DFFTCONV_MATMUL_EVICT_FIRST=1
 VARIANT_FLAGS_m11_tf32_rna := -DFFTCONV_TF32_ROUND_RN=0
 VARIANT_FLAGS_m12_tf32_no_round := -DFFTCONV_TF32_NO_ROUND=1
-VARIANT_FLAGS_m13_no_wgmma := -DFFTCONV_WGMMA=0
 VARIANT_FLAGS_s0_simt_four := -DFFTCONV_SIMT_GAUSS=0
 VARIANT_FLAGS_s1_simt128x64 := -DFFTCONV_SIMT_TILE=3
 VARIANT_FLAGS_s2_simt128x32 := -DFFTCONV_SIMT_TILE=4

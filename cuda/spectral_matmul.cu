@@ -1,6 +1,6 @@
 // Batched complex matmul, one product per frequency bin: c[f] = alpha * op_a(a[f]) * op_b(b[f]).
 //
-// Five kernels:
+// Four kernels:
 //   * ComplexGemmSimt : shared-memory tiled FP64 kernel for every architecture. Tiles of op_a and op_b
 //     (op applied while loading: transpose by index, conjugate by sign) are double-buffered in shared
 //     memory; each thread accumulates a TM x TN block of complex outputs with 4 real FMAs per product.
@@ -21,10 +21,6 @@
 //     and each operand's lo, truncated to TF32, 2^-21 (the kernel check holds the products to
 //     FP32's tolerance). The tensor cores' accumulation truncates, so each stage's sums start from
 //     zero and are added to the product in FP32, which rounds to nearest.
-//   * ComplexGemmWgmma : the same TF32 product on sm_90 (Hopper), on warpgroup MMAs
-//     (wgmma.mma_async.m64n128k8, sm_90a), for products with an operand stored with k contiguous
-//     (the forward and the input gradient of a convolution): that operand goes from shared memory
-//     to the MMAs as it is stored, the other is expanded into real 2 x 2 blocks in registers.
 //   * ComplexGemmHalfMma : half-precision spectra ((re, im) pairs of __half or __nv_bfloat16) on
 //     sm_80+: the same real GEMM on mma.sync.m16n8k16 with f16 / bf16 operands and FP32
 //     accumulation, on the TF32 kernel's pipeline and tiles. Each 32-bit register of a fragment is
@@ -701,245 +697,6 @@ __global__ void __launch_bounds__(64 * kWarpsN, (MmaTile<float2, kWarpsN, kNi, k
 }
 
 // ------------------------------------------------------------------------------------------------
-// Hopper kernel (sm_90a): TF32 products on warpgroup MMAs (wgmma.mma_async.m64n128k8.f32.tf32),
-// for products with one operand stored with k contiguous. wgmma reads its B operand straight from
-// shared memory, where TF32 takes it K-major only, and its A operand from registers; so:
-//   P, "plain"   : the operand whose rows hold k contiguously, P[p][k] at p * ldp + k: copied as it
-//                  is stored (cp.async, 16 bytes = 2 complex k per copy) and read by the MMAs;
-//   E, "expanded": the other, E[k][e] (stored [k][e] when kEKRows, else [e][k]): tiles copied as
-//                  stored, each value expanded in registers into the 2 x 2 real block of its
-//                  complex product (below), as ComplexGemmTf32 builds its B fragments.
-// The output O[p][e] = sum_k P[p][k] E[k][e] (conjugations applied) is c[m][n] with (m, n) = (p, e)
-// (product X: P = op_a(a), not transposed; E = op_b(b)) or (e, p) (product Y: a and b both
-// transposed; P = b's rows, E = op_a(a)^T). The weight gradient (a transposed, b not) has no
-// K-major operand and stays on ComplexGemmTf32.
-//
-// The real GEMM, transposed: D[2e + t][p'] = sum over real k' = 2k + s of A[2e + t][k'] P2[p][k'],
-// with P2[p][2k + s] = (Re, Im)[s] of P[p][k] as stored, D = (Re, Im)[t] of O[p][e], and for
-// v = E[k][e]: A[(e, 0)][(k, 0)] = Re v, A[(e, 0)][(k, 1)] = -Im v, A[(e, 1)][(k, 0)] = Im v,
-// A[(e, 1)][(k, 1)] = Re v (P conjugated: the s = 1 column negated). The A rows of a warp (16w ..
-// 16w + 15 of its warpgroup's 64) are ordered so that rows g and g + 8 are t = 0 and 1 of one e
-// (e = 8w + g): each thread's accumulators then hold whole complex outputs.
-//
-// Block tile: 128 p x 32 * kWarpgroups complex e, BK = 16 complex k per stage, kWgmmaStages stages.
-// Shared memory per stage:
-//   P tile: 128 p x 16 k as 1024 chunks of 16 bytes (2 complex k), chunk c at byte 16 c with
-//           c = (p / 8) * 64 + (k / 2) * 8 + p % 8: wgmma's "core matrices" (8 rows of 16 bytes),
-//           no swizzle; between core matrices along k 128 bytes (the descriptor's leading byte
-//           offset), along p 1024 (its stride byte offset). A k8 MMA (4 complex k) reads two.
-//   E tile: kEKRows: [16 rows k][BE + 8 complex e]; else [BE rows e][16 + 2 complex k]: the
-//           fragment loads of a half-warp (4 e x 2 k) on 16 distinct banks pairs.
-// Rounding: Tf32Fragments::kStoredBits takes the stored bits of TF32 spectra (tf32_operands);
-// kRounded rounds E's values as fragments are built and P's in shared memory once they have
-// landed (each thread its own copies), by ComplexGemmTf32's rule, so that both give the same product.
-#ifndef FFTCONV_WGMMA
-#define FFTCONV_WGMMA 1
-#endif
-// Set by the Makefile where the build holds sm_90a code (CUDA_ARCHS has 90).
-#ifndef FFTCONV_WGMMA_BUILT
-#define FFTCONV_WGMMA_BUILT 0
-#endif
-constexpr int kWgmmaBp = 128, kWgmmaBk = 16, kWgmmaStages = 3;
-
-struct WgmmaArgs {
-  int p_count, e_count, k;
-  int ldp, lde;                  // row lengths of P and E in memory (complex)
-  long long p_bin, e_bin;        // elements per bin
-  bool p_conj, e_conj;
-  bool p_is_m;                   // product X: (m, n) = (p, e); product Y: (e, p)
-  int tiles_e;                   // blockIdx.x = tile_p * tiles_e + tile_e
-  MatmulArgs out;                // m, n, c_bin, alpha, c_trans (false) of c
-};
-
-template <int kWarpgroups, bool kEKRows>
-struct WgmmaTile {
-  static constexpr int kThreads = 128 * kWarpgroups;
-  static constexpr int kBe = 32 * kWarpgroups;                  // complex e
-  static constexpr int kPChunks = kWgmmaBp * kWgmmaBk / 2;      // 16-byte chunks of the P tile
-  static constexpr int kEStride = kEKRows ? kBe + 8 : kWgmmaBk + 2;  // complex
-  static constexpr int kERows = kEKRows ? kWgmmaBk : kBe;
-  static constexpr int kPBytes = 16 * kPChunks;
-  static constexpr int kStageBytes = kPBytes + 8 * kERows * kEStride;
-  static constexpr size_t kSmemBytes = static_cast<size_t>(kWgmmaStages) * kStageBytes;
-  static constexpr int kMinBlocks = kWarpgroups == 2 ? 2 : 3;
-  static_assert(kStageBytes % 16 == 0, "16-byte aligned stages");
-  static_assert(kPChunks % kThreads == 0, "P tile copies");
-};
-
-#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
-// The shared-memory descriptor of a K-major, unswizzled tile (16-byte units of address and offsets).
-__device__ __forceinline__ uint64_t WgmmaDescriptor(const void* smem, uint32_t leading_bytes, uint32_t stride_bytes) {
-  const uint32_t address = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
-  return static_cast<uint64_t>((address & 0x3FFFF) >> 4) | (static_cast<uint64_t>(leading_bytes >> 4) << 16) |
-         (static_cast<uint64_t>(stride_bytes >> 4) << 32);
-}
-// Keeps the compiler from moving accesses of accumulator registers across the asynchronous MMAs.
-__device__ __forceinline__ void PinAccumulators(float (&d)[64]) {
-#pragma unroll
-  for (int i = 0; i < 64; ++i) asm volatile("" : "+f"(d[i])::"memory");
-}
-// d[64 x 128 of the warpgroup] += a (registers, m64k8) * the 8 x 128 P2 block at `desc`.
-__device__ __forceinline__ void WgmmaTf32(float (&d)[64], const uint32_t (&a)[4], uint64_t desc) {
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 "
-      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, "
-      "%22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, "
-      "%43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "
-      "{%64, %65, %66, %67}, %68, p, 1, 1;\n}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
-        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
-        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
-        "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
-        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
-        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(1));
-}
-#endif
-
-template <int kWarpgroups, bool kEKRows, Tf32Fragments kFragments>
-__global__ void __launch_bounds__(128 * kWarpgroups, (WgmmaTile<kWarpgroups, kEKRows>::kMinBlocks))
-    ComplexGemmWgmma(const float2* __restrict__ p_op, const float2* __restrict__ e_op, float2* __restrict__ c,
-                     const WgmmaArgs args) {
-#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  static_assert(kFragments != Tf32Fragments::kSplit, "TF32 products only");
-  using Tile = WgmmaTile<kWarpgroups, kEKRows>;
-  constexpr int BP = kWgmmaBp, BK = kWgmmaBk, BE = Tile::kBe, kThreads = Tile::kThreads;
-  constexpr bool kRound = kFragments == Tf32Fragments::kRounded;
-  extern __shared__ __align__(128) unsigned char smem[];  // [stage][P tile, E tile]
-
-  const int tid = threadIdx.x;
-  const int lane = tid & 31, warp = tid >> 5;
-  const int g = lane >> 2, q = lane & 3;
-  const int e_local = 32 * (warp >> 2) + 8 * (warp & 3) + g;  // this thread's e in the tile
-  const int tile_p = blockIdx.x / args.tiles_e, tile_e = blockIdx.x % args.tiles_e;
-  const int p0 = tile_p * BP, e0 = tile_e * BE;
-  const size_t f = blockIdx.y;
-  p_op += f * args.p_bin;
-  e_op += f * args.e_bin;
-  c += f * args.out.c_bin;
-
-  const int k_tiles = (args.k + BK - 1) / BK;
-  // Tile kt of both operands into stage kt % kWgmmaStages; one commit group per call (empty past
-  // the last tile). P chunk ci: p = (ci / 64) * 8 + ci % 8, complex k 2 * ((ci / 8) % 8), +1.
-  auto issue = [&](int kt) {
-    if (kt < k_tiles) {
-      unsigned char* stage = smem + (kt % kWgmmaStages) * Tile::kStageBytes;
-      const int k0 = kt * BK;
-#pragma unroll
-      for (int i = 0; i < Tile::kPChunks / kThreads; ++i) {
-        const int ci = tid + i * kThreads;
-        const int p = p0 + (ci >> 6) * 8 + (ci & 7), k = k0 + 2 * ((ci >> 3) & 7);
-        const bool inside = p < args.p_count && k < args.k;  // k is even: a chunk is whole
-        CpAsync<16>(stage + 16 * ci, inside ? p_op + static_cast<size_t>(p) * args.ldp + k : p_op, inside ? 16 : 0);
-      }
-      float2* e_tile = reinterpret_cast<float2*>(stage + Tile::kPBytes);
-      if constexpr (kEKRows) {
-        CopyTileAsync<BK, BE, Tile::kEStride, 2, kThreads>(e_tile, e_op, k0, e0, args.k, args.e_count, args.lde, tid);
-      } else {
-        CopyTileAsync<BE, BK, Tile::kEStride, 2, kThreads>(e_tile, e_op, e0, k0, args.e_count, args.k, args.lde, tid);
-      }
-    }
-    CpAsyncCommit();
-  };
-
-  constexpr uint32_t kSign = 0x80000000u;
-  const uint32_t e_flip = args.e_conj ? kSign : 0u;
-  // s = q & 1: this thread's A columns are the (Re, Im)[s] parts; s = 1 columns negated for conj(P).
-  const bool s_im = q & 1;
-  const uint32_t p_flip = (s_im && args.p_conj) ? kSign : 0u;
-  const auto operand = [](float x) -> uint32_t {
-    if constexpr (kRound) {
-      return ToTf32(x);
-    } else {
-      return __float_as_uint(x);
-    }
-  };
-
-  float d[64];
-#pragma unroll
-  for (int i = 0; i < 64; ++i) d[i] = 0.f;
-
-#pragma unroll
-  for (int s = 0; s < kWgmmaStages - 1; ++s) issue(s);
-  for (int kt = 0; kt < k_tiles; ++kt) {
-    unsigned char* stage = smem + (kt % kWgmmaStages) * Tile::kStageBytes;
-    CpAsyncWait<kWgmmaStages - 2>();  // tile kt has landed (this thread's copies)
-    if constexpr (kRound) {
-      // This thread's P chunks of tile kt, rounded where they are (the MMAs read them unconverted).
-#pragma unroll
-      for (int i = 0; i < Tile::kPChunks / kThreads; ++i) {
-        uint4* chunk = reinterpret_cast<uint4*>(stage + 16 * (tid + i * kThreads));
-        uint4 v = *chunk;
-        v.x = ToTf32(__uint_as_float(v.x));
-        v.y = ToTf32(__uint_as_float(v.y));
-        v.z = ToTf32(__uint_as_float(v.z));
-        v.w = ToTf32(__uint_as_float(v.w));
-        *chunk = v;
-      }
-    }
-    // The copies (generic proxy) made visible to the MMAs (async proxy), then to every thread; after
-    // the barrier every warpgroup has also finished tile kt - 1, whose stage the next copies take.
-    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-    __syncthreads();
-    issue(kt + kWgmmaStages - 1);
-
-    // A fragments of the 4 k8 steps: step j, columns q and q + 4 are complex k 4j + q/2 and
-    // 4j + 2 + q/2 (part s); rows g and g + 8 the Re and Im rows of e_local.
-    const float2* e_tile = reinterpret_cast<const float2*>(stage + Tile::kPBytes);
-    uint32_t a[BK / 4][4];
-#pragma unroll
-    for (int j = 0; j < BK / 4; ++j) {
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int kk = 4 * j + 2 * h + (q >> 1);
-        const float2 v = kEKRows ? e_tile[kk * Tile::kEStride + e_local] : e_tile[e_local * Tile::kEStride + kk];
-        const uint32_t re = operand(v.x), im = operand(v.y) ^ e_flip;
-        // (row t = 0, row t = 1) = (Re v, Im v) for s = 0; (-Im v, Re v) for s = 1.
-        a[j][2 * h] = (s_im ? im ^ kSign : re) ^ p_flip;
-        a[j][2 * h + 1] = (s_im ? re : im) ^ p_flip;
-      }
-    }
-    PinAccumulators(d);
-    asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
-#pragma unroll
-    for (int j = 0; j < BK / 4; ++j) {
-      // Step j's two core-matrix columns of P2 start 2 * 128 bytes apart per step.
-      WgmmaTf32(d, a[j], WgmmaDescriptor(stage + 256 * j, 128, 1024));
-    }
-    asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-    asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
-    PinAccumulators(d);
-    // The fragments stay live until the MMAs that read them have completed.
-#pragma unroll
-    for (int j = 0; j < BK / 4; ++j)
-#pragma unroll
-      for (int r = 0; r < 4; ++r) asm volatile("" : "+r"(a[j][r])::"memory");
-  }
-  CpAsyncWait<0>();
-
-  // d[4 jn + b] / d[4 jn + 2 + b] = (Re, Im) of O[p][e] at p = p0 + 8 jn + 2 q + b, e = e0 + e_local.
-  const int e = e0 + e_local;
-  if (e < args.e_count) {
-    const float alpha = static_cast<float>(args.out.alpha);
-#pragma unroll
-    for (int jn = 0; jn < BP / 8; ++jn) {
-#pragma unroll
-      for (int b = 0; b < 2; ++b) {
-        const int p = p0 + 8 * jn + 2 * q + b;
-        if (p < args.p_count) {
-          const size_t at = args.p_is_m ? OutputIndex(args.out, p, e) : OutputIndex(args.out, e, p);
-          c[at] = make_float2(alpha * d[4 * jn + b], alpha * d[4 * jn + 2 + b]);
-        }
-      }
-    }
-  }
-#endif  // sm_90a
-}
-
-// ------------------------------------------------------------------------------------------------
 // Half-precision tensor-core kernel (sm_80+), Io = __half or __nv_bfloat16: the pipeline and tiles of
 // ComplexGemmTf32 on m16n8k16 MMAs, which take 8 complex k (16 real k') per MMA. A (re, im) pair is
 // one 32-bit word, so the fragments are stored words:
@@ -1198,96 +955,6 @@ inline long long PaddedArea(int m, int n, int bm, int bn) {
   return static_cast<long long>((m + bm - 1) / bm) * bm * static_cast<long long>((n + bn - 1) / bn) * bn;
 }
 
-// The Hopper kernel's roles for a product as the caller states it (before any transposition by the
-// launcher): product X (a not transposed: P = a) or Y (a and b transposed: P = b's rows, E = a),
-// where k is even and both operands take 16-byte copies, for sizes that fill at least half of its
-// 128-row tile and a warpgroup's 32 columns. taken is false where it does not apply.
-struct WgmmaPlan {
-  bool taken;
-  bool a_is_p;    // product X
-  bool e_k_rows;  // E stored [k][e]
-  WgmmaArgs args;
-};
-
-inline WgmmaPlan PlanWgmma(const MatmulArgs& args, const void* a, const void* b) {
-  WgmmaPlan plan{};
-  plan.taken = false;
-  const bool copies16 = args.k % 2 == 0 && args.lda % 2 == 0 && args.ldb % 2 == 0 && args.a_bin % 2 == 0 &&
-                        args.b_bin % 2 == 0 && reinterpret_cast<uintptr_t>(a) % 16 == 0 &&
-                        reinterpret_cast<uintptr_t>(b) % 16 == 0;
-  if ((args.a_trans && !args.b_trans) || !copies16) return plan;
-  WgmmaArgs& w = plan.args;
-  w.k = args.k;
-  w.out = args;
-  plan.a_is_p = !args.a_trans;
-  if (plan.a_is_p) {  // X: P = a [m][k]; E = op_b(b), b stored [k][n] or, transposed, [n][k]
-    w.p_count = args.m;
-    w.e_count = args.n;
-    w.ldp = args.lda;
-    w.lde = args.ldb;
-    w.p_bin = args.a_bin;
-    w.e_bin = args.b_bin;
-    w.p_conj = args.a_conj;
-    w.e_conj = args.b_conj;
-    plan.e_k_rows = !args.b_trans;
-  } else {  // Y: P = b stored [n][k]; E = op_a(a)^T, a stored [k][m]
-    w.p_count = args.n;
-    w.e_count = args.m;
-    w.ldp = args.ldb;
-    w.lde = args.lda;
-    w.p_bin = args.b_bin;
-    w.e_bin = args.a_bin;
-    w.p_conj = args.b_conj;
-    w.e_conj = args.a_conj;
-    plan.e_k_rows = true;
-  }
-  w.p_is_m = plan.a_is_p;
-  w.tiles_e = 1;
-  plan.taken = w.p_count >= 64 && w.e_count >= 32 && w.k >= 16;
-  return plan;
-}
-
-template <int kWarpgroups, bool kEKRows, Tf32Fragments kFragments>
-int LaunchWgmmaTile(WgmmaArgs args, int bins, const float2* p_op, const float2* e_op, float2* c,
-                    cudaStream_t stream) {
-  using Tile = WgmmaTile<kWarpgroups, kEKRows>;
-  const long long tiles_p = (args.p_count + kWgmmaBp - 1) / kWgmmaBp;
-  args.tiles_e = (args.e_count + Tile::kBe - 1) / Tile::kBe;
-  const auto kernel = ComplexGemmWgmma<kWarpgroups, kEKRows, kFragments>;
-  const cudaError_t e =
-      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(Tile::kSmemBytes));
-  if (e != cudaSuccess) return static_cast<int>(e);
-  const dim3 grid(static_cast<unsigned>(tiles_p * args.tiles_e), static_cast<unsigned>(bins));
-  kernel<<<grid, Tile::kThreads, Tile::kSmemBytes, stream>>>(p_op, e_op, c, args);
-  return static_cast<int>(cudaGetLastError());
-}
-
-template <int kWarpgroups, Tf32Fragments kFragments>
-int LaunchWgmmaLayout(const WgmmaPlan& plan, int bins, const float2* p_op, const float2* e_op, float2* c,
-                      cudaStream_t stream) {
-  return plan.e_k_rows ? LaunchWgmmaTile<kWarpgroups, true, kFragments>(plan.args, bins, p_op, e_op, c, stream)
-                       : LaunchWgmmaTile<kWarpgroups, false, kFragments>(plan.args, bins, p_op, e_op, c, stream);
-}
-
-// Two warpgroups (64 complex columns of e per block) unless one (32) pads less work: Mathieu's
-// input gradient, e = Cin = 96.
-template <Tf32Fragments kFragments>
-int LaunchWgmmaFragments(const WgmmaPlan& plan, int bins, const float2* a, const float2* b, float2* c,
-                         cudaStream_t stream) {
-  const float2* p_op = plan.a_is_p ? a : b;
-  const float2* e_op = plan.a_is_p ? b : a;
-  const WgmmaArgs& w = plan.args;
-  const bool two = PaddedArea(w.p_count, w.e_count, kWgmmaBp, 64) <= PaddedArea(w.p_count, w.e_count, kWgmmaBp, 32);
-  return two ? LaunchWgmmaLayout<2, kFragments>(plan, bins, p_op, e_op, c, stream)
-             : LaunchWgmmaLayout<1, kFragments>(plan, bins, p_op, e_op, c, stream);
-}
-
-int LaunchWgmma(const WgmmaPlan& plan, bool stored_bits, int bins, const float2* a, const float2* b, float2* c,
-                cudaStream_t stream) {
-  return stored_bits ? LaunchWgmmaFragments<Tf32Fragments::kStoredBits>(plan, bins, a, b, c, stream)
-                     : LaunchWgmmaFragments<Tf32Fragments::kRounded>(plan, bins, a, b, c, stream);
-}
-
 // A tile for an m x n product: its code in the launcher's switch, and the product's padded work in it.
 struct TileChoice {
   int tile;
@@ -1367,27 +1034,18 @@ int LaunchSpectralMatmulOf(const SpectralMatmulParams& p, const Real* a, const R
   // operands when TF32 is not allowed); else the SIMT tiles (FP32 / FP64, half precision computing
   // in float), the one that wastes the least work.
   bool tensor_cores = false;
-  int compute_capability = 0;
   if constexpr (detail::Storage<Real>::kHalf || std::is_same<Real, float>::value) {
     if (detail::Storage<Real>::kHalf || p.allow_tf32 || FFTCONV_FP32_SPLIT) {
       detail::DeviceLimits limits;
       const int err = detail::CurrentDeviceLimits(&limits);
       if (err != 0) return err;
-      compute_capability = limits.compute_capability;
-      tensor_cores = compute_capability >= 80;
+      tensor_cores = limits.compute_capability >= 80;
     }
   }
   const bool split = std::is_same<Real, float>::value && tensor_cores && !p.allow_tf32;
   // TF32 products of operands that hold TF32 values already (rfft2d's round_to_tf32): their bits go
   // to the MMAs unconverted. The split, SIMT, double and half-precision kernels ignore it.
   const bool stored_bits = FFTCONV_TF32_SPECTRA && p.tf32_operands && !split;
-  // TF32 products on sm_90 take the Hopper kernel where it applies (PlanWgmma), with the operands as
-  // the caller states them; whether tf32_operands is set or not, so that both give the same product.
-  WgmmaPlan wgmma{};
-  if (std::is_same<Real, float>::value && FFTCONV_WGMMA && FFTCONV_WGMMA_BUILT && tensor_cores && !split &&
-      compute_capability / 10 == 9) {
-    wgmma = PlanWgmma(args, a, b);
-  }
   // Few rows (a batch of 32 in the forward and input-gradient products on tensor cores; Cin = 96
   // rows of the weight gradient's 128-row SIMT tiles) would leave much of each tile empty: then
   // c^T = op_b(b)^T op_a(a)^T is computed instead, with the operands' roles, transposes and
@@ -1404,7 +1062,7 @@ int LaunchSpectralMatmulOf(const SpectralMatmulParams& p, const Real* a, const R
     if (std::is_same<Real, double>::value) return {5, PaddedArea(m, n, 64, 64)};
     return BestSimtTile(m, n, simt_big_tile);
   };
-  if (!wgmma.taken && FFTCONV_MATMUL_SWAP && best_tile(p.n, p.m).area * 5 < best_tile(p.m, p.n).area * 4) {
+  if (FFTCONV_MATMUL_SWAP && best_tile(p.n, p.m).area * 5 < best_tile(p.m, p.n).area * 4) {
     args = Transposed(args, &a, &b);
   }
   int tile = best_tile(args.m, args.n).tile;
@@ -1431,18 +1089,14 @@ int LaunchSpectralMatmulOf(const SpectralMatmulParams& p, const Real* a, const R
         default: err = LaunchSimt<Real, 64, 64, 4, 4>(args, bins, ca, cb, cc, stream); break;
       }
     } else if constexpr (std::is_same<Real, float>::value) {
-      if (wgmma.taken) {
-        err = LaunchWgmma(wgmma, stored_bits, bins, ca, cb, cc, stream);
-      } else {
-        switch (tensor_cores ? tile : -tile) {
-          case 0: err = LaunchTf32<kSplitWarpsN, kSplitNi, Tf32Fragments::kSplit>(args, bins, ca, cb, cc, stream); break;
-          case 64: err = LaunchTf32Rounding<4, 4>(stored_bits, args, bins, ca, cb, cc, stream); break;
-          case 48: err = LaunchTf32Rounding<2, 6>(stored_bits, args, bins, ca, cb, cc, stream); break;
-          case 32: err = LaunchTf32Rounding<2, 4>(stored_bits, args, bins, ca, cb, cc, stream); break;
-          case -3: err = LaunchSimt<float, 128, 64, 8, 4>(args, bins, ca, cb, cc, stream); break;
-          case -4: err = LaunchSimt<float, 128, 32, 8, 2>(args, bins, ca, cb, cc, stream); break;
-          default: err = LaunchSimt<float, 64, 64, 4, 4>(args, bins, ca, cb, cc, stream); break;
-        }
+      switch (tensor_cores ? tile : -tile) {
+        case 0: err = LaunchTf32<kSplitWarpsN, kSplitNi, Tf32Fragments::kSplit>(args, bins, ca, cb, cc, stream); break;
+        case 64: err = LaunchTf32Rounding<4, 4>(stored_bits, args, bins, ca, cb, cc, stream); break;
+        case 48: err = LaunchTf32Rounding<2, 6>(stored_bits, args, bins, ca, cb, cc, stream); break;
+        case 32: err = LaunchTf32Rounding<2, 4>(stored_bits, args, bins, ca, cb, cc, stream); break;
+        case -3: err = LaunchSimt<float, 128, 64, 8, 4>(args, bins, ca, cb, cc, stream); break;
+        case -4: err = LaunchSimt<float, 128, 32, 8, 2>(args, bins, ca, cb, cc, stream); break;
+        default: err = LaunchSimt<float, 64, 64, 4, 4>(args, bins, ca, cb, cc, stream); break;
       }
     } else {
       err = LaunchSimt<double, 64, 64, 4, 4>(args, bins, ca, cb, cc, stream);

@@ -517,17 +517,14 @@ void MatmulSuite(bool quick) {
     shapes.push_back({700, 100, 70, 24});
   }
   // Float: TF32 allowed and not (on sm_80+ both on tensor cores, FP32 accuracy from split operands
-  // for the second), then FP32 on the SIMT kernel of GPUs before sm_80 (capability capped at 75);
-  // on sm_90, whose TF32 products take the Hopper kernel where it applies, TF32 again on the sm_80
-  // kernel (capability capped at 89).
+  // for the second), then FP32 on the SIMT kernel of GPUs before sm_80 (capability capped at 75).
   fftconv::cuda::detail::DeviceLimits limits;
   CUDA_OK(static_cast<cudaError_t>(fftconv::cuda::detail::CurrentDeviceLimits(&limits)));
-  const bool mma = limits.compute_capability >= 80, hopper = limits.compute_capability / 10 == 9;
-  const int modes = sizeof(T) == 4 ? (mma ? (hopper ? 4 : 3) : 2) : 1;
+  const bool mma = limits.compute_capability >= 80;
+  const int modes = sizeof(T) == 4 ? (mma ? 3 : 2) : 1;
   for (int mode = 0; mode < modes; ++mode) {
-    const bool tf32 = mode == 1 || mode == 3, simt = sizeof(T) == 8 || !mma || mode == 2;
-    const char* path = simt ? "simt" : (mode == 3 ? "sm80" : (mode == 1 && hopper ? "sm90" : "mma "));
-    fftconv::cuda::detail::SetComputeCapabilityCapForTesting(mode == 2 ? 75 : (mode == 3 ? 89 : 0));
+    const bool tf32 = mode == 1, simt = sizeof(T) == 8 || !mma || mode == 2;
+    fftconv::cuda::detail::SetComputeCapabilityCapForTesting(mode == 2 ? 75 : 0);
     for (const MatmulShape& s : shapes) {
       for (int fa = 0; fa < 4; ++fa) {
         for (int fb = 0; fb < 4; ++fb) {
@@ -537,12 +534,12 @@ void MatmulSuite(bool quick) {
           SpectralMatmulParams p = MatmulCase(s, fa, fb);
           p.allow_tf32 = tf32;
           p.alpha = (fa + fb) % 3 == 0 ? 1.0f : ((fa + fb) % 3 == 1 ? 0.25f : 3.0f);
-          CheckMatmul<T>(p, path);
+          CheckMatmul<T>(p, simt ? "simt" : "mma ");
         }
       }
     }
     if constexpr (sizeof(T) == 4) {
-      for (bool adjoint_a : {false, true}) CheckMatmulSpecialValues(adjoint_a, tf32, path);
+      for (bool adjoint_a : {false, true}) CheckMatmulSpecialValues(adjoint_a, tf32, simt ? "simt" : "mma ");
     }
   }
   fftconv::cuda::detail::SetComputeCapabilityCapForTesting(0);
@@ -662,7 +659,7 @@ void Tf32SpectraSuite(bool quick) {
 // The TF32 product with tf32_operands on operands already rounded to TF32 (on the host, by the
 // device's rule) against the ordinary TF32 product of the same operands and of the unrounded ones:
 // all three bit for bit. And the FP32 product (split operands) ignores tf32_operands.
-void CheckMatmulTf32Operands(const SpectralMatmulParams& base, int compute_capability, const char* path) {
+void CheckMatmulTf32Operands(const SpectralMatmulParams& base, int compute_capability) {
   const size_t a_count = static_cast<size_t>(base.bins) * base.m * base.k * 2;
   const size_t b_count = static_cast<size_t>(base.bins) * base.k * base.n * 2;
   const size_t c_count = static_cast<size_t>(base.bins) * base.m * base.n * 2;
@@ -681,7 +678,7 @@ void CheckMatmulTf32Operands(const SpectralMatmulParams& base, int compute_capab
   const bool rounded_inputs[5] = {false, true, true, false, false};
   std::vector<std::vector<float>> c(5);
   char name[256];
-  std::snprintf(name, sizeof(name), "matmul  f32 %s op=(%s,%s) tf32-operands alpha=%g bins=%d m=%d n=%d k=%d", path,
+  std::snprintf(name, sizeof(name), "matmul  f32 mma  op=(%s,%s) tf32-operands alpha=%g bins=%d m=%d n=%d k=%d",
                 OpName(base.transpose_a, base.adjoint_a, base.conjugate_a),
                 OpName(base.transpose_b, base.adjoint_b, base.conjugate_b), base.alpha, base.bins, base.m, base.n,
                 base.k);
@@ -725,34 +722,26 @@ void Tf32OperandsSuite(bool quick) {
   if (!Tf32Device("matmul tf32-operands", &compute_capability)) return;
   const MatmulShape shapes[] = {{3, 37, 45, 29}, {2, 40, 96, 12}, {2, 128, 96, 40}, {1, 64, 288, 24}, {2, 130, 70, 33},
                           {2, 128, 64, 16}};
-  // On sm_90 both kernels: the Hopper one where it applies, then the sm_80 one (capability capped at 89).
-  const bool hopper = compute_capability / 10 == 9;
-  for (int cap : {0, 89}) {
-    if (cap != 0 && !hopper) continue;
-    fftconv::cuda::detail::SetComputeCapabilityCapForTesting(cap);
-    const char* path = cap != 0 ? "sm80" : (hopper ? "sm90" : "mma ");
-    for (const MatmulShape& s : shapes) {
-      for (int fa = 0; fa < 4; ++fa) {
-        for (int fb = 0; fb < 4; ++fb) {
-          if (quick && (fa + fb) % 3 != 0) continue;
-          SpectralMatmulParams p = MatmulCase(s, fa, fb);
-          p.alpha = (fa + fb) % 2 == 0 ? 1.0f : 0.25f;
-          CheckMatmulTf32Operands(p, compute_capability, path);
-        }
+  for (const MatmulShape& s : shapes) {
+    for (int fa = 0; fa < 4; ++fa) {
+      for (int fb = 0; fb < 4; ++fb) {
+        if (quick && (fa + fb) % 3 != 0) continue;
+        SpectralMatmulParams p = MatmulCase(s, fa, fb);
+        p.alpha = (fa + fb) % 2 == 0 ? 1.0f : 0.25f;
+        CheckMatmulTf32Operands(p, compute_capability);
       }
     }
-    if (!quick) {
-      // Y = X conj(W'), dX = dY W'^T, dW' = X^T conj(dY): B = 128, Cin = 96, Cout = 256, 32 x 32 frames.
-      const int bins = 32 * 17;
-      SpectralMatmulParams y{bins, 128, 256, 96, false, false, false, false, true};
-      y.conjugate_b = true;
-      SpectralMatmulParams dx{bins, 128, 96, 256, false, false, true, false, true};
-      SpectralMatmulParams dw{bins, 96, 256, 128, true, false, false, false, true};
-      dw.conjugate_b = true;
-      for (const SpectralMatmulParams& p : {y, dx, dw}) CheckMatmulTf32Operands(p, compute_capability, path);
-    }
   }
-  fftconv::cuda::detail::SetComputeCapabilityCapForTesting(0);
+  if (!quick) {
+    // Y = X conj(W'), dX = dY W'^T, dW' = X^T conj(dY): B = 128, Cin = 96, Cout = 256, 32 x 32 frames.
+    const int bins = 32 * 17;
+    SpectralMatmulParams y{bins, 128, 256, 96, false, false, false, false, true};
+    y.conjugate_b = true;
+    SpectralMatmulParams dx{bins, 128, 96, 256, false, false, true, false, true};
+    SpectralMatmulParams dw{bins, 96, 256, 128, true, false, false, false, true};
+    dw.conjugate_b = true;
+    for (const SpectralMatmulParams& p : {y, dx, dw}) CheckMatmulTf32Operands(p, compute_capability);
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1254,19 +1243,6 @@ void TimingSuite() {
     TimeMatmul<float>("fwd W'", fwd_hwio);
     TimeMatmul<float>("dgrad W'", dgrad_hwio);
     TimeMatmul<float>("wgrad dW'", wgrad_hwio);
-    if (tf32 == 1) {
-      // As fft_conv2d runs them, on spectra stored rounded to TF32 (tf32_operands); then, on sm_90,
-      // the same on the sm_80 kernel (capability capped at 89) beside the Hopper one.
-      for (SpectralMatmulParams* p : {&fwd_hwio, &dgrad_hwio, &wgrad_hwio}) p->tf32_operands = true;
-      TimeMatmul<float>("fwd W' stored", fwd_hwio);
-      TimeMatmul<float>("dgrad W' stored", dgrad_hwio);
-      TimeMatmul<float>("wgrad dW' stored", wgrad_hwio);
-      fftconv::cuda::detail::SetComputeCapabilityCapForTesting(89);
-      TimeMatmul<float>("fwd W' stored sm80", fwd_hwio);
-      TimeMatmul<float>("dgrad W' stored sm80", dgrad_hwio);
-      TimeMatmul<float>("wgrad dW' stored sm80", wgrad_hwio);
-      fftconv::cuda::detail::SetComputeCapabilityCapForTesting(0);
-    }
     if (tf32 == 0) {
       // FP32 on the SIMT kernel, as GPUs before sm_80 run it (capability capped at 75).
       fftconv::cuda::detail::SetComputeCapabilityCapForTesting(75);
