@@ -480,6 +480,16 @@ void FftSuite(bool quick, const char* tag) {
     CheckRfft2d<T>(Rfft2dParams{64, 96, 24, 23, 32, 3, 5, true}, tag);
     CheckIrfft2d<T>(Irfft2dParams{128, 96, 32, 32, 32, 0, 0, true}, tag);
     CheckIrfft2d<T>(Irfft2dParams{64, 96, 32, 26, 26, 3, 2, false}, tag);
+    // The 40, 48 and 64 frames likewise (more groups than resident blocks for any of their shapes):
+    // Mathieu's activations with SAME padding, and 56 x 56 images in 64 frames.
+    CheckRfft2d<T>(Rfft2dParams{64, 96, 32, 32, 40, 3, 4, true}, tag);
+    CheckRfft2d<T>(Rfft2dParams{32, 96, 32, 31, 48, 8, 7, false}, tag);
+    CheckRfft2d<T>(Rfft2dParams{16, 96, 56, 56, 64, 4, 3, true}, tag);
+    CheckRfft2d<T>(Rfft2dParams{16, 64, 56, 55, 64, 0, 9, false}, tag);
+    CheckIrfft2d<T>(Irfft2dParams{64, 96, 40, 32, 32, 3, 4, false}, tag);
+    CheckIrfft2d<T>(Irfft2dParams{32, 96, 48, 32, 31, 8, 7, true}, tag);
+    CheckIrfft2d<T>(Irfft2dParams{16, 96, 64, 56, 56, 4, 3, false}, tag);
+    CheckIrfft2d<T>(Irfft2dParams{16, 64, 64, 55, 56, 9, 0, true}, tag);
   }
   // NHWC tensors whose channels come in whole blocks of 32 (LargeShape where it differs from FftShape).
   for (const int S : {16, 32, 40, 48}) {
