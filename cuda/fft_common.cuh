@@ -622,15 +622,18 @@ struct FftShape;
 #define FFTCONV_SHAPE_float_64_INV 40801
 #endif
 // The 3 * 2^k sizes: shapes of the power-of-two neighbours, with P = S / L a multiple of 6 (the
-// factor 3 stays in registers; FftLayout). Not yet timed against other shapes.
+// factor 3 stays in registers; FftLayout). The 48 frame's were timed against other lanes, images and
+// plans (benchmarks/NOTES.md), the 24 and 96 frames' not.
 #ifndef FFTCONV_SHAPE_float_24_FWD
 #define FFTCONV_SHAPE_float_24_FWD 10804
 #endif
 #ifndef FFTCONV_SHAPE_float_24_INV
 #define FFTCONV_SHAPE_float_24_INV 10804
 #endif
+// The 48 frame's forward: two lanes and 4 images, pipelined (plan 0, two blocks per SM on the H200):
+// Mathieu's x in a 48 frame 0.161 -> 0.149 ms NCHW, 0.164 -> 0.131 NHWC (benchmarks/NOTES.md).
 #ifndef FFTCONV_SHAPE_float_48_FWD
-#define FFTCONV_SHAPE_float_48_FWD 40801
+#define FFTCONV_SHAPE_float_48_FWD 20402
 #endif
 #ifndef FFTCONV_SHAPE_float_48_INV
 #define FFTCONV_SHAPE_float_48_INV 40801
@@ -742,6 +745,9 @@ FFTCONV_FFT_SHAPE(double, 128, true, 8, 1, 1)
 //     the inverse with one lane and 32 images in both layouts (NHWC y 0.326 -> 0.213 ms, NCHW
 //     0.226 -> 0.177 ms; 205 KB of shared memory).
 //   - 48: L = 2, G = 16 gained 5% on the NHWC inverse; one lane per transform does not fit.
+//   - The 64 frame's NCHW inverse: two lanes and 4 images, two blocks per SM (64 KB each; 56 x 56
+//     images 0.094 -> 0.084 ms). In NHWC the same shape was slower (0.44 -> 0.49 ms for
+//     [128,32,32,256]: 16-byte runs of 4 channels per pixel), so NHWC keeps FftShape.
 // Tuning builds override them as FFTCONV_SHAPE_float_<S>_<FWD|INV>_LARGE[_NHWC].
 template <typename Real, int S, bool kInverse, bool kNhwc>
 struct LargeShape : FftShape<Real, S, kInverse> {};
@@ -757,6 +763,9 @@ struct LargeShape : FftShape<Real, S, kInverse> {};
 #ifndef FFTCONV_SHAPE_float_40_INV_LARGE
 #define FFTCONV_SHAPE_float_40_INV_LARGE 13201
 #endif
+#ifndef FFTCONV_SHAPE_float_64_INV_LARGE
+#define FFTCONV_SHAPE_float_64_INV_LARGE 20402
+#endif
 #define FFTCONV_LARGE_SHAPE(S, INV, NHWC, CODE) \
   template <>                                   \
   struct LargeShape<float, S, INV, NHWC> : BlockShape<S, (CODE) / 10000, (CODE) / 100 % 100, (CODE) % 100> {};
@@ -766,6 +775,7 @@ FFTCONV_LARGE_SHAPE(40, false, false, FFTCONV_SHAPE_float_40_FWD_LARGE)
 FFTCONV_LARGE_SHAPE(40, false, true, FFTCONV_SHAPE_float_40_FWD_LARGE)
 FFTCONV_LARGE_SHAPE(40, true, false, FFTCONV_SHAPE_float_40_INV_LARGE)
 FFTCONV_LARGE_SHAPE(40, true, true, FFTCONV_SHAPE_float_40_INV_LARGE)
+FFTCONV_LARGE_SHAPE(64, true, false, FFTCONV_SHAPE_float_64_INV_LARGE)
 #undef FFTCONV_LARGE_SHAPE
 
 // The kernels are instantiated with the plain BlockShape of a shape, so that equal shapes share one
