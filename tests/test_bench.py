@@ -419,6 +419,40 @@ def test_train_cases_carry_the_fft_floor(tmp_path):
                         100 * floor["floor_ms"] / train["timings"]["fft"]["median_ms"])
 
 
+def test_the_gpu_copy_bandwidth_halves_its_buffer_until_it_fits(monkeypatch):
+    """On a GPU the floor's bandwidth comes from a buffer large enough that the device, not the
+    host's per-call work, sets the time; a device without room for it gets half, down to a limit,
+    and below the limit the error is the device's. (The GPU is named; without one the buffers land
+    on the CPU, and the stand-in timer says which sizes "fit".)"""
+    sizes = []
+
+    def timer(fn, arg_sets, **kwargs):
+        (buffer,), = arg_sets
+        sizes.append(4 * buffer.shape[0])
+        if sizes[-1] > 64 * 2 ** 20:
+            raise tf.errors.ResourceExhaustedError(None, None, "out of memory")
+        return [1e-3, 1e-3], 1
+
+    monkeypatch.setattr(measure, "time_per_call", timer)
+    bandwidth = measure.copy_bandwidth("/GPU:0", warmup=1, repeats=2, gpu_bytes=256 * 2 ** 20)
+    assert sizes == [256 * 2 ** 20, 128 * 2 ** 20, 64 * 2 ** 20]
+    assert bandwidth == pytest.approx(2 * 64 * 2 ** 20 / 1e-3)
+    monkeypatch.setattr(measure, "MIN_GPU_COPY_BYTES", 128 * 2 ** 20)
+    with pytest.raises(tf.errors.ResourceExhaustedError):
+        measure.copy_bandwidth("/GPU:0", warmup=1, repeats=2, gpu_bytes=256 * 2 ** 20)
+    # On a CPU: two 64 MB buffers taken in turns, and no retry.
+    cpu_sets = []
+
+    def cpu_timer(fn, arg_sets, **kwargs):
+        cpu_sets.append([4 * b.shape[0] for (b,) in arg_sets])
+        raise tf.errors.ResourceExhaustedError(None, None, "out of memory")
+
+    monkeypatch.setattr(measure, "time_per_call", cpu_timer)
+    with pytest.raises(tf.errors.ResourceExhaustedError):
+        measure.copy_bandwidth("/CPU:0", warmup=1, repeats=2)
+    assert cpu_sets == [[64 * 2 ** 20, 64 * 2 ** 20]]
+
+
 def test_tuned_times_the_candidates_and_leaves_auto_to_the_model(tmp_path, capsys):
     """"tuned" is auto after tf_fftconv.autotune: its plan comes from timings on the device, and
     the timings are forgotten afterwards, so "auto" of the next mode plans without them (on a

@@ -306,17 +306,35 @@ def fft_bytes_moved(case, data_format, dtype=tf.float32, fft_size=None):
     return made.candidate(made.label).estimate.bytes_moved
 
 
-def copy_bandwidth(device, *, warmup, repeats):
-    """Bytes read + written per second by an elementwise op over a large buffer on `device`
-    (256 MB on a GPU, 64 MB on a CPU): the bandwidth the floors are taken at."""
-    count = (64 if "GPU" in device.upper() else 16) * 2 ** 20
-    with tf.device(device):
-        buffers = [tf.zeros([count]) + i for i in range(2)]
-        step = tf.function(lambda t: t + 1.0)
-        samples, _ = time_per_call(step, [(b,) for b in buffers], warmup=warmup,
-                                   repeats=repeats, calls=None)
-        del buffers
-    return 2 * 4 * count / statistics.median(samples)
+GPU_COPY_BYTES = 2 ** 30   # copy_bandwidth's buffer on a GPU, halved down to MIN_GPU_COPY_BYTES
+MIN_GPU_COPY_BYTES = 64 * 2 ** 20
+
+
+def copy_bandwidth(device, *, warmup, repeats, gpu_bytes=GPU_COPY_BYTES):
+    """Bytes read + written per second by an elementwise op over a large buffer on `device`: the
+    bandwidth the floors are taken at. On a GPU the buffer is `gpu_bytes` (1 GiB), halved while the
+    device has no room for it and its result: a call costs the host about 0.2 ms, so over 256 MB
+    the H200's add waited on the host and read 2.2-2.7 TB/s, over 1 GiB 4.0 TB/s, a device copy's
+    rate (benchmarks/NOTES.md). On a CPU, two buffers of 64 MB taken in turns (one would stay in a
+    large last-level cache)."""
+    gpu = "GPU" in device.upper()
+    size = gpu_bytes if gpu else 64 * 2 ** 20
+    step = tf.function(lambda t: t + 1.0)
+    while True:
+        count = size // 4
+        buffers = None
+        try:
+            with tf.device(device):
+                buffers = [tf.zeros([count]) + i for i in range(1 if gpu else 2)]
+                samples, _ = time_per_call(step, [(b,) for b in buffers], warmup=warmup,
+                                           repeats=repeats, calls=None)
+            return 2 * 4 * count / statistics.median(samples)
+        except tf.errors.ResourceExhaustedError:
+            if not gpu or size // 2 < MIN_GPU_COPY_BYTES:
+                raise
+            size //= 2
+        finally:
+            del buffers
 
 
 def add_floor(record, bytes_moved, bandwidth):
