@@ -631,7 +631,7 @@ struct FftShape;
 #define FFTCONV_SHAPE_float_24_INV 10804
 #endif
 // The 48 frame's forward: two lanes and 4 images, pipelined (plan 0, two blocks per SM on the H200):
-// Mathieu's x in a 48 frame 0.161 -> 0.149 ms NCHW, 0.164 -> 0.131 NHWC (benchmarks/NOTES.md).
+// Mathieu's x in a 48 frame 0.159 -> 0.147 ms NCHW, 0.164 -> 0.128 NHWC (benchmarks/NOTES.md).
 #ifndef FFTCONV_SHAPE_float_48_FWD
 #define FFTCONV_SHAPE_float_48_FWD 20402
 #endif
@@ -745,8 +745,8 @@ FFTCONV_FFT_SHAPE(double, 128, true, 8, 1, 1)
 //     the inverse with one lane and 32 images in both layouts (NHWC y 0.326 -> 0.213 ms, NCHW
 //     0.226 -> 0.177 ms; 205 KB of shared memory).
 //   - 48: L = 2, G = 16 gained 5% on the NHWC inverse; one lane per transform does not fit.
-//   - The 64 frame's NCHW inverse: two lanes and 4 images, two blocks per SM (64 KB each; 56 x 56
-//     images 0.094 -> 0.084 ms). In NHWC the same shape was slower (0.44 -> 0.49 ms for
+//   - The 64 frame's NCHW inverse: two lanes and 4 images, two blocks per SM (up to 64 KB each;
+//     56 x 56 images 0.092 -> 0.083 ms). In NHWC the same shape was slower (0.44 -> 0.49 ms for
 //     [128,32,32,256]: 16-byte runs of 4 channels per pixel), so NHWC keeps FftShape.
 // Tuning builds override them as FFTCONV_SHAPE_float_<S>_<FWD|INV>_LARGE[_NHWC].
 template <typename Real, int S, bool kInverse, bool kNhwc>
