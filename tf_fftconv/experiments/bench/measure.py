@@ -322,7 +322,7 @@ def copy_bandwidth(device, *, warmup, repeats, gpu_bytes=GPU_COPY_BYTES):
     step = tf.function(lambda t: t + 1.0)
     while True:
         count = size // 4
-        buffers = None
+        buffers = None   # the last size's buffers go before this size's are made
         try:
             with tf.device(device):
                 buffers = [tf.zeros([count]) + i for i in range(1 if gpu else 2)]
@@ -333,8 +333,6 @@ def copy_bandwidth(device, *, warmup, repeats, gpu_bytes=GPU_COPY_BYTES):
             if not gpu or size // 2 < MIN_GPU_COPY_BYTES:
                 raise
             size //= 2
-        finally:
-            del buffers
 
 
 def add_floor(record, bytes_moved, bandwidth):
