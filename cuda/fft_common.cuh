@@ -381,6 +381,38 @@ struct DifStages<Real, kInverse, N, P, 1> {
   __device__ __forceinline__ static void Run(complex_t<Real> (&)[P]) {}
 };
 
+// DifStages for an input that is zero past its first Z values (x[p] = 0 for p >= Z, set so by the
+// caller): a radix-2 step whose blocks of M hold Z <= M/2 leading values has b = 0 in every
+// butterfly, so it only writes the twiddled copies a W_M^j into the upper halves (j < Z), and every
+// block of M/2 after it again holds Z leading values. The same outputs as DifStages, up to the sign
+// of a zero; the steps from the first M < 2Z (or a radix-3 or radix-5 one) on are the full ones.
+// Used where a frame is mostly zero padding (a small kernel's weights in a 32 frame: Z = 8 prunes the
+// first two of five steps, and their loads).
+template <typename Real, bool kInverse, int N, int P, int M, int Z>
+struct DifStagesLeading {
+  __device__ __forceinline__ static void Run(complex_t<Real> (&x)[P]) {
+    if constexpr (2 * Z <= M && M % 3 != 0 && M % 5 != 0) {
+      constexpr int H = M / 2;
+#pragma unroll
+      for (int s = 0; s < P; s += M) {
+#pragma unroll
+        for (int j = 0; j < Z; ++j) x[s + j + H] = MulTwiddle<Real, kInverse, N>(x[s + j], j * (N / M));
+      }
+      DifStagesLeading<Real, kInverse, N, P, H, Z>::Run(x);
+    } else {
+      DifStages<Real, kInverse, N, P, M>::Run(x);
+    }
+  }
+};
+
+// The leading-values bound of the forward transforms' pruning (DifStagesLeading): an image inside the
+// first S/4 rows (columns) of its frame lets the column (row) transforms skip the zero rest. S a power
+// of two of 16 or more, where S/4 saves two radix-2 steps; S otherwise (no pruning).
+template <int S, int L>
+__host__ __device__ constexpr int LeadingValues() {
+  return (S & (S - 1)) == 0 && S >= 16 && (S / 4) % L == 0 ? S / 4 : S;
+}
+
 // Lanes of one distributed transform: lane l of the transform sits `lane_stride * l` lanes away
 // from lane 0 (all inside one warp); `group_mask` names every lane that runs the call.
 template <int S, int L>
@@ -397,14 +429,17 @@ struct FftLayout {
   }
 };
 
-// Length-S FFT of the values held by L lanes (see the layout at the top of this file).
-template <typename Real, bool kInverse, int S, int L>
+// Length-S FFT of the values held by L lanes (see the layout at the top of this file). kLeading < S:
+// the input is zero from index kLeading on (a multiple of L), so that each lane's values are zero
+// from p = kLeading / L on; the caller has set them to zero (DifStagesLeading).
+template <typename Real, bool kInverse, int S, int L, int kLeading = S>
 __device__ __forceinline__ void DistributedFft(complex_t<Real> (&x)[S / L], int l, int lane_stride,
                                                unsigned group_mask) {
   constexpr int P = S / L;
   constexpr int N = TwiddleBase<S>();
   (void)FftLayout<S, L>::kPerLane;  // its static_assert
-  DifStages<Real, kInverse, N, P, P>::Run(x);
+  static_assert(kLeading % L == 0 && kLeading <= S, "leading values");
+  DifStagesLeading<Real, kInverse, N, P, P, kLeading / L>::Run(x);
   if constexpr (L > 1) {
     // Twiddle between the two factors: W_S^(l * k1), k1 = DigitReverse(r, P); l k1 < L P = S.
 #pragma unroll

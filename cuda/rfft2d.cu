@@ -54,15 +54,25 @@ struct Rfft2dArgs {
   int slot_stride;            // row spectra: [slot][pair j][image i], slot stride (complex)
   int chunk_jobs;             // column jobs per block
   detail::FastDivmod div_hw, div_w, div_channels;
-  detail::FastDivmod div_h, div_pad_cols;  // plan 0's zero fill: height, S - width
-  detail::FastDivmod div_pad_quads;         // plan 0's NHWC zero fill: (S - width) * G / 4 quads per row
+  detail::FastDivmod div_h, div_pad_cols;  // plan 0's zero fill: height, read_cols - width
+  detail::FastDivmod div_pad_quads;         // plan 0's NHWC zero fill: (read_cols - width) * G / 4 quads per row
   bool round_tf32;            // float spectrum values stored rounded to TF32 (round_to_tf32, sm_80+)
+  // The image inside the frame's first LeadingValues<S, L>() columns (rows): the row (column)
+  // transforms read only those and prune the steps that the zeros after them make trivial.
+  bool leading_cols, leading_rows;
+  int read_cols;              // frame columns the row pass reads (LeadingValues or S): plan 0's zero fill
 };
 
 // Pipelined plan (Rfft2dPipelinedKernel) where it fits; 0 keeps every launch on the plans below it
 // (make kernel-variants: n8_no_pipeline turns off both directions' pipelined plans).
 #ifndef FFTCONV_RFFT_PIPELINE
 #define FFTCONV_RFFT_PIPELINE 1
+#endif
+
+// Pruned forward transforms of images in the first quarter of their frames' rows or columns
+// (DifStagesLeading); 0 transforms the whole frame (make kernel-variants: n16_no_leading).
+#ifndef FFTCONV_RFFT_LEADING
+#define FFTCONV_RFFT_LEADING 1
 #endif
 
 // 16-byte stores for plan 0's zero fill of NHWC (pixel-major) stages; 0 keeps the one-float stores
@@ -208,9 +218,9 @@ __device__ __forceinline__ void LoadStage(const Io* __restrict__ input, Real* st
 }
 
 // Row pass, after the loads: transforms the packed rows x of pair j (all zero where the pair holds
-// no pixels) and writes the row spectra of the block's column jobs [c0, c0 + a.chunk_jobs) to
-// row_specs ([slot][pair j][image i], see Rfft2dKernel).
-template <typename Real, int S, int L, int G>
+// no pixels; zero from column kLeading on) and writes the row spectra of the block's column jobs
+// [c0, c0 + a.chunk_jobs) to row_specs ([slot][pair j][image i], see Rfft2dKernel).
+template <typename Real, int S, int L, int G, int kLeading>
 __device__ __forceinline__ void TransformRowPair(complex_t<Real> (&x)[S / L], bool row_active, int j, int i,
                                                  int l, unsigned group_mask, const Rfft2dArgs& a, int c0,
                                                  complex_t<Real>* row_specs) {
@@ -218,7 +228,7 @@ __device__ __forceinline__ void TransformRowPair(complex_t<Real> (&x)[S / L], bo
   using Layout = detail::FftLayout<S, L>;
   constexpr int P = S / L, kHalf = S / 2;
   if (row_active) {
-    detail::DistributedFft<Real, false, S, L>(x, l, G, group_mask);
+    detail::DistributedFft<Real, false, S, L, kLeading>(x, l, G, group_mask);
   } else {
 #pragma unroll
     for (int r = 0; r < P; ++r) x[r] = C{Real(0), Real(0)};
@@ -251,8 +261,9 @@ __device__ __forceinline__ Pair StoredSpectrum(C v, bool round_tf32) {
 }
 
 // Column pass: job c = c0 + q over frame rows h = InputIndex(p, l) (pair h / 2, part h % 2) of the
-// row spectra; writes bins (ky, c) of image n (column job 0: kx = 0 and kx = S/2).
-template <typename Io, int S, int L, int G>
+// row spectra, those below kLeading only (the rest are zero); writes bins (ky, c) of image n
+// (column job 0: kx = 0 and kx = S/2).
+template <typename Io, int S, int L, int G, int kLeading>
 __device__ __forceinline__ void TransformColumns(const complex_t<typename detail::Storage<Io>::Compute>* row_specs,
                                                  typename detail::Storage<Io>::Pair* __restrict__ spectrum,
                                                  const Rfft2dArgs& a, int q, int i, int l, int n, bool image_valid,
@@ -269,10 +280,13 @@ __device__ __forceinline__ void TransformColumns(const complex_t<typename detail
   const C* spec_u = row_specs + (2 * q) * a.slot_stride + i;  // Z_j[c]   (Z_j[0])
   const C* spec_m = spec_u + a.slot_stride;                    // Z_j[S-c] (Z_j[S/2])
   C y[P];
+  constexpr int kRead = kLeading / L;  // values per lane that may be nonzero
+#pragma unroll
+  for (int p = kRead; p < P; ++p) y[p] = C{Real(0), Real(0)};
   if (c == 0) {
     // Row spectra of real rows at kx = 0 and kx = S/2 are real: pack them as (kx=0, kx=S/2).
 #pragma unroll
-    for (int p = 0; p < P; ++p) {
+    for (int p = 0; p < kRead; ++p) {
       const int h = Layout::InputIndex(p, l);
       const C u = spec_u[(h >> 1) * G], m = spec_m[(h >> 1) * G];
       y[p] = (h & 1) ? C{u.y, m.y} : C{u.x, m.x};
@@ -281,13 +295,13 @@ __device__ __forceinline__ void TransformColumns(const complex_t<typename detail
     // Split the packed pair: 2A = u + conj(m) (row 2j), 2B = (u - conj(m)) / i (row 2j+1); the
     // factor 1/2 is applied to the outputs.
 #pragma unroll
-    for (int p = 0; p < P; ++p) {
+    for (int p = 0; p < kRead; ++p) {
       const int h = Layout::InputIndex(p, l);
       const C u = spec_u[(h >> 1) * G], m = spec_m[(h >> 1) * G];
       y[p] = (h & 1) ? C{u.y + m.y, m.x - u.x} : C{u.x + m.x, u.y - m.y};
     }
   }
-  detail::DistributedFft<Real, false, S, L>(y, l, G, group_mask);
+  detail::DistributedFft<Real, false, S, L, kLeading>(y, l, G, group_mask);
   Pair* out = spectrum + n;
   if (c != 0) {
     if (image_valid) {
@@ -376,14 +390,26 @@ __global__ void __launch_bounds__(Shape::kThreads, Shape::kMinBlocks)
                load_b && in_w ? detail::ToCompute(input[image.At(hb, w)]) : Real(0)};
     }
   }
-  TransformRowPair<Real, S, L, G>(x, row_active, j, i, l, group_mask, a, c0, row_specs);
+  // Where the image lies in the frame's first kLeading columns (rows), x (the row spectra) are zero
+  // past them, as loaded: the pruned transforms take them so.
+  constexpr int kLeading = detail::LeadingValues<S, L>();
+  if (kLeading < S && a.leading_cols) {
+    TransformRowPair<Real, S, L, G, kLeading>(x, row_active, j, i, l, group_mask, a, c0, row_specs);
+  } else {
+    TransformRowPair<Real, S, L, G, S>(x, row_active, j, i, l, group_mask, a, c0, row_specs);
+  }
   __syncthreads();
-  TransformColumns<Io, S, L, G>(row_specs, spectrum, a, q, i, l, n, image_valid, group_mask, c0);
+  if (kLeading < S && a.leading_rows) {
+    TransformColumns<Io, S, L, G, kLeading>(row_specs, spectrum, a, q, i, l, n, image_valid, group_mask, c0);
+  } else {
+    TransformColumns<Io, S, L, G, S>(row_specs, spectrum, a, q, i, l, n, image_valid, group_mask, c0);
+  }
 }
 
 // Plan 0's copy of group g's pixels into a buffer's stage, by cp.async, and the zeros around them:
 // the frame columns outside the image in each image row, and a stage row outside the image (frame
-// row offset_h - 1 when offset_h is odd, offset_h + height when that is odd).
+// row offset_h - 1 when offset_h is odd, offset_h + height when that is odd); only the first
+// a.read_cols columns, those the row pass reads.
 //   NCHW: 4 bytes per copy (the stage's rows are padded against bank conflicts, so not 16-byte
 //         aligned); a warp copies 128 consecutive bytes.
 //   NHWC (kPixelMajor): 16 bytes, four channels of a pixel, where the channels and the input allow
@@ -443,36 +469,36 @@ __device__ __forceinline__ void StageGroupAsync(const float* __restrict__ input,
   if constexpr (FFTCONV_RFFT_VECTOR_ZERO && kPixelMajor && G % 4 == 0) {
     // Pixel-major: in a stage row the G images of a pixel are G consecutive floats, so the frame
     // columns left of the image are the row's first offset_w * G floats and those right of it the
-    // run from (offset_w + width) * G to S * G. Both are zeroed 16 bytes at a time, consecutive
+    // run from (offset_w + width) * G to read_cols * G. Both are zeroed 16 bytes at a time, consecutive
     // threads on consecutive quads (the one-float stores below put a warp's 32 stores G floats apart:
     // an 8-way bank conflict at G = 8). Rows are 16-byte aligned when row_stride % 4 == 0
     // (MakePixelMajorStageIndex with G * L a multiple of 8, every shape plan 0 takes).
     if (a.stage.row_stride % 4 == 0) {
       constexpr int kQuadsPerPixel = G / 4;
       const float4 zero = make_float4(0.f, 0.f, 0.f, 0.f);
-      if (a.width < S) {
+      if (a.width < a.read_cols) {
         const int left_quads = a.offset_w * kQuadsPerPixel;
         const int image_quads = a.width * kQuadsPerPixel;
-        for (int e = tid; e < a.height * (S - a.width) * kQuadsPerPixel; e += kThreads) {
+        for (int e = tid; e < a.height * (a.read_cols - a.width) * kQuadsPerPixel; e += kThreads) {
           int h, k;
           a.div_pad_quads.DivMod(e, h, k);  // image row h, k-th quad outside the image in it
           float4* row = reinterpret_cast<float4*>(stage + (top + h) * a.stage.row_stride);
           row[k < left_quads ? k : k + image_quads] = zero;
         }
       }
-      constexpr int kRowQuads = S * kQuadsPerPixel;
+      const int row_quads = a.read_cols * kQuadsPerPixel;
       if (top == 1) {
-        for (int e = tid; e < kRowQuads; e += kThreads) reinterpret_cast<float4*>(stage)[e] = zero;
+        for (int e = tid; e < row_quads; e += kThreads) reinterpret_cast<float4*>(stage)[e] = zero;
       }
       if (bottom < a.stage_rows) {
         float4* row = reinterpret_cast<float4*>(stage + bottom * a.stage.row_stride);
-        for (int e = tid; e < kRowQuads; e += kThreads) row[e] = zero;
+        for (int e = tid; e < row_quads; e += kThreads) row[e] = zero;
       }
       return;
     }
   }
-  if (a.width < S) {
-    const int pad_cols = S - a.width;
+  if (a.width < a.read_cols) {
+    const int pad_cols = a.read_cols - a.width;
     for (int e = tid; e < G * a.height * pad_cols; e += kThreads) {
       int row, k, i, h;
       a.div_pad_cols.DivMod(e, row, k);
@@ -482,8 +508,9 @@ __device__ __forceinline__ void StageGroupAsync(const float* __restrict__ input,
     }
   }
   if (top == 1 || bottom < a.stage_rows) {
-    for (int e = tid; e < G * 2 * S; e += kThreads) {
-      const int i = e / (2 * S), which = e / S % 2, col = e % S;
+    const int cols = a.read_cols;
+    for (int e = tid; e < G * 2 * cols; e += kThreads) {
+      const int i = e / (2 * cols), which = e / cols % 2, col = e % cols;
       const int r = which == 0 ? 0 : bottom;
       if ((which == 0 && top == 1) || (which == 1 && bottom < a.stage_rows)) stage[at(i, r, col)] = 0.f;
     }
@@ -515,21 +542,38 @@ __global__ void __launch_bounds__(Shape::kThreads, (detail::PipelinedMinBlocks<S
       [&](float* buffer, int g) {
         const int n = g * G + i;
         const bool image_valid = n < a.images;
-        C x[P];
-        if (row_active) {
-          constexpr int kColStride = kPixelMajor ? G : 1;
-          const float* row_a = buffer + detail::StageAt<kPixelMajor, G>(a.stage, i, 2 * j - a.stage_row0, 0);
-          const float* row_b = row_a + a.stage.row_stride;
-#pragma unroll
-          for (int p = 0; p < P; ++p) {
-            x[p] = C{row_a[Layout::InputIndex(p, l) * kColStride], row_b[Layout::InputIndex(p, l) * kColStride]};
-          }
-        }
-        __syncthreads();  // the stage is overwritten by row_specs
         C* row_specs = reinterpret_cast<C*>(buffer);
-        TransformRowPair<float, S, L, G>(x, row_active, j, i, l, group_mask, a, 0, row_specs);
+        // Row pass over the frame's first kCols columns (the rest zero, not read: the zero fill
+        // stops at a.read_cols).
+        const auto row_pass = [&](auto cols) {
+          constexpr int kCols = decltype(cols)::value;
+          C x[P];
+          if (row_active) {
+            constexpr int kColStride = kPixelMajor ? G : 1;
+            const float* row_a = buffer + detail::StageAt<kPixelMajor, G>(a.stage, i, 2 * j - a.stage_row0, 0);
+            const float* row_b = row_a + a.stage.row_stride;
+#pragma unroll
+            for (int p = 0; p < P; ++p) {
+              x[p] = p < kCols / L ? C{row_a[Layout::InputIndex(p, l) * kColStride],
+                                       row_b[Layout::InputIndex(p, l) * kColStride]}
+                                   : C{0.f, 0.f};
+            }
+          }
+          __syncthreads();  // the stage is overwritten by row_specs
+          TransformRowPair<float, S, L, G, kCols>(x, row_active, j, i, l, group_mask, a, 0, row_specs);
+        };
+        constexpr int kLeading = detail::LeadingValues<S, L>();
+        if (kLeading < S && a.leading_cols) {
+          row_pass(std::integral_constant<int, kLeading>{});
+        } else {
+          row_pass(std::integral_constant<int, S>{});
+        }
         __syncthreads();
-        TransformColumns<float, S, L, G>(row_specs, spectrum, a, q, i, l, n, image_valid, group_mask, 0);
+        if (kLeading < S && a.leading_rows) {
+          TransformColumns<float, S, L, G, kLeading>(row_specs, spectrum, a, q, i, l, n, image_valid, group_mask, 0);
+        } else {
+          TransformColumns<float, S, L, G, S>(row_specs, spectrum, a, q, i, l, n, image_valid, group_mask, 0);
+        }
       });
 #endif
 }
@@ -555,9 +599,13 @@ Rfft2dArgs PlanRfft2d(const Rfft2dParams& p, const void* input, int compute_capa
   a.div_hw = detail::FastDivmod(p.height * p.width);
   a.div_w = detail::FastDivmod(p.width);
   a.div_channels = detail::FastDivmod(p.channels);
+  constexpr int kLeading = detail::LeadingValues<S, L>();
+  a.leading_cols = FFTCONV_RFFT_LEADING && kLeading < S && p.offset_w + p.width <= kLeading;
+  a.leading_rows = FFTCONV_RFFT_LEADING && kLeading < S && p.offset_h + p.height <= kLeading;
+  a.read_cols = a.leading_cols ? kLeading : S;
   a.div_h = detail::FastDivmod(p.height);
-  a.div_pad_cols = detail::FastDivmod(S - p.width);
-  a.div_pad_quads = detail::FastDivmod((S - p.width) * G / 4);
+  a.div_pad_cols = detail::FastDivmod(a.read_cols - p.width);
+  a.div_pad_quads = detail::FastDivmod((a.read_cols - p.width) * G / 4);
   a.groups = (a.images + G - 1) / G;
   a.slot_stride = detail::ComplexSlotStride(kHalf, G);
   a.chunk_jobs = kHalf;

@@ -467,6 +467,28 @@ void FftSuite(bool quick, const char* tag) {
         RandomBatch(S, quick, &batch, &channels);
         CheckIrfft2d<T>(RandomIrfft2dParams(S, batch, channels, nhwc, rep == 0), tag);
       }
+      // Images inside the first quarter of the frame's rows and columns, of its rows only, of its
+      // columns only (the pruned forward transforms, DifStagesLeading, where S / 4 is a power of two),
+      // and one that fills the quarter's rows and misses its columns by one.
+      const int quarter = S / 4 > 0 ? S / 4 : 1;
+      for (int which = 0; which < 4; ++which) {
+        Rfft2dParams p;
+        RandomBatch(S, quick, &p.batch, &p.channels);
+        p.fft_size = S;
+        p.nhwc = nhwc;
+        const bool rows_inside = which != 2, cols_inside = which != 1;
+        p.height = rows_inside ? RandInt(1, quarter) : RandInt(quarter + 1 <= S ? quarter + 1 : S, S);
+        p.width = cols_inside ? RandInt(1, quarter) : RandInt(quarter + 1 <= S ? quarter + 1 : S, S);
+        p.offset_h = RandInt(0, (rows_inside ? quarter : S) - p.height);
+        p.offset_w = RandInt(0, (cols_inside ? quarter : S) - p.width);
+        if (which == 3 && quarter < S) {
+          p.height = quarter;
+          p.offset_h = 0;
+          p.width = RandInt(1, quarter);
+          p.offset_w = quarter + 1 - p.width;
+        }
+        CheckRfft2d<T>(p, tag);
+      }
     }
   }
   // Batches with more groups of images than a device holds blocks at once (the pipelined transforms'
@@ -477,6 +499,8 @@ void FftSuite(bool quick, const char* tag) {
     // NHWC frames around the image: a weight tensor's 7 x 7 (one image of Cin * Cout channels), and
     // an odd top offset with a stage row below the image (plan 0's 16-byte zero fill, all its runs).
     CheckRfft2d<T>(Rfft2dParams{1, 24576, 7, 7, 32, 0, 0, true}, tag);
+    CheckRfft2d<T>(Rfft2dParams{96, 256, 5, 7, 32, 3, 1, false}, tag);
+    CheckRfft2d<T>(Rfft2dParams{1, 4096, 13, 16, 64, 2, 0, true}, tag);
     CheckRfft2d<T>(Rfft2dParams{64, 96, 24, 23, 32, 3, 5, true}, tag);
     CheckIrfft2d<T>(Irfft2dParams{128, 96, 32, 32, 32, 0, 0, true}, tag);
     CheckIrfft2d<T>(Irfft2dParams{64, 96, 32, 26, 26, 3, 2, false}, tag);
