@@ -203,7 +203,7 @@ $(CHECK_DIR)/%.o: cuda/%.cu $(CU_DEPS)
 VARIANTS := n0_default n1_f3_i2 n2_lanes2 n3_mixed n4_no_large n5_loads32 n6_streaming n7_nhwc_inv16 n8_no_pipeline n10_no_inv_pipeline n11_scalar_zero n12_no_tf32_spectra \
             m2_tile32 m3_tile48 m4_tile64 m5_stages2 m6_stages4 m7_noswap m8_bk32 m9_evict_first \
             m11_tf32_rna m12_tf32_no_round s0_simt_four s1_simt128x64 s2_simt128x32 s3_simt64x64 \
-            n13_large_before n16_no_leading
+            n13_large_before n14_lanes2_g8 n15_lanes2_g4 n16_no_leading
 VARIANT_FLAGS_n0_default :=
 VARIANT_FLAGS_n1_f3_i2   := -DFFTCONV_SHAPE_float_32_FWD=10803 -DFFTCONV_SHAPE_float_32_INV=21602
 VARIANT_FLAGS_n2_lanes2  := -DFFTCONV_SHAPE_float_32_FWD=20804 -DFFTCONV_SHAPE_float_32_INV=20804 \
@@ -222,6 +222,15 @@ VARIANT_FLAGS_n12_no_tf32_spectra := -DFFTCONV_TF32_SPECTRA=0
 # The shapes of the 48 frame's forward and the 64 frame's NCHW inverse before they were timed (the
 # same kernels as FftShape's 40801 in both).
 VARIANT_FLAGS_n13_large_before := -DFFTCONV_SHAPE_float_48_FWD=40801 -DFFTCONV_SHAPE_float_64_INV_LARGE=40801
+# More resident warps for the 32 frame's plan 0 (three blocks of four warps per SM by default, held
+# there by 167 registers and two 34 KB buffers): two lanes per transform, so that a thread holds 16
+# complex values, with a register budget of 128: two blocks of 8 warps, or four of 4 with G = 4. (A
+# budget of 85, for three blocks of 8 or six of 4, spilled 256-424 bytes per thread at 4984a4d.)
+# Both lost on the H200 in every 32-frame transform (h200-2026-12-02-04415fb: Mathieu's NHWC x 0.058
+# and 0.063 ms against 0.049-0.053, the NHWC inverse of y 0.119 and 0.207 against 0.084-0.086), so
+# the defaults stay.
+VARIANT_FLAGS_n14_lanes2_g8 := -DFFTCONV_SHAPE_float_32_FWD=20802 -DFFTCONV_SHAPE_float_32_INV=20802
+VARIANT_FLAGS_n15_lanes2_g4 := -DFFTCONV_SHAPE_float_32_FWD=20404 -DFFTCONV_SHAPE_float_32_INV=20404
 # The forward transforms without the pruning of images in the first quarter of their frames.
 VARIANT_FLAGS_n16_no_leading := -DFFTCONV_RFFT_LEADING=0
 VARIANT_FLAGS_m2_tile32  := -DFFTCONV_TF32_TILE=32
