@@ -298,6 +298,22 @@ __host__ __device__ constexpr int DigitReversePosition(int k, int p) {
 // step runs the length-M butterflies of every block [s, s + M) of x: a radix-3 or radix-5 step when
 // 3 or 5 divides M (only the first, M = P = 3 * 2^j or 5 * 2^j), radix-2 steps after; twiddles
 // W_M^j = W_N^(j N / M) from base N (TwiddleBase of the whole transform's size, a multiple of P).
+// One radix-2 DIF step over the blocks [s, s + M) of x: (a, b) -> (a + b, (a - b) W_M^j).
+template <typename Real, bool kInverse, int N, int P, int M>
+__device__ __forceinline__ void Radix2Step(complex_t<Real> (&x)[P]) {
+  constexpr int H = M / 2;
+#pragma unroll
+  for (int s = 0; s < P; s += M) {
+#pragma unroll
+    for (int j = 0; j < H; ++j) {
+      const complex_t<Real> a = x[s + j];
+      const complex_t<Real> b = x[s + j + H];
+      x[s + j] = CAdd(a, b);
+      x[s + j + H] = MulTwiddle<Real, kInverse, N>(CSub(a, b), j * (N / M));
+    }
+  }
+}
+
 template <typename Real, bool kInverse, int N, int P, int M>
 struct DifStages {
   __device__ __forceinline__ static void Run(complex_t<Real> (&x)[P]) {
@@ -361,18 +377,8 @@ struct DifStages {
       }
       DifStages<Real, kInverse, N, P, F>::Run(x);
     } else {
-      constexpr int H = M / 2;
-#pragma unroll
-      for (int s = 0; s < P; s += M) {
-#pragma unroll
-        for (int j = 0; j < H; ++j) {
-          const C a = x[s + j];
-          const C b = x[s + j + H];
-          x[s + j] = CAdd(a, b);
-          x[s + j + H] = MulTwiddle<Real, kInverse, N>(CSub(a, b), j * (N / M));
-        }
-      }
-      DifStages<Real, kInverse, N, P, H>::Run(x);
+      Radix2Step<Real, kInverse, N, P, M>(x);
+      DifStages<Real, kInverse, N, P, M / 2>::Run(x);
     }
   }
 };
@@ -405,12 +411,45 @@ struct DifStagesLeading {
   }
 };
 
+// DifStages of a power-of-two P whose caller keeps only the registers r = 0 (mod T), the outputs
+// DigitReverse(r) < P / T (the first rows or columns of a frame): the radix-2 steps down to blocks of
+// T are whole; in the steps on blocks of T or less only the upper outputs are needed, so each is a
+// sum, a + b, in the order the whole steps add (so the kept outputs are the same to the bit). The
+// other registers are left meaningless.
+template <typename Real, bool kInverse, int N, int P, int M, int T>
+struct DifStagesKeeping {
+  __device__ __forceinline__ static void Run(complex_t<Real> (&x)[P]) {
+    static_assert((P & (P - 1)) == 0 && (T & (T - 1)) == 0, "power-of-two sizes");
+    if constexpr (M > T) {
+      Radix2Step<Real, kInverse, N, P, M>(x);
+      DifStagesKeeping<Real, kInverse, N, P, M / 2, T>::Run(x);
+    } else if constexpr (M > 1) {
+      constexpr int H = M / 2;
+#pragma unroll
+      for (int s = 0; s < P; s += M) {
+#pragma unroll
+        for (int j = 0; j < H; ++j) x[s + j] = CAdd(x[s + j], x[s + j + H]);
+      }
+      DifStagesKeeping<Real, kInverse, N, P, H, T>::Run(x);
+    }
+  }
+};
+
 // The leading-values bound of the forward transforms' pruning (DifStagesLeading): an image inside the
 // first S/4 rows (columns) of its frame lets the column (row) transforms skip the zero rest. S a power
 // of two of 16 or more, where S/4 saves two radix-2 steps; S otherwise (no pruning).
 template <int S, int L>
 __host__ __device__ constexpr int LeadingValues() {
   return (S & (S - 1)) == 0 && S >= 16 && (S / 4) % L == 0 ? S / 4 : S;
+}
+
+// The kept-outputs bound of the inverse transforms' pruning (DifStagesKeeping): a window inside the
+// first S/4 rows (columns) of the frame lets the column (row) transforms stop summing at the outputs
+// it needs. One lane per transform (the register FFT is the whole FFT), S a power of two of 16 or
+// more; S otherwise (no pruning).
+template <int S, int L>
+__host__ __device__ constexpr int KeptOutputs() {
+  return (S & (S - 1)) == 0 && S >= 16 && L == 1 ? S / 4 : S;
 }
 
 // Lanes of one distributed transform: lane l of the transform sits `lane_stride * l` lanes away
@@ -431,14 +470,20 @@ struct FftLayout {
 
 // Length-S FFT of the values held by L lanes (see the layout at the top of this file). kLeading < S:
 // the input is zero from index kLeading on (a multiple of L), so that each lane's values are zero
-// from p = kLeading / L on; the caller has set them to zero (DifStagesLeading).
-template <typename Real, bool kInverse, int S, int L, int kLeading = S>
+// from p = kLeading / L on; the caller has set them to zero (DifStagesLeading). kKept < S (L = 1):
+// only the outputs k < kKept are computed, in the registers r = 0 (mod S / kKept) (DifStagesKeeping).
+template <typename Real, bool kInverse, int S, int L, int kLeading = S, int kKept = S>
 __device__ __forceinline__ void DistributedFft(complex_t<Real> (&x)[S / L], int l, int lane_stride,
                                                unsigned group_mask) {
   constexpr int P = S / L;
   constexpr int N = TwiddleBase<S>();
   (void)FftLayout<S, L>::kPerLane;  // its static_assert
   static_assert(kLeading % L == 0 && kLeading <= S, "leading values");
+  static_assert(kKept == S || (L == 1 && kLeading == S), "kept outputs");
+  if constexpr (kKept < S) {
+    DifStagesKeeping<Real, kInverse, N, P, P, S / kKept>::Run(x);
+    return;
+  }
   DifStagesLeading<Real, kInverse, N, P, P, kLeading / L>::Run(x);
   if constexpr (L > 1) {
     // Twiddle between the two factors: W_S^(l * k1), k1 = DigitReverse(r, P); l k1 < L P = S.

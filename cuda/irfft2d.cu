@@ -52,11 +52,20 @@ struct Irfft2dArgs {
   int persistent_blocks;      // plan 0: the grid, blocks resident at once (fewer than groups)
   int buffer_elements;        // plan 0: floats per buffer (its spectrum, column results or stage)
   detail::FastDivmod div_hw, div_w, div_channels;
+  // The window inside the frame's first KeptOutputs<S, L>() rows (columns): the column (row)
+  // transforms compute only those outputs (plans 0 and 1; the column pass of plan 2 too).
+  bool keep_rows, keep_cols;
 };
 
 // Pipelined plan (Irfft2dPipelinedKernel) where it fits (LaunchWithShapes prefers it to a
 // LargeShape's plan 1); 0 keeps every launch on the plans below it (make kernel-variants:
 // n10_no_inv_pipeline).
+// Pruned inverse transforms of windows in the first quarter of their frames' rows or columns
+// (DifStagesKeeping); 0 computes every output (make kernel-variants: n17_no_kept).
+#ifndef FFTCONV_IRFFT_KEPT
+#define FFTCONV_IRFFT_KEPT 1
+#endif
+
 #ifndef FFTCONV_IRFFT_PIPELINE
 #define FFTCONV_IRFFT_PIPELINE 1
 #endif
@@ -201,20 +210,34 @@ __device__ __forceinline__ void LoadRowPair(const complex_t<Real>* columns, int 
   }
 }
 
-// Row pass, stores: the inverse of pair q (window rows 2q and 2q + 1) into the stage, scaled.
-template <typename Real, int S, int L, int G>
+// Row pass, stores: the inverse of pair q (window rows 2q and 2q + 1) into the stage, scaled; frame
+// columns below kKept only (the window's, when kKept < S).
+template <typename Real, int S, int L, int G, int kKept>
 __device__ __forceinline__ void StageRowPair(complex_t<Real> (&x)[S / L], Real* stage, const detail::StageIndex& si,
                                              int q, int i, int l, unsigned group_mask, Real scale) {
   using Layout = detail::FftLayout<S, L>;
   constexpr int P = S / L;
-  detail::DistributedFft<Real, true, S, L>(x, l, G, group_mask);
+  detail::DistributedFft<Real, true, S, L, S, kKept>(x, l, G, group_mask);
   Real* row_a = stage + si.At(i, 2 * q, 0);
   Real* row_b = row_a + si.row_stride;  // exists: stage rows are rounded up to even
 #pragma unroll
   for (int r = 0; r < P; ++r) {
+    if (r % (S / kKept) != 0) continue;  // an output past kKept (DifStagesKeeping)
     const int w = Layout::OutputIndex(r, l);
     row_a[w] = x[r].x * scale;
     row_b[w] = x[r].y * scale;
+  }
+}
+
+// The row pass's transform and stores with or without the kept-columns pruning (a.keep_cols).
+template <typename Real, int S, int L, int G, typename Args>
+__device__ __forceinline__ void StageRowPairOf(const Args& a, complex_t<Real> (&x)[S / L], Real* stage, int q,
+                                               int i, int l, unsigned group_mask, Real scale) {
+  constexpr int kKept = detail::KeptOutputs<S, L>();
+  if (kKept < S && a.keep_cols) {
+    StageRowPair<Real, S, L, G, kKept>(x, stage, a.stage, q, i, l, group_mask, scale);
+  } else {
+    StageRowPair<Real, S, L, G, S>(x, stage, a.stage, q, i, l, group_mask, scale);
   }
 }
 
@@ -257,11 +280,21 @@ __global__ void __launch_bounds__(Shape::kThreads, Shape::kMinBlocks)
     const int c = q;
     C y[P];
     LoadColumn<Io, S, L>(spectrum + (image_valid ? n : 0), a.images, image_valid, c, l, y);
-    detail::DistributedFft<Real, true, S, L>(y, l, G, group_mask);
+    constexpr int kKept = detail::KeptOutputs<S, L>();
+    // Pruned, only the registers r = 0 (mod S / kKept) hold outputs: rows below kKept, which hold
+    // the window (plan 2's row test below skips the others).
+    const bool keep_rows = kKept < S && a.keep_rows;
+    if (keep_rows) {
+      detail::DistributedFft<Real, true, S, L, S, kKept>(y, l, G, group_mask);
+    } else {
+      detail::DistributedFft<Real, true, S, L>(y, l, G, group_mask);
+    }
     C* col = columns + c * G + i;
     if (a.use_stage) {
 #pragma unroll
-      for (int r = 0; r < P; ++r) col[Layout::OutputIndex(r, l) * a.row_stride] = y[r];
+      for (int r = 0; r < P; ++r) {
+        if (!keep_rows || r % (S / kKept) == 0) col[Layout::OutputIndex(r, l) * a.row_stride] = y[r];
+      }
     } else {
 #pragma unroll
       for (int r = 0; r < P; ++r) {
@@ -283,7 +316,7 @@ __global__ void __launch_bounds__(Shape::kThreads, Shape::kMinBlocks)
   LoadRowPair<Real, S, L, G>(columns, a.row_stride, buf_a, buf_b, i, l, x);
   if (a.use_stage) {
     __syncthreads();  // columns is overwritten by the stage below
-    if (row_active) StageRowPair<Real, S, L, G>(x, stage, a.stage, q, i, l, group_mask, scale);
+    if (row_active) StageRowPairOf<Real, S, L, G>(a, x, stage, q, i, l, group_mask, scale);
     __syncthreads();
     StoreStage<Io, Real, G, kThreads>(stage, output, a, n0, nvalid);
   } else if (row_active) {
@@ -367,16 +400,24 @@ __global__ void __launch_bounds__(Shape::kThreads, (detail::PipelinedMinBlocks<S
         C y[P];
         LoadColumn<float, S, L>(columns + i, G, true, q, l, y);
         __syncthreads();  // the spectrum is overwritten by the column results
-        detail::DistributedFft<float, true, S, L>(y, l, G, group_mask);
+        constexpr int kKept = detail::KeptOutputs<S, L>();
+        if (kKept < S && a.keep_rows) {
+          // Only the rows below kKept, which hold the window (DifStagesKeeping).
+          detail::DistributedFft<float, true, S, L, S, kKept>(y, l, G, group_mask);
 #pragma unroll
-        for (int r = 0; r < P; ++r) columns[Layout::OutputIndex(r, l) * a.row_stride + q * G + i] = y[r];
+          for (int r = 0; r < P; r += S / kKept) columns[Layout::OutputIndex(r, l) * a.row_stride + q * G + i] = y[r];
+        } else {
+          detail::DistributedFft<float, true, S, L>(y, l, G, group_mask);
+#pragma unroll
+          for (int r = 0; r < P; ++r) columns[Layout::OutputIndex(r, l) * a.row_stride + q * G + i] = y[r];
+        }
         __syncthreads();
 
         // ---- Row pass and stores, as plan 1's.
         C x[P];
         LoadRowPair<float, S, L, G>(columns, a.row_stride, buf_a, buf_b, i, l, x);
         __syncthreads();  // the column results are overwritten by the stage
-        if (row_active) StageRowPair<float, S, L, G>(x, buffer, a.stage, q, i, l, group_mask, scale);
+        if (row_active) StageRowPairOf<float, S, L, G>(a, x, buffer, q, i, l, group_mask, scale);
         __syncthreads();
         const int n0 = g * G;
         StoreStage<float, float, G, kThreads>(buffer, output, a, n0, min(G, a.images - n0));
@@ -401,6 +442,9 @@ Irfft2dArgs PlanIrfft2d(const Irfft2dParams& p, const void* spectrum, const void
   a.div_hw = detail::FastDivmod(p.out_h * p.out_w);
   a.div_w = detail::FastDivmod(p.out_w);
   a.div_channels = detail::FastDivmod(p.channels);
+  constexpr int kKept = detail::KeptOutputs<S, L>();
+  a.keep_rows = FFTCONV_IRFFT_KEPT && kKept < S && p.offset_h + p.out_h <= kKept;
+  a.keep_cols = FFTCONV_IRFFT_KEPT && kKept < S && p.offset_w + p.out_w <= kKept;
   a.stage = detail::MakeStageIndex((p.out_h + 1) & ~1, S, G, L);
   // Rows two apart must land on different banks: 2 * row_stride = G (mod 16), as for slot strides.
   a.row_stride = detail::ComplexSlotStride(S / 2, G);

@@ -469,7 +469,8 @@ void FftSuite(bool quick, const char* tag) {
       }
       // Images inside the first quarter of the frame's rows and columns, of its rows only, of its
       // columns only (the pruned forward transforms, DifStagesLeading, where S / 4 is a power of two),
-      // and one that fills the quarter's rows and misses its columns by one.
+      // and one that fills the quarter's rows and misses its columns by one; the inverse's windows
+      // the same.
       const int quarter = S / 4 > 0 ? S / 4 : 1;
       for (int which = 0; which < 4; ++which) {
         Rfft2dParams p;
@@ -488,6 +489,16 @@ void FftSuite(bool quick, const char* tag) {
           p.offset_w = quarter + 1 - p.width;
         }
         CheckRfft2d<T>(p, tag);
+        // The inverse likewise: windows in the first quarter (DifStagesKeeping, one lane per transform).
+        Irfft2dParams q;
+        RandomBatch(S, quick, &q.batch, &q.channels);
+        q.fft_size = S;
+        q.nhwc = nhwc;
+        q.out_h = p.height;
+        q.out_w = p.width;
+        q.offset_h = p.offset_h;
+        q.offset_w = p.offset_w;
+        CheckIrfft2d<T>(q, tag);
       }
     }
   }
@@ -503,6 +514,8 @@ void FftSuite(bool quick, const char* tag) {
     CheckRfft2d<T>(Rfft2dParams{1, 4096, 13, 16, 64, 2, 0, true}, tag);
     CheckRfft2d<T>(Rfft2dParams{64, 96, 24, 23, 32, 3, 5, true}, tag);
     CheckIrfft2d<T>(Irfft2dParams{128, 96, 32, 32, 32, 0, 0, true}, tag);
+    CheckIrfft2d<T>(Irfft2dParams{1, 24576, 32, 7, 7, 0, 0, true}, tag);
+    CheckIrfft2d<T>(Irfft2dParams{256, 96, 32, 5, 7, 1, 0, false}, tag);
     CheckIrfft2d<T>(Irfft2dParams{64, 96, 32, 26, 26, 3, 2, false}, tag);
     // The 40, 48 and 64 frames likewise (more groups than resident blocks for any of their shapes):
     // Mathieu's activations with SAME padding, and 56 x 56 images in 64 frames.
