@@ -294,10 +294,6 @@ __host__ __device__ constexpr int DigitReversePosition(int k, int p) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// P-point decimation-in-frequency FFT in registers: natural order in, DigitReverse order out. Each
-// step runs the length-M butterflies of every block [s, s + M) of x: a radix-3 or radix-5 step when
-// 3 or 5 divides M (only the first, M = P = 3 * 2^j or 5 * 2^j), radix-2 steps after; twiddles
-// W_M^j = W_N^(j N / M) from base N (TwiddleBase of the whole transform's size, a multiple of P).
 // One radix-2 DIF step over the blocks [s, s + M) of x: (a, b) -> (a + b, (a - b) W_M^j).
 template <typename Real, bool kInverse, int N, int P, int M>
 __device__ __forceinline__ void Radix2Step(complex_t<Real> (&x)[P]) {
@@ -314,6 +310,10 @@ __device__ __forceinline__ void Radix2Step(complex_t<Real> (&x)[P]) {
   }
 }
 
+// P-point decimation-in-frequency FFT in registers: natural order in, DigitReverse order out. Each
+// step runs the length-M butterflies of every block [s, s + M) of x: a radix-3 or radix-5 step when
+// 3 or 5 divides M (only the first, M = P = 3 * 2^j or 5 * 2^j), radix-2 steps after; twiddles
+// W_M^j = W_N^(j N / M) from base N (TwiddleBase of the whole transform's size, a multiple of P).
 template <typename Real, bool kInverse, int N, int P, int M>
 struct DifStages {
   __device__ __forceinline__ static void Run(complex_t<Real> (&x)[P]) {

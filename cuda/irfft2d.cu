@@ -57,15 +57,15 @@ struct Irfft2dArgs {
   bool keep_rows, keep_cols;
 };
 
-// Pipelined plan (Irfft2dPipelinedKernel) where it fits (LaunchWithShapes prefers it to a
-// LargeShape's plan 1); 0 keeps every launch on the plans below it (make kernel-variants:
-// n10_no_inv_pipeline).
 // Pruned inverse transforms of windows in the first quarter of their frames' rows or columns
 // (DifStagesKeeping); 0 computes every output (make kernel-variants: n17_no_kept).
 #ifndef FFTCONV_IRFFT_KEPT
 #define FFTCONV_IRFFT_KEPT 1
 #endif
 
+// Pipelined plan (Irfft2dPipelinedKernel) where it fits (LaunchWithShapes prefers it to a
+// LargeShape's plan 1); 0 keeps every launch on the plans below it (make kernel-variants:
+// n10_no_inv_pipeline).
 #ifndef FFTCONV_IRFFT_PIPELINE
 #define FFTCONV_IRFFT_PIPELINE 1
 #endif
