@@ -508,7 +508,9 @@ void FftSuite(bool quick, const char* tag) {
     CheckRfft2d<T>(Rfft2dParams{128, 96, 32, 32, 32, 0, 0, true}, tag);
     CheckRfft2d<T>(Rfft2dParams{64, 96, 26, 26, 32, 3, 2, false}, tag);
     // NHWC frames around the image: a weight tensor's 7 x 7 (one image of Cin * Cout channels), and
-    // an odd top offset with a stage row below the image (plan 0's 16-byte zero fill, all its runs).
+    // an odd top offset with a stage row below the image (plan 0's 16-byte zero fill, all its runs);
+    // weight-sized images in the first quarter of NCHW 32 frames and of NHWC 64 frames (the pruned
+    // transforms), and the weight gradient's windows likewise.
     CheckRfft2d<T>(Rfft2dParams{1, 24576, 7, 7, 32, 0, 0, true}, tag);
     CheckRfft2d<T>(Rfft2dParams{96, 256, 5, 7, 32, 3, 1, false}, tag);
     CheckRfft2d<T>(Rfft2dParams{1, 4096, 13, 16, 64, 2, 0, true}, tag);
@@ -981,6 +983,22 @@ void HalfFftSuite(bool quick, const char* tag) {
     p.offset_w = RandInt(0, S - p.width);
     CheckRfft2dHalf<H>(p, tag);
     CheckIrfft2dHalf<H>(RandomIrfft2dParams(S, batch, channels, true, false), tag);
+  }
+  // Images and windows in the first quarter of their frames' rows and columns (the pruned forward
+  // and inverse transforms, DifStagesLeading and DifStagesKeeping), where S / 4 is a power of two.
+  for (const int S : fftconv::kFftSizes) {
+    if (S < 16) continue;
+    const int quarter = S / 4;
+    for (int nhwc = 0; nhwc < 2; ++nhwc) {
+      int batch, channels;
+      RandomBatch(S, quick, &batch, &channels);
+      Rfft2dParams p{batch, channels, RandInt(1, quarter), RandInt(1, quarter), S, 0, 0, nhwc != 0};
+      p.offset_h = RandInt(0, quarter - p.height);
+      p.offset_w = RandInt(0, quarter - p.width);
+      CheckRfft2dHalf<H>(p, tag);
+      CheckIrfft2dHalf<H>(Irfft2dParams{batch, channels, S, p.height, p.width, p.offset_h, p.offset_w, nhwc != 0},
+                          tag);
+    }
   }
 }
 
