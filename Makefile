@@ -225,7 +225,7 @@ VARIANT_FLAGS_n13_large_before := -DFFTCONV_SHAPE_float_48_FWD=40801 -DFFTCONV_S
 # More resident warps for the 32 frame's plan 0 (three blocks of four warps per SM by default, held
 # there by 167 registers and two 34 KB buffers): two lanes per transform, so that a thread holds 16
 # complex values, with a register budget of 128: two blocks of 8 warps, or four of 4 with G = 4. (A
-# budget of 85, for three blocks of 8 or six of 4, spilled 256-424 bytes per thread at 4984a4d.)
+# budget of 85, for three blocks of 8 or six of 4, spilled 256-424 bytes per thread in a first build.)
 # Both lost on the H200 in every 32-frame transform (h200-2026-12-02-04415fb: Mathieu's NHWC x 0.058
 # and 0.063 ms against 0.049-0.053, the NHWC inverse of y 0.119 and 0.207 against 0.084-0.086), so
 # the defaults stay.

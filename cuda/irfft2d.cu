@@ -230,8 +230,8 @@ __device__ __forceinline__ void StageRowPair(complex_t<Real> (&x)[S / L], Real* 
 }
 
 // The row pass's transform and stores with or without the kept-columns pruning (a.keep_cols).
-template <typename Real, int S, int L, int G, typename Args>
-__device__ __forceinline__ void StageRowPairOf(const Args& a, complex_t<Real> (&x)[S / L], Real* stage, int q,
+template <typename Real, int S, int L, int G>
+__device__ __forceinline__ void StageRowPairOf(const Irfft2dArgs& a, complex_t<Real> (&x)[S / L], Real* stage, int q,
                                                int i, int l, unsigned group_mask, Real scale) {
   constexpr int kKept = detail::KeptOutputs<S, L>();
   if (kKept < S && a.keep_cols) {
