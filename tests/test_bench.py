@@ -8,6 +8,7 @@ import json
 import math
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -24,7 +25,7 @@ from tf_fftconv.experiments.bench import report as report_module
 REPO = Path(__file__).resolve().parent.parent
 TINY_CASES = "1:2:3:8:3,1:2:3:8:5,1:1:2:6:3:same"
 TIMING_KEYS = {"median_ms", "min_ms", "max_ms", "mean_ms", "stdev_ms", "spread_pct",
-               "calls_per_sample", "samples_ms"}
+               "calls_per_sample", "samples_ms", "dispatch_ms"}
 ENVIRONMENT_KEYS = {"device", "device_kind", "description", "keras_version", "gpu_name",
                     "compute_capability", "cpu_model",
                     "tf_version", "is_cuda_build", "cuda_version", "cudnn_version", "tf32_enabled",
@@ -240,6 +241,47 @@ def test_time_per_call_rotates_inputs_and_calibrates():
     assert calls % 3 == 0
     assert seen[:6] == [0, 1, 2, 0, 1, 2]  # warm-up, then calibration, over every set
     assert seen[6:] == [i % 3 for i in range(4 * calls)]
+
+
+def test_call_timer_separates_issuing_the_calls_from_waiting_for_the_device(monkeypatch):
+    # The device's work stands in as a sleep in the closing sync, the host's as one in each call:
+    # the sample holds both, the dispatch only the calls.
+    device_s, host_s, calls = 0.05, 0.002, 5
+    syncs = []
+
+    def sync():
+        syncs.append(True)
+        time.sleep(device_s)
+    monkeypatch.setattr(measure, "sync_devices", sync)
+    timer = measure.CallTimer(lambda: time.sleep(host_s), [()], warmup=1, calls=calls)
+    timer.sample()
+    (sample,), (dispatch,) = timer.samples, timer.dispatch
+    assert host_s <= dispatch < host_s + device_s / calls / 2
+    assert sample >= dispatch + device_s / calls
+    timing = measure.summarize(timer.samples, timer.calls, timer.dispatch)
+    assert timing["dispatch_ms"] == pytest.approx(1e3 * dispatch)
+    assert "dispatch_ms" not in measure.summarize(timer.samples, timer.calls)
+
+
+def test_host_bound_columns_are_marked_on_a_gpu_only():
+    def timing(median, dispatch):
+        return {"median_ms": median, "dispatch_ms": dispatch}
+    results = [
+        {"case": {"name": "a"}, "mode": "forward",
+         "timings": {"conv2d": timing(1.0, 0.2), "fft": timing(0.30, 0.28),
+                     "auto": timing(0.31, 0.27)}},                    # 93% and 87%
+        {"case": {"name": "a"}, "mode": "train",
+         "timings": {"conv2d": timing(2.0, 0.3), "fft": timing(0.7, 0.3)}},
+        {"case": {"name": "b"}, "mode": "train",
+         "timings": {"conv2d": {"median_ms": 1.0}}},                  # no dispatch: --model steps
+    ]
+    assert report_module.format_host_bound(results, "GPU").splitlines() == [
+        "host-bound (issuing the calls took at least 90% of their time, so the device waited on "
+        "the host; issue ms of ms per call):",
+        "  a forward: fft 0.280 of 0.300 ms",
+    ]
+    assert report_module.format_host_bound(results, "CPU") is None
+    assert report_module.format_host_bound(results[1:], "GPU") is None
 
 
 def recording_calls(monkeypatch):

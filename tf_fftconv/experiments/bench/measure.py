@@ -192,6 +192,10 @@ class CallTimer:
                                             target_sample_s, max_calls)
         self.calls = calls
         self.samples = []       # seconds per call, one per sample
+        # Seconds per call that the host took to issue the sample's calls (the loop, before the
+        # closing sync): the ops enqueue their kernels and return, so where this nears the sample's
+        # time the device waited on the host, and the time is the host's, not the kernels'.
+        self.dispatch = []
         self._next_call = 0     # the rotation over arg_sets goes on from sample to sample
 
     def sample(self):
@@ -202,8 +206,10 @@ class CallTimer:
         for _ in range(self.calls):
             self.fn(*self.arg_sets[self._next_call % sets])
             self._next_call += 1
+        issued = time.perf_counter()
         sync_devices()
         self.samples.append((time.perf_counter() - start) / self.calls)
+        self.dispatch.append((issued - start) / self.calls)
         return self.samples[-1]
 
 
@@ -228,9 +234,12 @@ def in_turns(timers, repeats):
                 yield name, timers[name]
 
 
-def summarize(samples, calls):
+def summarize(samples, calls, dispatch=None):
+    """The statistics of one function's samples (seconds per call); with `dispatch` (CallTimer's,
+    seconds per call to issue each sample's calls) also its median, `dispatch_ms`."""
     ms = [s * 1e3 for s in samples]
     median = statistics.median(ms)
+    extra = {} if dispatch is None else {"dispatch_ms": 1e3 * statistics.median(dispatch)}
     return {
         "median_ms": median,
         "min_ms": min(ms),
@@ -240,6 +249,7 @@ def summarize(samples, calls):
         "spread_pct": 100.0 * (max(ms) - min(ms)) / median if median > 0 else 0.0,
         "calls_per_sample": calls,
         "samples_ms": ms,
+        **extra,
     }
 
 
@@ -507,7 +517,7 @@ def run_case(case, mode, impls, *, device, generator, data_format, input_sets, w
             if peak is not None:
                 peaks[impl] = max(peaks[impl], peak)
         for impl, timer in timers.items():
-            record["timings"][impl] = summarize(timer.samples, timer.calls)
+            record["timings"][impl] = summarize(timer.samples, timer.calls, timer.dispatch)
             record["peak_memory_bytes"][impl] = peaks[impl]
         record["max_rel_diff_against"] = reference_impl
         del reference, reference64, arg_sets, timers
@@ -605,9 +615,9 @@ def run_fft_ops(case, *, device, generator, data_format, input_sets, warmup, rep
         status(f"{case.name}: ops in turns")
         for _, timer in in_turns({**timers, "call overhead": overhead}, repeats):
             timer.sample()
-        record["timings"] = {name: summarize(timer.samples, timer.calls)
+        record["timings"] = {name: summarize(timer.samples, timer.calls, timer.dispatch)
                              for name, timer in timers.items()}
-        record["call_overhead"] = summarize(overhead.samples, overhead.calls)
+        record["call_overhead"] = summarize(overhead.samples, overhead.calls, overhead.dispatch)
         del per_set, timers
     record["sum_ms"] = sum(t["median_ms"] for t in record["timings"].values())
     return record

@@ -13,6 +13,9 @@ MODEL_LABELS = {"conv2d": "Conv2D", "fft": "FFTConv2D fft", "auto": "FFTConv2D a
 MODE_LABELS = {"forward": "forward", "train": "forward + both gradients"}
 # Issue 10: auto at most this many times the faster of conv2d and fft.
 AUTO_BOUND = 1.05
+# A column whose calls took the host at least this share of their time to issue is marked
+# host-bound: the device waited on the host between calls.
+HOST_BOUND_SHARE = 0.9
 
 
 def _cell_ms(timing):
@@ -100,6 +103,28 @@ def format_auto_summary(results):
     return "\n".join(lines)
 
 
+def format_host_bound(results, device_kind):
+    """The columns of a GPU run whose time is the host's: where issuing the calls (`dispatch_ms`,
+    the median over the samples) took at least HOST_BOUND_SHARE of the median time per call, a
+    faster kernel would not show in the column. None where no column is so, and on a CPU, whose
+    ops compute as they are issued."""
+    if device_kind != "GPU":
+        return None
+    marked = []
+    for record in results:
+        cells = [f"{impl} {timing['dispatch_ms']:.3f} of {timing['median_ms']:.3f} ms"
+                 for impl, timing in record["timings"].items()
+                 if "dispatch_ms" in timing
+                 and timing["dispatch_ms"] >= HOST_BOUND_SHARE * timing["median_ms"]]
+        if cells:
+            marked.append(f"  {record['case']['name']} {record['mode']}: " + ", ".join(cells))
+    if not marked:
+        return None
+    return "\n".join([f"host-bound (issuing the calls took at least {HOST_BOUND_SHARE:.0%} of "
+                      "their time, so the device waited on the host; issue ms of ms per call):"]
+                     + marked)
+
+
 def format_report(report):
     env, settings = report["environment"], report["settings"]
     device = env["gpu_name"] or env["cpu_model"]
@@ -177,9 +202,10 @@ def format_report(report):
         unique = list(dict.fromkeys(notes))
         lines += [""] + (unique if len(unique) <= 12 else unique[:12] + [
             f"... and {len(unique) - 12} more notes in the JSON file"])
-    summary = format_auto_summary(report["results"])
-    if summary:
-        lines += ["", summary]
+    for summary in (format_host_bound(report["results"], env["device_kind"]),
+                    format_auto_summary(report["results"])):
+        if summary:
+            lines += ["", summary]
     return "\n".join(lines)
 
 
