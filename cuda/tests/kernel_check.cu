@@ -232,6 +232,35 @@ const char* TypeName() {
   return sizeof(T) == 4 ? "f32" : "f64";
 }
 
+// How far a draw's kept outputs cancelled: the norm they would have for these spectrum values in
+// random phases, over their norm. Each output is (1/S^2) sum_k w_k Re(X_k e^{i theta}) (w_k = 2
+// for the columns 0 < kx < S/2 that stand for two, else 1), whose mean square in random phases is
+// sum_k w_k^2 |X_k|^2 / (2 S^4). The float error of an output follows those terms, not their sum,
+// so a window whose values cancelled (a 1 x 1 window is one such sum: half its draws come out below
+// 0.67 of that size) is held to the relative tolerance times ratio / 2. Over 3,000 simulated
+// uniform draws of one image each, the ratio stayed below 1.07 where the window is the whole frame
+// and below 1.6 for 7 x 7 and 8 x 8 windows in 16 to 64 frames, so there the tolerance is the
+// plain one.
+template <typename T>
+double IrfftCancellation(const std::vector<T>& spec, const std::vector<double>& ref, const Irfft2dParams& p) {
+  const int S = p.fft_size, half = S / 2 + 1, N = p.batch * p.channels;
+  double expected = 0;  // sum of the outputs' mean squares
+  for (int ky = 0; ky < S; ++ky) {
+    for (int kx = 0; kx < half; ++kx) {
+      const double weight = kx == 0 || kx == S / 2 ? 1.0 : 2.0;
+      for (int n = 0; n < N; ++n) {
+        const size_t o = (static_cast<size_t>(ky * half + kx) * N + n) * 2;
+        const double re = spec[o], im = spec[o + 1];
+        expected += weight * weight * (re * re + im * im) / 2;
+      }
+    }
+  }
+  expected *= static_cast<double>(p.out_h) * p.out_w / (static_cast<double>(S) * S * S * S);
+  double actual = 0;
+  for (const double v : ref) actual += v * v;
+  return actual > 0 ? std::sqrt(expected / actual) : (expected > 0 ? INFINITY : 1.0);
+}
+
 // ---------------------------------------------------------------------------------------------
 template <typename T>
 void CheckRfft2d(const Rfft2dParams& p, const char* tag) {
@@ -282,7 +311,8 @@ void CheckIrfft2d(const Irfft2dParams& p, const char* tag) {
   std::vector<double> ref = Irfft2dReference(ToDouble(x), p);
   const double rel = RelErr(out, ref);
   const double tol = sizeof(T) == 4 ? (S <= 64 ? 2e-6 : 4e-6) : 1e-12;
-  Report(canary && rel <= tol, std::string(name) + (canary ? "" : " CANARY"), rel, tol);
+  const double widened = tol * std::max(1.0, IrfftCancellation(x, ref, p) / 2);
+  Report(canary && rel <= widened, std::string(name) + (canary ? "" : " CANARY"), rel, widened);
 }
 
 // An operand's op in case names: N(one), T(ranspose), H (adjoint), C(onjugate).
