@@ -1,14 +1,15 @@
 // The CPU kernels of the three ops (cc/fftconv_cpu.h), compiled from cc/cpu_kernels_impl.h once per
-// instruction set and chosen once per process: AVX2 with FMA and F16C (32-byte vectors) where the
-// CPU has them, SSE2-width vectors (16 bytes, any x86-64 or other CPU) otherwise. The environment variable
-// TF_FFTCONV_CPU_KERNELS=generic forces the second (tests compare the two). Each kernel is compiled
+// instruction set and chosen once per process, the widest the CPU has: AVX-512 (F, DQ, BW, VL;
+// 64-byte vectors), AVX2 with FMA and F16C (32-byte vectors), or SSE2-width vectors (16 bytes, any
+// x86-64 or other CPU). The environment variable TF_FFTCONV_CPU_KERNELS=generic, avx2 or avx512
+// asks for one copy (the widest the CPU has up to it; tests compare them). Each kernel is compiled
 // for float32 and float64 and for the two half-precision storage types (computing in float32).
 //
-// The AVX2 copy is compiled under `#pragma GCC target` rather than with -mavx2 on the command line:
-// the headers above it (the standard library, cc/) are then compiled for the baseline only, so no
-// inline function that the baseline copy shares can be emitted with AVX2 instructions, and being
-// baseline functions they can still be inlined into the AVX2 ones (a callee whose target options
-// differ otherwise, e.g. in tuning, is not).
+// The wider copies are compiled under `#pragma GCC target` rather than with -mavx2 on the command
+// line: the headers above them (the standard library, cc/) are then compiled for the baseline only,
+// so no inline function that the baseline copy shares can be emitted with wider instructions, and
+// being baseline functions they can still be inlined into the wide ones (a callee whose target
+// options differ otherwise, e.g. in tuning, is not).
 
 #include <algorithm>
 #include <complex>
@@ -43,31 +44,68 @@ namespace cpu_avx2 {
 #undef FFTCONV_CPU_VECTOR_BYTES
 }  // namespace cpu_avx2
 #pragma GCC pop_options
+
+// The same 2 x 2 matmul tile as the AVX2 copy: with the 32 registers of AVX-512, 4 x 2, 2 x 4 and
+// 3 x 2 tiles were no faster on the CPU cases (benchmarks/NOTES.md).
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512dq,avx512bw,avx512vl,avx2,fma,f16c")
+namespace cpu_avx512 {
+#define FFTCONV_CPU_VECTOR_BYTES 64
+#include "cc/cpu_kernels_impl.h"
+#undef FFTCONV_CPU_VECTOR_BYTES
+}  // namespace cpu_avx512
+#pragma GCC pop_options
 #endif
 
 namespace {
 
-bool UseAvx2Kernels() {
+enum class CpuKernels { kGeneric, kAvx2, kAvx512 };
+
+// The widest copy that the CPU runs, capped by TF_FFTCONV_CPU_KERNELS when it names one.
+CpuKernels ChosenCpuKernels() {
 #ifdef FFTCONV_CPU_HAVE_AVX2_COPY
-  static const bool use = [] {
-    const char* forced = std::getenv("TF_FFTCONV_CPU_KERNELS");
-    if (forced != nullptr && std::string(forced) == "generic") return false;
+  static const CpuKernels chosen = [] {
+    CpuKernels cap = CpuKernels::kAvx512;
+    if (const char* forced = std::getenv("TF_FFTCONV_CPU_KERNELS")) {
+      const std::string name(forced);
+      if (name == "generic") cap = CpuKernels::kGeneric;
+      if (name == "avx2") cap = CpuKernels::kAvx2;
+    }
     __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-           __builtin_cpu_supports("f16c");
+    const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+                      __builtin_cpu_supports("f16c");
+    const bool avx512 = avx2 && __builtin_cpu_supports("avx512f") &&
+                        __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512bw") &&
+                        __builtin_cpu_supports("avx512vl");
+    if (avx512 && cap == CpuKernels::kAvx512) return CpuKernels::kAvx512;
+    if (avx2 && cap != CpuKernels::kGeneric) return CpuKernels::kAvx2;
+    return CpuKernels::kGeneric;
   }();
-  return use;
+  return chosen;
 #else
-  return false;
+  return CpuKernels::kGeneric;
 #endif
 }
 
 }  // namespace
 
+const char* CpuKernelsName() {
+  switch (ChosenCpuKernels()) {
+    case CpuKernels::kAvx512:
+      return "avx512";
+    case CpuKernels::kAvx2:
+      return "avx2";
+    default:
+      return "generic";
+  }
+}
+
 #ifdef FFTCONV_CPU_HAVE_AVX2_COPY
 // FFTCONV_CPU_DISPATCH(Kernel<Compute, Io>(arguments)): the call in the copy chosen for this CPU.
-#define FFTCONV_CPU_DISPATCH(...) \
-  (UseAvx2Kernels() ? cpu_avx2::__VA_ARGS__ : cpu_generic::__VA_ARGS__)
+#define FFTCONV_CPU_DISPATCH(...)                                        \
+  (ChosenCpuKernels() == CpuKernels::kAvx512 ? cpu_avx512::__VA_ARGS__ \
+   : ChosenCpuKernels() == CpuKernels::kAvx2 ? cpu_avx2::__VA_ARGS__   \
+                                             : cpu_generic::__VA_ARGS__)
 #else
 #define FFTCONV_CPU_DISPATCH(...) cpu_generic::__VA_ARGS__
 #endif

@@ -62,6 +62,9 @@ void SpectralMatmulOnCpu(const ParallelRunner& parallel, const SpectralMatmulPar
                          const SpectrumElement<Real>* a, const SpectrumElement<Real>* b,
                          SpectrumElement<Real>* c);
 
+// The copy of the kernels this process runs (cc/cpu_kernels.cc): "avx512", "avx2" or "generic".
+const char* CpuKernelsName();
+
 }  // namespace fftconv
 
 #endif  // TF_FFTCONV_CC_FFTCONV_CPU_H_

@@ -1,6 +1,7 @@
 """The CPU kernels (cc/cpu_kernels_impl.h) on shapes that reach every path of their lane layout,
-against float64 NumPy, for both compiled copies: the one chosen for this CPU and the baseline one
-(TF_FFTCONV_CPU_KERNELS=generic). Each copy runs in its own process, since the choice is made once.
+against float64 NumPy, for every compiled copy this CPU runs: the one chosen for it, AVX2 where
+that is not the one chosen, and the baseline (TF_FFTCONV_CPU_KERNELS=avx2, generic). Each copy runs
+in its own process, since the choice is made once.
 
 The kernels compute kLanes images (FFTs) or bins (matmul) side by side, so the cases have many lane
 groups and a partial last one, images whose lanes are adjacent in memory, have rows of their own
@@ -38,8 +39,9 @@ CHECK = textwrap.dedent("""
     def fft_cases():
         # (data_format, shape, size, height, width, offset_h, offset_w, batch, channels)
         for data_format in ("NCHW", "NHWC"):
-            # (batch, channels): many groups across batch items; one channel; 6 channels.
-            for batch, channels in ((5, 11), (37, 1), (9, 6)):
+            # (batch, channels): many groups across batch items; one channel; 6 channels; two
+            # groups of 16 adjacent channels (AVX-512's float lanes) and a partial one.
+            for batch, channels in ((5, 11), (37, 1), (9, 6), (3, 35)):
                 for size, (height, width), (offset_h, offset_w) in (
                         (8, (7, 5), (1, 2)), (16, (13, 11), (2, 3)), (32, (32, 32), (0, 0)),
                         (32, (9, 26), (20, 1))):
@@ -129,41 +131,59 @@ def run_check(kernels, seed, outputs_path):
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+def cpu_flags():
+    try:
+        return set(next(line for line in open("/proc/cpuinfo") if line.startswith("flags")).split())
+    except (OSError, StopIteration):
+        return set()
+
+
 def cpu_has_avx2_fma():
     """What the AVX2 copy needs (cc/cpu_kernels.cc): AVX2, FMA and F16C."""
-    try:
-        flags = next(line for line in open("/proc/cpuinfo") if line.startswith("flags")).split()
-    except (OSError, StopIteration):
-        return False
-    return "avx2" in flags and "fma" in flags and "f16c" in flags
+    return {"avx2", "fma", "f16c"} <= cpu_flags()
+
+
+def cpu_has_avx512():
+    """What the AVX-512 copy needs besides the AVX2 copy's (cc/cpu_kernels.cc)."""
+    return cpu_has_avx2_fma() and {"avx512f", "avx512dq", "avx512bw", "avx512vl"} <= cpu_flags()
+
+
+def copies_to_run():
+    """TF_FFTCONV_CPU_KERNELS values ("auto": unset) that each run a different copy here, with the
+    copy cc/cpu_kernels.cc runs for each: the widest the CPU has, AVX2 below AVX-512, the baseline."""
+    if cpu_has_avx512():
+        return {"auto": "avx512", "avx2": "avx2", "generic": "generic"}
+    return {"auto": "avx2" if cpu_has_avx2_fma() else "generic", "generic": "generic"}
 
 
 @pytest.mark.slow
-def test_both_kernel_copies_match_numpy(tmp_path):
+def test_every_kernel_copy_matches_numpy(tmp_path):
     seed = int(os.environ.get("FFTCONV_TEST_SEED", "0")) or int.from_bytes(os.urandom(4), "little")
     print("FFTCONV_TEST_SEED=%d" % seed)
     outputs = {}
-    for kernels in ("auto", "generic"):
+    for kernels in copies_to_run():
         errors = run_check(kernels, seed, tmp_path / f"{kernels}.npz")
         bad = {name: error for name, (error, tolerance) in errors.items()
                if not error <= tolerance}
         assert not bad, (kernels, bad)
         outputs[kernels] = np.load(tmp_path / f"{kernels}.npz")
     if cpu_has_avx2_fma():
-        # The AVX2 copy rounds its fused multiply-adds once, the baseline copy twice: identical
-        # outputs everywhere would mean the variable chose nothing.
+        # The wide copies round their fused multiply-adds once, the baseline copy twice: identical
+        # outputs everywhere would mean the variable chose nothing. (Which wide copy ran, the
+        # standalone check's test below sees.)
         assert any(not np.array_equal(outputs["auto"][name], outputs["generic"][name])
                    for name in outputs["auto"].files)
 
 
 @pytest.mark.slow
 def test_standalone_check_builds_and_passes(tmp_path):
-    """make cpu-kernel-check: the same kernels without TensorFlow, both copies, against float64."""
+    """make cpu-kernel-check: the same kernels without TensorFlow, every copy this CPU runs, against
+    float64."""
     root = TESTS.parent
     build = subprocess.run(["make", "-s", f"BUILD={tmp_path}", "cpu-kernel-check"], cwd=root,
                            capture_output=True, text=True, timeout=900)
     assert build.returncode == 0, build.stderr[-3000:]
-    for kernels in ("auto", "generic"):
+    for kernels, copy in copies_to_run().items():
         env = dict(os.environ)
         env.pop("TF_FFTCONV_CPU_KERNELS", None)
         if kernels != "auto":
@@ -171,3 +191,5 @@ def test_standalone_check_builds_and_passes(tmp_path):
         done = subprocess.run([str(tmp_path / "cpu_kernel_check"), "--check"], env=env,
                               capture_output=True, text=True, timeout=600)
         assert done.returncode == 0 and done.stdout.count("PASS") == 6, done.stdout[-3000:]
+        # The first line names the copy that ran: the choice follows the CPU and the variable.
+        assert done.stdout.startswith(f"cpu kernels: {copy} "), (kernels, done.stdout[:200])

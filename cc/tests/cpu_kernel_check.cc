@@ -1,7 +1,8 @@
 // Standalone check and timer of the tf_fftconv CPU kernels (cc/cpu_kernels.cc; no TensorFlow).
 //
 // The check runs the three kernels on shapes that reach every path of their lane layout (many lane
-// groups and a partial last one, NCHW and NHWC with 1, 6 and 11 channels, odd heights, offsets,
+// groups and a partial last one, NCHW and NHWC with 1, 6, 11 and 35 channels (35: two groups of 16
+// adjacent channels, the AVX-512 copy's whole-vector NHWC path), odd heights, offsets,
 // every transpose, adjoint and conjugate flag, long k) on fresh random inputs and compares with a
 // float64 direct DFT or product by ||out - ref|| / ||ref||. Prints the worst error per kernel and
 // dtype as a multiple of its tolerance; exit status 1 if one exceeds it. The timer runs each op of
@@ -12,7 +13,8 @@
 //   build : make cpu-kernel-check
 //   run   : build/cpu_kernel_check --check             correctness
 //           build/cpu_kernel_check --time [--threads N] [--repeats R]
-//           TF_FFTCONV_CPU_KERNELS=generic build/cpu_kernel_check ...   the baseline copy
+//           TF_FFTCONV_CPU_KERNELS=generic|avx2|avx512 build/cpu_kernel_check ...   one copy (the
+//           widest the CPU has up to it; the first line names the copy that ran)
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -184,7 +186,7 @@ double CheckSpectralMatmul(const ParallelRunner& parallel, const SpectralMatmulP
 bool Check(const ParallelRunner& parallel) {
   double worst[3][2] = {};  // [rfft, irfft, matmul][float, double], error / tolerance
   for (bool nhwc : {false, true}) {
-    for (auto [batch, channels] : {std::pair{5, 11}, {37, 1}, {9, 6}}) {
+    for (auto [batch, channels] : {std::pair{5, 11}, {37, 1}, {9, 6}, {3, 35}}) {
       for (auto [n, height, width, offset_h, offset_w] :
            {std::array{8, 7, 5, 1, 2}, {16, 13, 11, 2, 3}, {32, 32, 32, 0, 0}, {32, 9, 26, 20, 1},
             // 3 * 2^k frames: a radix-3 pass before the power-of-two ones (the references sum
@@ -327,8 +329,8 @@ int main(int argc, char** argv) {
   if (!check && !time) check = true;
   rng.seed(seed);
   const char* forced = std::getenv("TF_FFTCONV_CPU_KERNELS");
-  std::printf("cpu kernels: %s; %d thread(s); seed %llu\n", forced ? forced : "auto", threads,
-              static_cast<unsigned long long>(seed));
+  std::printf("cpu kernels: %s (asked: %s); %d thread(s); seed %llu\n", CpuKernelsName(),
+              forced ? forced : "auto", threads, static_cast<unsigned long long>(seed));
   const ParallelRunner parallel = ThreadRunner(threads);
   bool ok = true;
   if (check) ok = Check(parallel);
