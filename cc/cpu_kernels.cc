@@ -21,6 +21,10 @@
 #include <utility>
 #include <vector>
 
+#if defined(__x86_64__)
+#include <immintrin.h>  // the wide copies' float16 conversions (cc/cpu_kernels_impl.h)
+#endif
+
 #include "Eigen/Core"  // Eigen::half, Eigen::bfloat16 and their float conversions
 #include "cc/cpu_fft.h"
 #include "cc/fftconv_cpu.h"
@@ -32,6 +36,7 @@ namespace cpu_generic {
 #define FFTCONV_CPU_VECTOR_BYTES 16
 #include "cc/cpu_kernels_impl.h"
 #undef FFTCONV_CPU_VECTOR_BYTES
+#undef FFTCONV_CPU_HALF_VECTOR_CONVERSION
 }  // namespace cpu_generic
 
 #if defined(__x86_64__)
@@ -42,19 +47,26 @@ namespace cpu_avx2 {
 #define FFTCONV_CPU_VECTOR_BYTES 32
 #include "cc/cpu_kernels_impl.h"
 #undef FFTCONV_CPU_VECTOR_BYTES
+#undef FFTCONV_CPU_HALF_VECTOR_CONVERSION
 }  // namespace cpu_avx2
 #pragma GCC pop_options
 
 // The same 2 x 2 matmul tile as the AVX2 copy: with the 32 registers of AVX-512, 4 x 2, 2 x 4 and
 // 3 x 2 tiles were no faster on the CPU cases (benchmarks/NOTES.md).
+// GCC 12 warns inside its own avx512fintrin.h that the _mm512_undefined_* operand of
+// _mm512_cvtph_ps / _mm512_cvtps_ph may be used uninitialized; the operand is undefined by design.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC push_options
 #pragma GCC target("avx512f,avx512dq,avx512bw,avx512vl,avx2,fma,f16c")
 namespace cpu_avx512 {
 #define FFTCONV_CPU_VECTOR_BYTES 64
 #include "cc/cpu_kernels_impl.h"
 #undef FFTCONV_CPU_VECTOR_BYTES
+#undef FFTCONV_CPU_HALF_VECTOR_CONVERSION
 }  // namespace cpu_avx512
 #pragma GCC pop_options
+#pragma GCC diagnostic pop
 #endif
 
 namespace {

@@ -49,9 +49,15 @@ inline Io ToStorage(Real value) {
 // access for Io = Real, kLanes conversions through a vector's worth of registers otherwise. Every
 // whole-vector path of the kernels goes through these, so half precision takes the same paths as
 // float32 with the conversion in blocks of kLanes.
-#if defined(__FLT16_MAX__)
-// float16 lanes as the compiler's _Float16 (the same IEEE binary16 bits as Eigen::half): a whole
-// vector converts in one instruction where the instruction set has one (F16C in the AVX2 copy).
+// float16 (Eigen::half, IEEE binary16): the AVX2 and AVX-512 copies (x86-64 only) convert a whole
+// vector in one F16C / AVX-512 instruction, rounding to nearest even and overflowing to infinity as
+// Eigen::half(float) does (cc/cpu_kernels.cc includes immintrin.h for them). GCC 12 compiles
+// __builtin_convertvector of _Float16 vectors one lane at a time even where that instruction
+// exists, so the baseline copy's vector conversion below is one value per lane.
+#if FFTCONV_CPU_VECTOR_BYTES == 32 || FFTCONV_CPU_VECTOR_BYTES == 64
+#define FFTCONV_CPU_HALF_VECTOR_CONVERSION 1
+#elif defined(__FLT16_MAX__)
+// float16 lanes as the compiler's _Float16 (the same bits as Eigen::half).
 typedef _Float16 Float16Lanes
     __attribute__((vector_size(FFTCONV_CPU_VECTOR_BYTES / 2), __aligned__(2), __may_alias__));
 #endif
@@ -61,7 +67,14 @@ inline typename Simd<Real>::Vec LoadVec(const Io* from) {
   using S = Simd<Real>;
   if constexpr (kSameType<Real, Io>) {
     return S::Load(from);
-#if defined(__FLT16_MAX__)
+#if defined(FFTCONV_CPU_HALF_VECTOR_CONVERSION)
+  } else if constexpr (std::is_same<Real, float>::value && std::is_same<Io, Eigen::half>::value) {
+#if FFTCONV_CPU_VECTOR_BYTES == 64
+    return (typename S::Vec)_mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(from)));
+#else
+    return (typename S::Vec)_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(from)));
+#endif
+#elif defined(__FLT16_MAX__)
   } else if constexpr (std::is_same<Real, float>::value && std::is_same<Io, Eigen::half>::value) {
     return __builtin_convertvector(*reinterpret_cast<const Float16Lanes*>(from),
                                    typename S::Vec);
@@ -78,7 +91,16 @@ inline void StoreVec(const typename Simd<Real>::Vec& v, Io* to) {
   using S = Simd<Real>;
   if constexpr (kSameType<Real, Io>) {
     S::Store(v, to);
-#if defined(__FLT16_MAX__)
+#if defined(FFTCONV_CPU_HALF_VECTOR_CONVERSION)
+  } else if constexpr (std::is_same<Real, float>::value && std::is_same<Io, Eigen::half>::value) {
+#if FFTCONV_CPU_VECTOR_BYTES == 64
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(to),
+                        _mm512_cvtps_ph((__m512)v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+#else
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(to),
+                     _mm256_cvtps_ph((__m256)v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+#endif
+#elif defined(__FLT16_MAX__)
   } else if constexpr (std::is_same<Real, float>::value && std::is_same<Io, Eigen::half>::value) {
     // Rounded to nearest even, overflowing to infinity, as Eigen::half(float) rounds.
     *reinterpret_cast<Float16Lanes*>(to) = __builtin_convertvector(v, Float16Lanes);
