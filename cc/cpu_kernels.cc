@@ -36,7 +36,6 @@ namespace cpu_generic {
 #define FFTCONV_CPU_VECTOR_BYTES 16
 #include "cc/cpu_kernels_impl.h"
 #undef FFTCONV_CPU_VECTOR_BYTES
-#undef FFTCONV_CPU_HALF_VECTOR_CONVERSION
 }  // namespace cpu_generic
 
 #if defined(__x86_64__)
@@ -47,7 +46,6 @@ namespace cpu_avx2 {
 #define FFTCONV_CPU_VECTOR_BYTES 32
 #include "cc/cpu_kernels_impl.h"
 #undef FFTCONV_CPU_VECTOR_BYTES
-#undef FFTCONV_CPU_HALF_VECTOR_CONVERSION
 }  // namespace cpu_avx2
 #pragma GCC pop_options
 
@@ -63,7 +61,6 @@ namespace cpu_avx512 {
 #define FFTCONV_CPU_VECTOR_BYTES 64
 #include "cc/cpu_kernels_impl.h"
 #undef FFTCONV_CPU_VECTOR_BYTES
-#undef FFTCONV_CPU_HALF_VECTOR_CONVERSION
 }  // namespace cpu_avx512
 #pragma GCC pop_options
 #pragma GCC diagnostic pop

@@ -54,9 +54,7 @@ inline Io ToStorage(Real value) {
 // Eigen::half(float) does (cc/cpu_kernels.cc includes immintrin.h for them). GCC 12 compiles
 // __builtin_convertvector of _Float16 vectors one lane at a time even where that instruction
 // exists, so the baseline copy's vector conversion below is one value per lane.
-#if FFTCONV_CPU_VECTOR_BYTES == 32 || FFTCONV_CPU_VECTOR_BYTES == 64
-#define FFTCONV_CPU_HALF_VECTOR_CONVERSION 1
-#elif defined(__FLT16_MAX__)
+#if FFTCONV_CPU_VECTOR_BYTES == 16 && defined(__FLT16_MAX__)
 // float16 lanes as the compiler's _Float16 (the same bits as Eigen::half).
 typedef _Float16 Float16Lanes
     __attribute__((vector_size(FFTCONV_CPU_VECTOR_BYTES / 2), __aligned__(2), __may_alias__));
@@ -67,13 +65,12 @@ inline typename Simd<Real>::Vec LoadVec(const Io* from) {
   using S = Simd<Real>;
   if constexpr (kSameType<Real, Io>) {
     return S::Load(from);
-#if defined(FFTCONV_CPU_HALF_VECTOR_CONVERSION)
-  } else if constexpr (std::is_same<Real, float>::value && std::is_same<Io, Eigen::half>::value) {
 #if FFTCONV_CPU_VECTOR_BYTES == 64
+  } else if constexpr (std::is_same<Real, float>::value && std::is_same<Io, Eigen::half>::value) {
     return (typename S::Vec)_mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(from)));
-#else
+#elif FFTCONV_CPU_VECTOR_BYTES == 32
+  } else if constexpr (std::is_same<Real, float>::value && std::is_same<Io, Eigen::half>::value) {
     return (typename S::Vec)_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(from)));
-#endif
 #elif defined(__FLT16_MAX__)
   } else if constexpr (std::is_same<Real, float>::value && std::is_same<Io, Eigen::half>::value) {
     return __builtin_convertvector(*reinterpret_cast<const Float16Lanes*>(from),
@@ -91,15 +88,14 @@ inline void StoreVec(const typename Simd<Real>::Vec& v, Io* to) {
   using S = Simd<Real>;
   if constexpr (kSameType<Real, Io>) {
     S::Store(v, to);
-#if defined(FFTCONV_CPU_HALF_VECTOR_CONVERSION)
-  } else if constexpr (std::is_same<Real, float>::value && std::is_same<Io, Eigen::half>::value) {
 #if FFTCONV_CPU_VECTOR_BYTES == 64
+  } else if constexpr (std::is_same<Real, float>::value && std::is_same<Io, Eigen::half>::value) {
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(to),
                         _mm512_cvtps_ph((__m512)v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-#else
+#elif FFTCONV_CPU_VECTOR_BYTES == 32
+  } else if constexpr (std::is_same<Real, float>::value && std::is_same<Io, Eigen::half>::value) {
     _mm_storeu_si128(reinterpret_cast<__m128i*>(to),
                      _mm256_cvtps_ph((__m256)v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-#endif
 #elif defined(__FLT16_MAX__)
   } else if constexpr (std::is_same<Real, float>::value && std::is_same<Io, Eigen::half>::value) {
     // Rounded to nearest even, overflowing to infinity, as Eigen::half(float) rounds.
