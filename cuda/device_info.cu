@@ -4,6 +4,9 @@
 #include <cuda_runtime.h>
 
 #include <atomic>
+#include <map>
+#include <mutex>
+#include <utility>
 
 namespace fftconv {
 namespace cuda {
@@ -18,6 +21,11 @@ std::atomic<int> g_multiprocessors[kMaxDevices];
 std::atomic<int> g_shared_cap{0};
 std::atomic<int> g_compute_capability_cap{0};
 std::atomic<int> g_persistent_blocks_cap{0};
+std::atomic<bool> g_dependent_launch{true};
+
+// (device, kernel) -> whether the kernel's code on that device was compiled for sm_90+.
+std::mutex g_kernel_ptx_mutex;
+std::map<std::pair<int, const void*>, bool> g_kernel_waits;
 
 void ApplyCap(DeviceLimits* limits) {
   const int cap = g_shared_cap.load(std::memory_order_relaxed);
@@ -79,6 +87,29 @@ void SetPersistentBlocksCapForTesting(int blocks) {
 }
 
 int PersistentBlocksCap() { return g_persistent_blocks_cap.load(std::memory_order_relaxed); }
+
+bool DependentLaunchAllowed(const void* kernel) {
+  if (!g_dependent_launch.load(std::memory_order_relaxed)) return false;
+  DeviceLimits limits;
+  int device = 0;
+  if (CurrentDeviceLimits(&limits) != 0 || limits.compute_capability < 90) return false;
+  if (cudaGetDevice(&device) != cudaSuccess) return false;
+  std::lock_guard<std::mutex> lock(g_kernel_ptx_mutex);
+  const auto key = std::make_pair(device, kernel);
+  const auto found = g_kernel_waits.find(key);
+  if (found != g_kernel_waits.end()) return found->second;
+  cudaFuncAttributes attributes;
+  bool waits = false;
+  if (cudaFuncGetAttributes(&attributes, kernel) == cudaSuccess) {
+    waits = attributes.ptxVersion >= 90;
+  } else {
+    (void)cudaGetLastError();   // the launch itself reports what is wrong with the kernel
+  }
+  g_kernel_waits.emplace(key, waits);
+  return waits;
+}
+
+void SetDependentLaunchForTesting(bool enabled) { g_dependent_launch.store(enabled, std::memory_order_relaxed); }
 
 }  // namespace detail
 }  // namespace cuda

@@ -28,6 +28,17 @@ void SetComputeCapabilityCapForTesting(int compute_capability);
 void SetPersistentBlocksCapForTesting(int blocks);
 int PersistentBlocksCap();
 
+// Whether `kernel` may be launched on the current device as a programmatic dependent of the work
+// before it on its stream: the device is sm_90 or later (capped as above), and the code that runs
+// there was compiled for sm_90 or later (the function's PTX version, asked once per device and
+// kernel), so that it executes AwaitPrecedingGrids' wait. PTX of an older target, compiled for the
+// device when it is loaded, has no such wait, and its launches stay plain ones.
+bool DependentLaunchAllowed(const void* kernel);
+
+// Turns dependent launches off (false) or back on, so that tests and timings compare both in one
+// process.
+void SetDependentLaunchForTesting(bool enabled);
+
 }  // namespace detail
 }  // namespace cuda
 }  // namespace fftconv

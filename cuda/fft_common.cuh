@@ -29,6 +29,14 @@
 #include "fftconv_cuda.h"
 #include "twiddle_table.inc"
 
+// Programmatic dependent launch on sm_90+ (LaunchKernel, AwaitPrecedingGrids). -DFFTCONV_DEPENDENT_LAUNCH=0
+// builds the kernels of a source file without the wait and their launches as plain ones (make
+// kernel-variants, lib-variants); both are decided here, in the file that the kernels and their
+// launchers share, so that a kernel without the wait is never launched as a dependent.
+#ifndef FFTCONV_DEPENDENT_LAUNCH
+#define FFTCONV_DEPENDENT_LAUNCH 1
+#endif
+
 namespace fftconv {
 namespace cuda {
 namespace detail {
@@ -245,6 +253,22 @@ __device__ __forceinline__ void StoreStreaming(T* ptr, T v) {
   } else {
     *ptr = v;
   }
+}
+
+// The first statement of every kernel of the package, before its first global memory access. Where
+// the kernel was launched as a programmatic dependent (LaunchKernel, sm_90+), it waits until the
+// grids before it on the stream have finished and their writes are visible (griddepcontrol.wait:
+// before it, this kernel may neither read what they write nor write what they read), then lets the
+// next grid be launched (griddepcontrol.launch_dependents; that takes effect once every block of
+// this grid has passed here, so the next grid's blocks fill only the SMs this one's last blocks
+// leave). Both are no-ops in a plain launch and compile to nothing before sm_90.
+__device__ __forceinline__ void AwaitPrecedingGrids() {
+#if FFTCONV_DEPENDENT_LAUNCH && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#if !defined(FFTCONV_DEPENDENT_TRIGGER) || FFTCONV_DEPENDENT_TRIGGER
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
+#endif
 }
 
 // Asynchronous copy (cp.async, sm_80+) of kBytes (4, 8 or 16) from global to shared memory;
@@ -987,14 +1011,38 @@ int AllowSharedMemory(void (*kernel)(Params...), size_t smem) {
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
 }
 
+// Launches `kernel` on `stream`, every kernel of the package; returns the launch's error code.
+// Where DependentLaunchAllowed (sm_90+), the launch is a programmatic dependent one: the kernel may
+// be scheduled while the grid before it on the stream is still running, and waits for it in
+// AwaitPrecedingGrids, so the launch and the blocks' start overlap that grid's last blocks instead
+// of following them.
+template <typename... Params, typename... Args>
+int LaunchKernel(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
+                 Args... args) {
+  cudaLaunchAttribute dependent;
+  dependent.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  dependent.val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t config = {};
+  config.gridDim = grid;
+  config.blockDim = block;
+  config.dynamicSmemBytes = smem;
+  config.stream = stream;
+  if (FFTCONV_DEPENDENT_LAUNCH && DependentLaunchAllowed(reinterpret_cast<const void*>(kernel))) {
+    config.attrs = &dependent;
+    config.numAttrs = 1;
+  }
+  const cudaError_t err = cudaLaunchKernelEx(&config, kernel, static_cast<Params>(args)...);
+  const cudaError_t last = cudaGetLastError();  // cleared, as a <<<>>> launch's check would
+  return static_cast<int>(err != cudaSuccess ? err : last);
+}
+
 // Launches `kernel` with `smem` bytes of dynamic shared memory; returns the launch's error code.
 template <typename... Params, typename... Args>
 int LaunchWithSharedMemory(void (*kernel)(Params...), dim3 grid, int threads, size_t smem,
                            cudaStream_t stream, Args... args) {
   const int err = AllowSharedMemory(kernel, smem);
   if (err != 0) return err;
-  kernel<<<grid, threads, smem, stream>>>(args...);
-  return static_cast<int>(cudaGetLastError());
+  return LaunchKernel(kernel, grid, dim3(threads), smem, stream, args...);
 }
 
 // Blocks of a persistent kernel's grid with `blocks_per_sm` resident on each of `multiprocessors`

@@ -247,6 +247,7 @@ template <typename Io, int S, typename Shape>
 __global__ void __launch_bounds__(Shape::kThreads, Shape::kMinBlocks)
     Irfft2dKernel(const typename detail::Storage<Io>::Pair* __restrict__ spectrum, Io* __restrict__ output,
                   const Irfft2dArgs a) {
+  detail::AwaitPrecedingGrids();
   using Real = typename detail::Storage<Io>::Compute;
   using C = complex_t<Real>;
   constexpr int L = Shape::kLanes, G = Shape::kImagesPerBlock, kThreads = Shape::kThreads;
@@ -371,6 +372,7 @@ template <int S, typename Shape>
 __global__ void __launch_bounds__(Shape::kThreads, (detail::PipelinedMinBlocks<S, Shape>()))
     Irfft2dPipelinedKernel(const float2* __restrict__ spectrum, float* __restrict__ output, const Irfft2dArgs a) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  detail::AwaitPrecedingGrids();
   using C = float2;
   constexpr int L = Shape::kLanes, G = Shape::kImagesPerBlock, kThreads = Shape::kThreads;
   using Layout = detail::FftLayout<S, L>;

@@ -336,6 +336,7 @@ template <typename Io, int S, typename Shape>
 __global__ void __launch_bounds__(Shape::kThreads, Shape::kMinBlocks)
     Rfft2dKernel(const Io* __restrict__ input, typename detail::Storage<Io>::Pair* __restrict__ spectrum,
                  const Rfft2dArgs a) {
+  detail::AwaitPrecedingGrids();
   using Real = typename detail::Storage<Io>::Compute;
   using C = complex_t<Real>;
   constexpr int L = Shape::kLanes, G = Shape::kImagesPerBlock, kThreads = Shape::kThreads;
@@ -521,6 +522,7 @@ template <int S, typename Shape, bool kPixelMajor>
 __global__ void __launch_bounds__(Shape::kThreads, (detail::PipelinedMinBlocks<S, Shape>()))
     Rfft2dPipelinedKernel(const float* __restrict__ input, float2* __restrict__ spectrum, const Rfft2dArgs a) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  detail::AwaitPrecedingGrids();
   using C = float2;
   constexpr int L = Shape::kLanes, G = Shape::kImagesPerBlock, kThreads = Shape::kThreads;
   using Layout = detail::FftLayout<S, L>;

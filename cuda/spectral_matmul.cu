@@ -106,6 +106,7 @@ __global__ void __launch_bounds__(256, sizeof(typename detail::Storage<Io>::Comp
     ComplexGemmSimt(const typename detail::Storage<Io>::Pair* __restrict__ a,
                     const typename detail::Storage<Io>::Pair* __restrict__ b,
                     typename detail::Storage<Io>::Pair* __restrict__ c, const MatmulArgs args) {
+  detail::AwaitPrecedingGrids();
   using Real = typename detail::Storage<Io>::Compute;
   using Pair = typename detail::Storage<Io>::Pair;
   using C = complex_t<Real>;
@@ -212,6 +213,7 @@ __global__ void __launch_bounds__(256, kMinBlocks)
     ComplexGemmSimtGauss(const typename detail::Storage<Io>::Pair* __restrict__ a,
                          const typename detail::Storage<Io>::Pair* __restrict__ b,
                          typename detail::Storage<Io>::Pair* __restrict__ c, const MatmulArgs args) {
+  detail::AwaitPrecedingGrids();
   using Pair = typename detail::Storage<Io>::Pair;
   static_assert(std::is_same<typename detail::Storage<Io>::Compute, float>::value, "float arithmetic");
   constexpr int BK = 8;
@@ -555,6 +557,7 @@ __global__ void __launch_bounds__(64 * kWarpsN, (MmaTile<float2, kWarpsN, kNi, k
     ComplexGemmTf32(const float2* __restrict__ a, const float2* __restrict__ b, float2* __restrict__ c,
                     const MatmulArgs args) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  detail::AwaitPrecedingGrids();
   constexpr bool kSplit = kFragments == Tf32Fragments::kSplit;
   // A value as an MMA operand (kRounded or kStoredBits).
   const auto operand = [](float x) -> uint32_t {
@@ -737,6 +740,7 @@ __global__ void __launch_bounds__(64 * kWarpsN, (MmaTile<uint32_t, kWarpsN, kNi,
     ComplexGemmHalfMma(const uint32_t* __restrict__ a, const uint32_t* __restrict__ b,
                        typename detail::Storage<Io>::Pair* __restrict__ c, const MatmulArgs args) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  detail::AwaitPrecedingGrids();
   using Tile = MmaTile<uint32_t, kWarpsN, kNi, kTransA, kTransB>;
   constexpr int BM = kTf32Bm, BN = Tile::kBn, BK = Tile::kBk;
   constexpr int RA = Tile::kAStride, RB = Tile::kBStride;
@@ -826,15 +830,17 @@ __global__ void __launch_bounds__(64 * kWarpsN, (MmaTile<uint32_t, kWarpsN, kNi,
 #define FFTCONV_SIMT_GAUSS 1
 #endif
 template <typename Io, int BM, int BN, int TM, int TN, bool kTransA, bool kTransB>
-void LaunchSimtKernel(dim3 grid, const MatmulArgs& args, const typename detail::Storage<Io>::Pair* a,
-                      const typename detail::Storage<Io>::Pair* b, typename detail::Storage<Io>::Pair* c,
-                      cudaStream_t stream) {
+int LaunchSimtKernel(dim3 grid, const MatmulArgs& args, const typename detail::Storage<Io>::Pair* a,
+                     const typename detail::Storage<Io>::Pair* b, typename detail::Storage<Io>::Pair* c,
+                     cudaStream_t stream) {
   if constexpr (FFTCONV_SIMT_GAUSS && std::is_same<typename detail::Storage<Io>::Compute, float>::value) {
     // Three accumulator planes: the 8 x 4 thread tile takes more than half the registers.
     constexpr int kMinBlocks = TM * TN >= 32 ? 1 : 2;
-    ComplexGemmSimtGauss<Io, BM, BN, TM, TN, kMinBlocks, kTransA, kTransB><<<grid, 256, 0, stream>>>(a, b, c, args);
+    return detail::LaunchKernel(ComplexGemmSimtGauss<Io, BM, BN, TM, TN, kMinBlocks, kTransA, kTransB>, grid,
+                                dim3(256), 0, stream, a, b, c, args);
   } else {
-    ComplexGemmSimt<Io, BM, BN, TM, TN, kTransA, kTransB><<<grid, 256, 0, stream>>>(a, b, c, args);
+    return detail::LaunchKernel(ComplexGemmSimt<Io, BM, BN, TM, TN, kTransA, kTransB>, grid, dim3(256), 0, stream,
+                                a, b, c, args);
   }
 }
 
@@ -846,19 +852,11 @@ int LaunchSimt(MatmulArgs args, int bins, const typename detail::Storage<Io>::Pa
   args.tiles_n = (args.n + BN - 1) / BN;
   const dim3 grid(static_cast<unsigned>(tiles_m * args.tiles_n), static_cast<unsigned>(bins));
   if (args.a_trans) {
-    if (args.b_trans) {
-      LaunchSimtKernel<Io, BM, BN, TM, TN, true, true>(grid, args, a, b, c, stream);
-    } else {
-      LaunchSimtKernel<Io, BM, BN, TM, TN, true, false>(grid, args, a, b, c, stream);
-    }
-  } else {
-    if (args.b_trans) {
-      LaunchSimtKernel<Io, BM, BN, TM, TN, false, true>(grid, args, a, b, c, stream);
-    } else {
-      LaunchSimtKernel<Io, BM, BN, TM, TN, false, false>(grid, args, a, b, c, stream);
-    }
+    return args.b_trans ? LaunchSimtKernel<Io, BM, BN, TM, TN, true, true>(grid, args, a, b, c, stream)
+                        : LaunchSimtKernel<Io, BM, BN, TM, TN, true, false>(grid, args, a, b, c, stream);
   }
-  return static_cast<int>(cudaGetLastError());
+  return args.b_trans ? LaunchSimtKernel<Io, BM, BN, TM, TN, false, true>(grid, args, a, b, c, stream)
+                      : LaunchSimtKernel<Io, BM, BN, TM, TN, false, false>(grid, args, a, b, c, stream);
 }
 
 // Launches a tensor-core kernel of block tile Tile: grid x = output tiles of one bin, y = bin.
@@ -870,8 +868,7 @@ int LaunchMmaKernel(Kernel kernel, MatmulArgs args, int bins, const E* a, const 
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(Tile::kSmemBytes));
   if (e != cudaSuccess) return static_cast<int>(e);
   const dim3 grid(static_cast<unsigned>(tiles_m * args.tiles_n), static_cast<unsigned>(bins));
-  kernel<<<grid, Tile::kThreads, Tile::kSmemBytes, stream>>>(a, b, c, args);
-  return static_cast<int>(cudaGetLastError());
+  return detail::LaunchKernel(kernel, grid, dim3(Tile::kThreads), Tile::kSmemBytes, stream, a, b, c, args);
 }
 
 template <int kWarpsN, int kNi, bool kTransA, bool kTransB, int kChunk, Tf32Fragments kFragments>

@@ -17,7 +17,7 @@ header() {
 [ "${SKIP_BUILD:-0}" = 1 ] || make kernel-check DEV_ARCH="${DEV_ARCH:-90}" 2>&1 | tail -20
 SEED="${SEED:-$(date +%s)}"
 { header; timeout "${CHECK_TIMEOUT:-150}" build/kernel_check --seed "$SEED"; echo "exit status: $?"; } 2>&1 | tee "$OUT/kernel_check.log" | grep -E "FAIL|SUMMARY|exit status|device:" | head -60
-{ header; timeout "${TIME_TIMEOUT:-60}" build/kernel_check --time --seed "$SEED"; timeout "${TIME_TIMEOUT:-60}" build/kernel_check --time-fft; echo "exit status: $?"; } 2>&1 | tee "$OUT/timing.log"
+{ header; timeout "${TIME_TIMEOUT:-60}" build/kernel_check --time --seed "$SEED"; timeout "${TIME_TIMEOUT:-60}" build/kernel_check --time-fft; timeout "${TIME_TIMEOUT:-60}" build/kernel_check --time-chain; echo "exit status: $?"; } 2>&1 | tee "$OUT/timing.log"
 { header; timeout "${CHECK_TIMEOUT:-150}" build/kernel_check --half --seed "$SEED"; echo "exit status: $?"; } 2>&1 | tee "$OUT/kernel_check_half.log" | grep -E "FAIL|SUMMARY|exit status" | head -30
 # racecheck tracks every shared-memory access and ran past 100 s on the whole --quick suite, so it
 # runs one family at a time ($RACECHECK_FAMILIES), each within its own $SAN_TIMEOUT.

@@ -12,6 +12,8 @@
 //           build/kernel_check --time    timings of the layer shapes (cudaEvent, median of 30)
 //           build/kernel_check --time-fft   FFT timings only;  --profile   one launch of each main kernel;
 //           --profile-fft   one launch of each of Mathieu's training transforms
+//           --time-chain    Mathieu's forward and train step as launch sequences, dependent
+//                           launches (sm_90+) off and on
 //           build/kernel_check --half   the float16 / bfloat16 launchers only (also part of the full suite)
 //           --family fft|matmul|half   one family of the suite (FFTs with the fast divmod, matmuls,
 //           half precision), for sanitizer runs that must each finish within a limit
@@ -1253,6 +1255,150 @@ void MathieuTransforms(bool time) {
   rfft(128, 256, 26, 26, false);
 }
 
+// ---------------------------------------------------------------------------------------------
+// A convolution's train step as fft_conv2d runs it, launch after launch on one stream: NHWC
+// activations, the weights [kh, kw, Cin, Cout] as one NHWC image of Cin * Cout channels, spectra
+// stored rounded to TF32 and the TF32 products. Forward: rfft x, rfft w, Y = X conj(W'), irfft y;
+// gradients: rfft dy, dX = dY W'^T, irfft dx, dW' = X^T conj(dY), irfft dw.
+struct ConvStep {
+  static constexpr int S = 32, kBins = S * (S / 2 + 1);
+  int batch, cin, cout, size, kernel, out;
+  // Images: x [batch, size, size, cin], w [kernel, kernel, cin, cout], dy, y [batch, out, out, cout],
+  // dx like x, dw like w. Spectra [kBins, rows, cols] complex: xs [., batch, cin], ws [., cin, cout],
+  // ys and dys [., batch, cout], dxs [., batch, cin], dws [., cin, cout].
+  DeviceBuffer<float> x, w, dy, xs, ws, ys, dys, dxs, dws, y, dx, dw;
+  ConvStep(int b, int ci, int co, int h, int k)
+      : batch(b), cin(ci), cout(co), size(h), kernel(k), out(h - k + 1),
+        x(static_cast<size_t>(b) * h * h * ci), w(static_cast<size_t>(k) * k * ci * co),
+        dy(static_cast<size_t>(b) * out * out * co), xs(2ull * kBins * b * ci), ws(2ull * kBins * ci * co),
+        ys(2ull * kBins * b * co), dys(2ull * kBins * b * co), dxs(2ull * kBins * b * ci),
+        dws(2ull * kBins * ci * co), y(dy.count), dx(x.count), dw(w.count) {
+    x.Upload(RandomVector<float>(x.count));
+    w.Upload(RandomVector<float>(w.count));
+    dy.Upload(RandomVector<float>(dy.count));
+    for (DeviceBuffer<float>* b : {&y, &dx, &dw}) b->Fill(0);  // their canaries, which Results checks
+  }
+  // The launches in order; `each` runs after every launch (a synchronisation, or nothing).
+  template <typename After>
+  void Run(bool gradients, cudaStream_t stream, After each) {
+    using namespace fftconv::cuda;
+    Rfft2dParams fx{batch, cin, size, size, S, 0, 0, true, true};
+    Rfft2dParams fw{1, cin * cout, kernel, kernel, S, 0, 0, true, true};
+    SpectralMatmulParams forward{kBins, batch, cout, cin, false, false, false, false, true};
+    forward.conjugate_b = true;
+    forward.tf32_operands = true;
+    Irfft2dParams iy{batch, cout, S, out, out, 0, 0, true};
+    CheckLaunch(LaunchRfft2d<float>(fx, x.ptr, xs.ptr, stream)), each();
+    CheckLaunch(LaunchRfft2d<float>(fw, w.ptr, ws.ptr, stream)), each();
+    CheckLaunch(LaunchSpectralMatmul<float>(forward, xs.ptr, ws.ptr, ys.ptr, stream)), each();
+    CheckLaunch(LaunchIrfft2d<float>(iy, ys.ptr, y.ptr, stream)), each();
+    if (!gradients) return;
+    Rfft2dParams fdy{batch, cout, out, out, S, 0, 0, true, true};
+    SpectralMatmulParams input_grad{kBins, batch, cin, cout, false, false, true, false, true};
+    input_grad.tf32_operands = true;
+    Irfft2dParams idx{batch, cin, S, size, size, 0, 0, true};
+    SpectralMatmulParams weight_grad{kBins, cin, cout, batch, true, false, false, false, true};
+    weight_grad.conjugate_b = true;
+    weight_grad.tf32_operands = true;
+    Irfft2dParams idw{1, cin * cout, S, kernel, kernel, 0, 0, true};
+    CheckLaunch(LaunchRfft2d<float>(fdy, dy.ptr, dys.ptr, stream)), each();
+    CheckLaunch(LaunchSpectralMatmul<float>(input_grad, dys.ptr, ws.ptr, dxs.ptr, stream)), each();
+    CheckLaunch(LaunchIrfft2d<float>(idx, dxs.ptr, dx.ptr, stream)), each();
+    CheckLaunch(LaunchSpectralMatmul<float>(weight_grad, xs.ptr, dys.ptr, dws.ptr, stream)), each();
+    CheckLaunch(LaunchIrfft2d<float>(idw, dws.ptr, dw.ptr, stream)), each();
+  }
+  // Every spectrum and result set to NaN on `stream`, so that a launch that read its input before
+  // the launch writing it had finished reads NaN.
+  void Poison(cudaStream_t stream) {
+    for (DeviceBuffer<float>* b : {&xs, &ws, &ys, &dys, &dxs, &dws, &y, &dx, &dw}) {
+      CUDA_OK(cudaMemsetAsync(b->ptr, 0xFF, b->count * sizeof(float), stream));
+    }
+  }
+  std::vector<float> Results() {
+    std::vector<float> all;
+    for (DeviceBuffer<float>* b : {&y, &dx, &dw}) {
+      bool canary_ok = false;
+      std::vector<float> h = b->Download(&canary_ok);
+      if (!canary_ok) h.assign(h.size(), std::nanf(""));
+      all.insert(all.end(), h.begin(), h.end());
+    }
+    return all;
+  }
+};
+
+// Dependent launches (sm_90+): the train step's nine launches back to back, each allowed to start
+// while the one before it runs, against the same launches each made after the one before had
+// finished (a synchronisation in between, dependent launches off), bit for bit (rel_err: the count
+// of results that differ). Three runs, every spectrum poisoned with NaN before each.
+void DependentLaunchSuite(bool quick) {
+  fftconv::cuda::detail::DeviceLimits limits;
+  CUDA_OK(static_cast<cudaError_t>(fftconv::cuda::detail::CurrentDeviceLimits(&limits)));
+  if (limits.compute_capability < 90) {
+    std::printf("SKIP  dependent launches: sm_90+ only\n");
+    return;
+  }
+  // Quick: a small layer (plan 1 transforms); else Mathieu's (persistent plan 0 transforms).
+  ConvStep step = quick ? ConvStep(16, 24, 32, 32, 7) : ConvStep(128, 96, 256, 32, 7);
+  cudaStream_t stream;
+  CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  fftconv::cuda::detail::SetDependentLaunchForTesting(false);
+  step.Poison(stream);
+  step.Run(true, stream, [&] { CUDA_OK(cudaStreamSynchronize(stream)); });
+  const std::vector<float> expected = step.Results();
+  const bool expected_finite =
+      std::all_of(expected.begin(), expected.end(), [](float v) { return std::isfinite(v); });
+  fftconv::cuda::detail::SetDependentLaunchForTesting(true);
+  for (int run = 0; run < 3; ++run) {
+    step.Poison(stream);
+    step.Run(true, stream, [] {});
+    CUDA_OK(cudaStreamSynchronize(stream));
+    const std::vector<float> got = step.Results();
+    size_t differ = 0;
+    for (size_t i = 0; i < got.size(); ++i) differ += std::memcmp(&got[i], &expected[i], sizeof(float)) != 0;
+    char name[160];
+    std::snprintf(name, sizeof(name), "dependent launches: train step [%d,%d,%d,%d] k%d, 9 launches, run %d",
+                  step.batch, step.size, step.size, step.cin, step.kernel, run);
+    Report(differ == 0 && expected_finite, name, static_cast<double>(differ), 0);
+  }
+  CUDA_OK(cudaStreamDestroy(stream));
+}
+
+// Mathieu's forward and train step as launch sequences, 20 steps per timed sample, with dependent
+// launches off and on, in turns (three rounds).
+void ChainTimingSuite() {
+  ConvStep step(128, 96, 256, 32, 7);
+  cudaStream_t stream;
+  CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  constexpr int kSteps = 20;
+  for (int round = 0; round < 3; ++round) {
+    for (const bool gradients : {false, true}) {
+      for (const bool dependent : {false, true}) {
+        fftconv::cuda::detail::SetDependentLaunchForTesting(dependent);
+        cudaEvent_t start, stop;
+        CUDA_OK(cudaEventCreate(&start));
+        CUDA_OK(cudaEventCreate(&stop));
+        for (int i = 0; i < 3; ++i) step.Run(gradients, stream, [] {});
+        std::vector<float> ms(15);
+        for (float& sample : ms) {
+          CUDA_OK(cudaEventRecord(start, stream));
+          for (int i = 0; i < kSteps; ++i) step.Run(gradients, stream, [] {});
+          CUDA_OK(cudaEventRecord(stop, stream));
+          CUDA_OK(cudaEventSynchronize(stop));
+          CUDA_OK(cudaEventElapsedTime(&sample, start, stop));
+        }
+        CUDA_OK(cudaEventDestroy(start));
+        CUDA_OK(cudaEventDestroy(stop));
+        std::sort(ms.begin(), ms.end());
+        std::printf("TIME chain %-8s Mathieu k7, %d launches, dependent=%d, round %d : %8.4f ms per step (best %.4f)\n",
+                    gradients ? "train" : "forward", gradients ? 9 : 4, dependent ? 1 : 0, round,
+                    ms[ms.size() / 2] / kSteps, ms[0] / kSteps);
+      }
+    }
+  }
+  fftconv::cuda::detail::SetDependentLaunchForTesting(true);
+  CUDA_OK(cudaStreamDestroy(stream));
+}
+
 void FftTimingSuite() {
   TimeCopy();
   MathieuTransforms(true);
@@ -1367,7 +1513,8 @@ void TimingSuite() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool quick = false, timing = false, check = true, fft_timing = false, profile = false, profile_fft = false;
+  bool quick = false, timing = false, check = true, fft_timing = false, chain_timing = false, profile = false,
+       profile_fft = false;
   // --family runs one family of the correctness suite, so that a slow compute-sanitizer tool
   // (racecheck tracks every shared-memory access) can finish each family within its own limit;
   // --half is --family half.
@@ -1382,6 +1529,9 @@ int main(int argc, char** argv) {
       check = false;
     } else if (!std::strcmp(argv[i], "--time-fft")) {
       fft_timing = true;
+      check = false;
+    } else if (!std::strcmp(argv[i], "--time-chain")) {
+      chain_timing = true;
       check = false;
     } else if (!std::strcmp(argv[i], "--profile")) {
       profile = true;
@@ -1408,7 +1558,7 @@ int main(int argc, char** argv) {
   if (family != "all" && family != "fft" && family != "matmul" && family != "half") {
     std::fprintf(stderr,
                  "usage: %s [--quick] [--half] [--family all|fft|matmul|half] "
-                 "[--time|--time-fft|--profile|--profile-fft|--all] [--failures-only] [--seed N]\n",
+                 "[--time|--time-fft|--time-chain|--profile|--profile-fft|--all] [--failures-only] [--seed N]\n",
                  argv[0]);
     return 2;
   }
@@ -1461,10 +1611,12 @@ int main(int argc, char** argv) {
       Tf32OperandsSuite(quick);
     }
     if (run_half) HalfSuite(quick);
+    if (run_fft && run_matmul) DependentLaunchSuite(quick);
     std::printf("SUMMARY: %d passed, %d failed\n", g_pass, g_fail);
   }
   if (timing) TimingSuite();
   if (fft_timing) FftTimingSuite();
+  if (chain_timing) ChainTimingSuite();
   if (profile) ProfileSuite();
   if (profile_fft) MathieuTransforms(false);
   return g_fail == 0 ? 0 : 1;
