@@ -258,16 +258,17 @@ __device__ __forceinline__ void StoreStreaming(T* ptr, T v) {
 // The first statement of every kernel of the package, before its first global memory access. Where
 // the kernel was launched as a programmatic dependent (LaunchKernel, sm_90+), it waits until the
 // grids before it on the stream have finished and their writes are visible (griddepcontrol.wait:
-// before it, this kernel may neither read what they write nor write what they read), then lets the
-// next grid be launched (griddepcontrol.launch_dependents; that takes effect once every block of
-// this grid has passed here, so the next grid's blocks fill only the SMs this one's last blocks
-// leave). Both are no-ops in a plain launch and compile to nothing before sm_90.
+// before it, this kernel may neither read what they write nor write what they read). No-op in a
+// plain launch; compiles to nothing before sm_90.
+// No kernel calls griddepcontrol.launch_dependents, so the next grid is launched when every block
+// of this one has exited (the implicit trigger), and its launch overlaps this grid's completion
+// and memory flush. With the trigger here, at each block's start (so that the next grid's blocks
+// become resident and wait while this grid's last blocks run), Mathieu's train step took 0.721 ms
+// per step against 0.700 with plain launches and 0.683 without it (kernel check --time-chain,
+// h200-2026-12-03-f997e2f); why the early blocks cost more than they save was not profiled.
 __device__ __forceinline__ void AwaitPrecedingGrids() {
 #if FFTCONV_DEPENDENT_LAUNCH && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.wait;\n" ::: "memory");
-#if !defined(FFTCONV_DEPENDENT_TRIGGER) || FFTCONV_DEPENDENT_TRIGGER
-  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
-#endif
 #endif
 }
 
@@ -1012,10 +1013,11 @@ int AllowSharedMemory(void (*kernel)(Params...), size_t smem) {
 }
 
 // Launches `kernel` on `stream`, every kernel of the package; returns the launch's error code.
-// Where DependentLaunchAllowed (sm_90+), the launch is a programmatic dependent one: the kernel may
-// be scheduled while the grid before it on the stream is still running, and waits for it in
-// AwaitPrecedingGrids, so the launch and the blocks' start overlap that grid's last blocks instead
-// of following them.
+// Where DependentLaunchAllowed (sm_90+), the launch is a programmatic dependent one: the kernel is
+// launched once the grid before it on the stream has no block left running, and waits in
+// AwaitPrecedingGrids until that grid has completed and its writes are visible, so its launch
+// overlaps that grid's completion instead of following it (Mathieu's train step, nine launches:
+// 0.700 -> 0.683 ms per step in kernel check --time-chain; benchmarks/NOTES.md).
 template <typename... Params, typename... Args>
 int LaunchKernel(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
                  Args... args) {
