@@ -40,6 +40,7 @@ int CurrentDeviceLimits(DeviceLimits* limits) {
   int device = 0;
   cudaError_t err = cudaGetDevice(&device);
   if (err != cudaSuccess) return static_cast<int>(err);
+  limits->device = device;
   if (device >= 0 && device < kMaxDevices) {
     const int cc = g_compute_capability[device].load(std::memory_order_acquire);
     const int smem = g_max_shared[device].load(std::memory_order_acquire);
@@ -91,11 +92,9 @@ int PersistentBlocksCap() { return g_persistent_blocks_cap.load(std::memory_orde
 bool DependentLaunchAllowed(const void* kernel) {
   if (!g_dependent_launch.load(std::memory_order_relaxed)) return false;
   DeviceLimits limits;
-  int device = 0;
   if (CurrentDeviceLimits(&limits) != 0 || limits.compute_capability < 90) return false;
-  if (cudaGetDevice(&device) != cudaSuccess) return false;
   std::lock_guard<std::mutex> lock(g_kernel_ptx_mutex);
-  const auto key = std::make_pair(device, kernel);
+  const auto key = std::make_pair(limits.device, kernel);
   const auto found = g_kernel_waits.find(key);
   if (found != g_kernel_waits.end()) return found->second;
   cudaFuncAttributes attributes;

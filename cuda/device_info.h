@@ -10,6 +10,7 @@ struct DeviceLimits {
   int compute_capability;     // 10 * major + minor, e.g. 90 for sm_90
   int max_shared_per_block;   // opt-in dynamic shared memory limit per block, bytes
   int multiprocessors;        // SMs, which size the grids of persistent kernels
+  int device;                 // the device these are of (cudaGetDevice)
 };
 
 // Fills `limits` for the calling thread's current device; returns a cudaError_t code (0 on success).

@@ -1326,6 +1326,10 @@ struct ConvStep {
   }
 };
 
+// An empty kernel built with the same flags as the launchers' kernels, whose launch the check below
+// asks DependentLaunchAllowed about.
+__global__ void DependentLaunchProbe() {}
+
 // Dependent launches (sm_90+): the train step's nine launches back to back, each allowed to start
 // while the one before it runs, against the same launches each made after the one before had
 // finished (a synchronisation in between, dependent launches off), bit for bit (rel_err: the count
@@ -1337,6 +1341,11 @@ void DependentLaunchSuite(bool quick) {
     std::printf("SKIP  dependent launches: sm_90+ only\n");
     return;
   }
+  // Were they plain launches (the kernels' code not compiled for sm_90+), the runs below would
+  // compare plain launches with plain launches.
+  const bool dependent =
+      fftconv::cuda::detail::DependentLaunchAllowed(reinterpret_cast<const void*>(DependentLaunchProbe));
+  Report(dependent, "dependent launches: allowed for this build's kernels on this device", dependent ? 0 : 1, 0);
   // Quick: a small layer (plan 1 transforms); else Mathieu's (persistent plan 0 transforms).
   ConvStep step = quick ? ConvStep(16, 24, 32, 32, 7) : ConvStep(128, 96, 256, 32, 7);
   cudaStream_t stream;
