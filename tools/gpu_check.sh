@@ -4,6 +4,11 @@
 # $OUT (default: build/gpu_logs).
 #   tools/gpu_check.sh                 builds build/kernel_check first (make kernel-check, DEV_ARCH=90)
 #   DEV_ARCH=80 tools/gpu_check.sh     for another GPU
+#   CHECK_PARTS="check timing" tools/gpu_check.sh, then CHECK_PARTS="half sanitize"
+#                                      the parts one at a time (default: all of them, in order:
+#                                      check timing half sanitize variants), so that each command
+#                                      fits a time limit (racecheck of the quick FFT family alone
+#                                      took 100 s on the H200)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT="${OUT:-build/gpu_logs}"
@@ -16,9 +21,11 @@ header() {
 # SKIP_BUILD=1 runs the build/kernel_check that is there (built elsewhere and copied here).
 [ "${SKIP_BUILD:-0}" = 1 ] || make kernel-check DEV_ARCH="${DEV_ARCH:-90}" 2>&1 | tail -20
 SEED="${SEED:-$(date +%s)}"
-{ header; timeout "${CHECK_TIMEOUT:-150}" build/kernel_check --seed "$SEED"; echo "exit status: $?"; } 2>&1 | tee "$OUT/kernel_check.log" | grep -E "FAIL|SUMMARY|exit status|device:" | head -60
-{ header; timeout "${TIME_TIMEOUT:-60}" build/kernel_check --time --seed "$SEED"; timeout "${TIME_TIMEOUT:-60}" build/kernel_check --time-fft; timeout "${TIME_TIMEOUT:-60}" build/kernel_check --time-chain; echo "exit status: $?"; } 2>&1 | tee "$OUT/timing.log"
-{ header; timeout "${CHECK_TIMEOUT:-150}" build/kernel_check --half --seed "$SEED"; echo "exit status: $?"; } 2>&1 | tee "$OUT/kernel_check_half.log" | grep -E "FAIL|SUMMARY|exit status" | head -30
+PARTS=" ${CHECK_PARTS:-check timing half sanitize variants} "
+part() { [[ $PARTS == *" $1 "* ]]; }
+part check && { header; timeout "${CHECK_TIMEOUT:-150}" build/kernel_check --seed "$SEED"; echo "exit status: $?"; } 2>&1 | tee "$OUT/kernel_check.log" | grep -E "FAIL|SUMMARY|exit status|device:" | head -60
+part timing && { header; timeout "${TIME_TIMEOUT:-60}" build/kernel_check --time --seed "$SEED"; timeout "${TIME_TIMEOUT:-60}" build/kernel_check --time-fft; timeout "${TIME_TIMEOUT:-60}" build/kernel_check --time-chain; echo "exit status: $?"; } 2>&1 | tee "$OUT/timing.log"
+part half && { header; timeout "${CHECK_TIMEOUT:-150}" build/kernel_check --half --seed "$SEED"; echo "exit status: $?"; } 2>&1 | tee "$OUT/kernel_check_half.log" | grep -E "FAIL|SUMMARY|exit status" | head -30
 # racecheck tracks every shared-memory access and ran past 100 s on the whole --quick suite, so it
 # runs one family at a time ($RACECHECK_FAMILIES), each within its own $SAN_TIMEOUT.
 sanitize() {  # TOOL FAMILY
@@ -26,14 +33,14 @@ sanitize() {  # TOOL FAMILY
   timeout "${SAN_TIMEOUT:-100}" compute-sanitizer --tool "$1" --error-exitcode 3 build/kernel_check --quick --failures-only --family "$2" --seed "$SEED" 2>&1 | tail -25
   echo "exit status: ${PIPESTATUS[0]}"
 }
-{
+part sanitize && {
   header
   sanitize memcheck all
   for family in ${RACECHECK_FAMILIES:-matmul fft half}; do sanitize racecheck "$family"; done
   sanitize synccheck all
 } 2>&1 | tee "$OUT/sanitizer.log" | grep -E "==|ERROR|SUMMARY|exit status|FAIL" | head -60
 # Tuning builds (make kernel-variants), if present: quick correctness + FFT and matmul timings of each.
-if ls build/variants/kc_* >/dev/null 2>&1; then
+if part variants && ls build/variants/kc_* >/dev/null 2>&1; then
   {
     header
     for b in build/variants/kc_*; do
