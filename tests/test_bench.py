@@ -91,18 +91,24 @@ def check_report(report, cases, modes, repeats):
                        for d in diffs.values()), (where, impl)
 
 
-def test_main_in_process(tmp_path, capsys):
-    json_path, plot_path = tmp_path / "bench.json", tmp_path / "plot.png"
-    argv = ["--cases", TINY_CASES, "--repeats", "2", "--warmup", "3", "--iters", "2",
-            "--device", "cpu", "--tf32", "off", "--no-progress",
-            "--json", str(json_path), "--plot", str(plot_path)]
+def run_main_with_tf32_off(cases, json_path, *extra):
+    """cli.main on the CPU, two samples of two calls per case and mode, TF32 off (restored after);
+    returns its JSON report, checked against the schema."""
+    argv = ["--cases", cases, "--repeats", "2", "--warmup", "3", "--iters", "2",
+            "--device", "cpu", "--tf32", "off", "--no-progress", "--json", str(json_path), *extra]
     tf32 = tf.config.experimental.tensor_float_32_execution_enabled()
     try:
         assert cli.main(argv) == 0
     finally:
         tf.config.experimental.enable_tensor_float_32_execution(tf32)
     report = json.loads(json_path.read_text())
-    check_report(report, TINY_CASES, ["forward", "train"], repeats=2)
+    check_report(report, cases, ["forward", "train"], repeats=2)
+    return report
+
+
+def test_main_in_process(tmp_path, capsys):
+    json_path, plot_path = tmp_path / "bench.json", tmp_path / "plot.png"
+    report = run_main_with_tf32_off(TINY_CASES, json_path, "--plot", str(plot_path))
     assert report["environment"]["tf32_enabled"] is False
     assert report["environment"]["device"] == "/CPU:0"
     out = capsys.readouterr().out
@@ -207,7 +213,8 @@ def test_parse_cases():
 
 @pytest.mark.parametrize("argv", [["--impl", "cudnn"], ["--modes", "backward"],
                                   ["--warmup", "2"], ["--iters", "many"], ["--cases", "1:2"],
-                                  ["--device", "tpu"], ["--device", "gpu:64"]])
+                                  ["--device", "tpu"], ["--device", "gpu:64"],
+                                  ["--steps-per-call", "0"]])
 def test_bad_arguments_exit_with_usage(argv, capsys):
     with pytest.raises(SystemExit) as exit_info:
         cli.parse_args(argv)
@@ -256,6 +263,54 @@ def test_call_timer_separates_issuing_the_calls_from_waiting_for_the_device(monk
     timing = measure.summarize(timer.samples, timer.calls, timer.dispatch)
     assert timing["dispatch_ms"] == pytest.approx(1e3 * dispatch)
     assert "dispatch_ms" not in measure.summarize(timer.samples, timer.calls)
+
+
+def test_call_timer_times_each_step_of_a_call_that_runs_several(monkeypatch):
+    monkeypatch.setattr(measure, "sync_devices", lambda: None)
+    host_s, steps = 0.004, 4
+    timer = measure.CallTimer(lambda: time.sleep(host_s), [()], warmup=1, calls=2,
+                              steps_per_call=steps)
+    timer.sample()
+    (sample,), (dispatch,) = timer.samples, timer.dispatch
+    assert host_s / steps <= dispatch <= sample < host_s
+
+
+@pytest.mark.parametrize("mode", ["forward", "train"])
+def test_steps_per_call_run_one_after_the_other_on_their_own_inputs(mode):
+    """K steps in one call give each input set's own step outputs, and every step's ops wait for
+    the outputs of the step before it (control inputs), as a sequential model's layers do."""
+    case = measure.Case(2, 3, 4, 10, 3, "VALID")
+    with tf.device("/CPU:0"):
+        generator = tf.random.Generator.from_seed(7)
+        sets = measure.make_inputs(case, "NHWC", 3, generator)
+        conv = measure.conv_function("conv2d", "VALID", "NHWC")
+        one = measure.make_step(conv, mode)
+        three = measure.make_step(conv, mode, steps_per_call=3)
+        outputs = three(*sum(sets, ()))
+        per_step = 1 if mode == "forward" else 3
+        assert len(outputs) == 3 * per_step
+        for index, arg_set in enumerate(sets):
+            for got, want in zip(outputs[index * per_step:(index + 1) * per_step], one(*arg_set)):
+                np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-5, atol=1e-6)
+        graph = three.get_concrete_function(*sum(sets, ())).graph
+    convolutions = [op for op in graph.get_operations() if op.type == "Conv2D"]
+    assert len(convolutions) == 3
+    assert not convolutions[0].control_inputs
+    assert all(op.control_inputs for op in convolutions[1:])
+    with pytest.raises(ValueError, match="3 steps take 9 tensors"):
+        three(*sets[0])
+
+
+def test_steps_per_call_option(tmp_path, capsys):
+    report = run_main_with_tf32_off("1:2:3:8:3", tmp_path / "bench.json", "--steps-per-call", "2")
+    assert report["settings"]["steps_per_call"] == 2
+    out = capsys.readouterr().out
+    assert "ms per step: median over 2 samples of N calls between device syncs, each call 2 " \
+           "steps one after the other on their own inputs, divided by 2" in out
+    assert report_module.format_host_bound(
+        [{"case": {"name": "a"}, "mode": "forward",
+          "timings": {"fft": {"median_ms": 0.3, "dispatch_ms": 0.29}}}], "GPU",
+        report_module.timed_unit(report["settings"])).splitlines()[0].endswith("ms per step):")
 
 
 def test_host_bound_columns_are_marked_on_a_gpu_only():

@@ -16,6 +16,9 @@
 #   bench, bench-xla   the benchmark; every step under XLA ($XLA_MODES, default forward,train: the
 #                      forward alone as one compiled program, whose calls may cost the host less
 #                      than four ops of TensorFlow's executor) and the Keras step of a convnet
+#   forward            Mathieu's layer (conv2d and fft, forward and train) one step per call and
+#                      $FORWARD_STEPS (4) steps per call (--steps-per-call: the call's host cost
+#                      shared), each without and with XLA
 #   bench-tf32off      Mathieu's layer with TensorFlow's TF32 switch off (FP32 products, cuDNN's
 #                      FP32 kernels)
 #   reproduce          the Fashion-MNIST reproduction under Keras' defaults
@@ -136,6 +139,16 @@ for step in $steps; do
       log "half precision on a trained LeNet's activations"
       timeout 240 python3 -m tf_fftconv.experiments.half_accuracy --dataset "idx:${DATA_DIR:-.data/fashion-mnist}" \
         --json "$WORK/half_accuracy.json" 2>&1 | tee "$WORK/half_accuracy.log" | tail -16 ;;
+    forward)
+      for xla in "" --xla; do
+        for steps in 1 "${FORWARD_STEPS:-4}"; do
+          name=forward_steps$steps${xla:+_xla}
+          log "bench ${xla:-(no XLA)} --steps-per-call $steps"
+          timeout 200 python3 -m tf_fftconv.bench $xla --cases "${FORWARD_CASES:-128:96:256:32:7}" \
+            --modes forward,train --impl conv2d,fft --steps-per-call "$steps" \
+            --json "$WORK/$name.json" --no-progress 2>&1 | tee "$WORK/$name.log" | tail -6
+        done
+      done ;;
     frames)
       log "frames: Mathieu's layer with SAME padding in frames of ${FRAME_SIZES:-40 48} (38 samples needed)"
       frame_cases=${FRAME_CASES:-128:96:256:32:7:same,128:96:256:32:5:same}

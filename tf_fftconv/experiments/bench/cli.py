@@ -74,6 +74,12 @@ def parse_args(argv=None):
                              "(default auto; 3 with --quick)")
     parser.add_argument("--input-sets", type=int, default=3,
                         help="input sets rotated over between calls (default 3)")
+    parser.add_argument("--steps-per-call", type=int, default=1, metavar="K",
+                        help="steps per timed call: each call of the timed tf.function runs the "
+                             "forward or train step K times, on K input sets, each after the "
+                             "one before, and the times are per step. The call's own host cost "
+                             "(tens to hundreds of microseconds) is then shared by K steps, as in "
+                             "a model whose step holds several layers (default 1)")
     parser.add_argument("--seed", type=int, default=None, help="input seed (default: fresh)")
     parser.add_argument("--quick", action="store_true",
                         help="small shapes and few repeats: a smoke run that fits a CPU")
@@ -135,9 +141,10 @@ def parse_args(argv=None):
             args.iters = int(args.iters)
         except ValueError:
             parser.error(f"--iters must be a positive integer or 'auto', got {args.iters!r}")
-    if args.repeats < 1 or args.warmup < 3 or args.input_sets < 1 or (
+    if args.repeats < 1 or args.warmup < 3 or args.input_sets < 1 or args.steps_per_call < 1 or (
             args.iters is not None and args.iters < 1):
-        parser.error("--repeats, --iters and --input-sets must be >= 1, --warmup >= 3")
+        parser.error("--repeats, --iters, --input-sets and --steps-per-call must be >= 1, "
+                     "--warmup >= 3")
     if args.seed is None:
         args.seed = int.from_bytes(os.urandom(4), "little") >> 1
     return args
@@ -185,9 +192,12 @@ def run(args):
             "warmup": args.warmup,
             "calls_per_sample": args.iters if args.iters is not None else "auto",
             "input_sets": args.input_sets,
+            "steps_per_call": args.steps_per_call,
             "seed": args.seed,
             "sync": "tf.test.experimental.sync_devices",
-            "statistic": "median of per-call times over repeats",
+            "statistic": ("median of per-call times over repeats" if args.steps_per_call == 1
+                          else "median of per-step times (per-call times / steps_per_call) over "
+                               "repeats"),
         },
         "results": [],
     }
@@ -210,7 +220,8 @@ def run(args):
                     data_format=args.data_format, input_sets=args.input_sets,
                     warmup=args.warmup, repeats=args.repeats, calls=args.iters,
                     jit_compile=args.xla, unavailable=unavailable, status=progress.status,
-                    dtype=tf.as_dtype(args.dtype), fft_size=args.fft_size)
+                    dtype=tf.as_dtype(args.dtype), fft_size=args.fft_size,
+                    steps_per_call=args.steps_per_call)
                 if with_floors and mode == "train":
                     with tf.device(args.device):
                         moved = measure.fft_bytes_moved(case, args.data_format,

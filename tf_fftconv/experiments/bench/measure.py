@@ -174,11 +174,13 @@ class CallTimer:
     rotate over `arg_sets` so that no input stays in cache from the call before. `calls=None`
     calibrates: enough calls for a sample of about `target_sample_s`, a multiple of len(arg_sets),
     so that every sample starts on the first set and ends on the last (and the next function's
-    sample, starting on the first, does not begin on the set just read).
+    sample, starting on the first, does not begin on the set just read). `steps_per_call`: steps
+    that one call of `fn` runs (make_step's); the samples are then seconds per step.
     """
 
-    def __init__(self, fn, arg_sets, *, warmup, calls, target_sample_s=0.02, max_calls=1000):
-        self.fn, self.arg_sets = fn, arg_sets
+    def __init__(self, fn, arg_sets, *, warmup, calls, target_sample_s=0.02, max_calls=1000,
+                 steps_per_call=1):
+        self.fn, self.arg_sets, self.steps_per_call = fn, arg_sets, steps_per_call
         sets = len(arg_sets)
         for i in range(max(warmup, sets)):
             fn(*arg_sets[i % sets])
@@ -191,8 +193,8 @@ class CallTimer:
             calls = tuning.calls_per_sample((time.perf_counter() - start) / sets, sets,
                                             target_sample_s, max_calls)
         self.calls = calls
-        self.samples = []       # seconds per call, one per sample
-        # Seconds per call that the host took to issue the sample's calls (the loop, before the
+        self.samples = []       # seconds per call (per step), one per sample
+        # Seconds per call (per step) that the host took to issue the sample's calls (the loop, before the
         # closing sync): the ops enqueue their kernels and return, so where this nears the sample's
         # time the device waited on the host, and the time is the host's, not the kernels'.
         self.dispatch = []
@@ -208,8 +210,9 @@ class CallTimer:
             self._next_call += 1
         issued = time.perf_counter()
         sync_devices()
-        self.samples.append((time.perf_counter() - start) / self.calls)
-        self.dispatch.append((issued - start) / self.calls)
+        steps = self.calls * self.steps_per_call
+        self.samples.append((time.perf_counter() - start) / steps)
+        self.dispatch.append((issued - start) / steps)
         return self.samples[-1]
 
 
@@ -367,27 +370,43 @@ def _reset_peak_memory(device):
         tf.config.experimental.reset_memory_stats(device.split("device:")[-1].lstrip("/"))
 
 
-def make_step(conv, mode, jit_compile=False):
+def make_step(conv, mode, jit_compile=False, steps_per_call=1):
     """A tf.function of (x, w, dy) returning (y,), or (y, dx, dw) for the output gradient dy.
 
     jit_compile=True compiles the whole step with XLA, as Keras does a model's train step: then
     conv2d is XLA's own convolution and fft_conv2d runs through its custom calls.
+    steps_per_call = K > 1: the function takes K input sets one after the other, (x1, w1, dy1, x2,
+    ...), and runs the step on each, every step's ops after the outputs of the step before (as the
+    layers of a sequential model follow each other), returning the K steps' outputs in order. One
+    call's host cost is then shared by K steps, as in a model whose step holds several layers.
     """
-    if mode == "forward":
-        @tf.function(jit_compile=jit_compile)
-        def forward(x, w, dy):
-            del dy
-            return (conv(x, w),)
-        return forward
+    def forward(x, w, dy):
+        del dy
+        return (conv(x, w),)
 
-    @tf.function(jit_compile=jit_compile)
     def train(x, w, dy):
         with tf.GradientTape() as tape:
             tape.watch([x, w])
             y = conv(x, w)
         dx, dw = tape.gradient(y, [x, w], output_gradients=dy)
         return y, dx, dw
-    return train
+
+    one_step = forward if mode == "forward" else train
+    if steps_per_call == 1:
+        return tf.function(one_step, jit_compile=jit_compile)
+
+    @tf.function(jit_compile=jit_compile)
+    def steps(*inputs):
+        if len(inputs) != 3 * steps_per_call:
+            raise ValueError(f"{steps_per_call} steps take {3 * steps_per_call} tensors, got "
+                             f"{len(inputs)}")
+        outputs, previous = (), ()
+        for first in range(0, len(inputs), 3):
+            with tf.control_dependencies(previous):
+                previous = one_step(*inputs[first:first + 3])
+            outputs += previous
+        return outputs
+    return steps
 
 
 def make_inputs(case, data_format, count, generator, dtype=tf.float32):
@@ -442,13 +461,15 @@ def first_line(error):
 
 def run_case(case, mode, impls, *, device, generator, data_format, input_sets, warmup, repeats,
              calls, jit_compile=False, unavailable=None, status=lambda text: None,
-             dtype=tf.float32, fft_size=None):
+             dtype=tf.float32, fft_size=None, steps_per_call=1):
     """Times every implementation on one case and mode; returns the JSON record.
 
     Every implementation is prepared first (its step traced, checked against the first one's
     outputs, warmed up and calibrated), then their samples are taken in turns (`in_turns`).
     `unavailable` maps an implementation that cannot run here to the reason (recorded as skipped);
     `status` is told what is being measured; `fft_size` forces the "fft" implementation's frame.
+    `steps_per_call` > 1: each call runs that many steps (make_step), each on its own input set
+    (`input_sets` calls' worth), and the timings are per step; the first step's outputs are checked.
     """
     unavailable = unavailable or {}
     record = {"case": {**dataclasses.asdict(case), "name": case.name, "spec": case.spec,
@@ -456,7 +477,10 @@ def run_case(case, mode, impls, *, device, generator, data_format, input_sets, w
               "mode": mode, "spatial_gflop": case.spatial_gflop(mode), "samples_interleaved": True,
               "timings": {}, "skipped": {}, "max_rel_diff": {}, "peak_memory_bytes": {}}
     with tf.device(device):
-        arg_sets = make_inputs(case, data_format, input_sets, generator, dtype)
+        arg_sets = make_inputs(case, data_format, input_sets * steps_per_call, generator, dtype)
+        # What each call takes: steps_per_call input sets, flattened (make_step).
+        call_sets = [sum(arg_sets[first:first + steps_per_call], ())
+                     for first in range(0, len(arg_sets), steps_per_call)]
         reference, reference_impl, reference64 = None, None, None
         # impl -> its CallTimer, and the peak memory of its calls so far. Every traced step stays
         # alive until the samples are taken; the input sets are shared.
@@ -468,13 +492,14 @@ def run_case(case, mode, impls, *, device, generator, data_format, input_sets, w
                     record["skipped"][impl] = unavailable[impl]
                     continue
                 step = make_step(conv_function(impl, case.padding, data_format, fft_size), mode,
-                                 jit_compile)
+                                 jit_compile, steps_per_call)
                 try:
                     if impl in PLANNED_IMPLS:
                         record[f"{impl}_plan"] = plan_record(
                             plan_before_tracing(impl, _problem(case, data_format, dtype)))
                     _reset_peak_memory(device)
-                    outputs = step(*arg_sets[0])
+                    outputs = step(*call_sets[0])
+                    outputs = outputs[:len(outputs) // steps_per_call]   # the first step's
                     if reference is None:
                         reference, reference_impl = outputs, impl
                     else:
@@ -490,7 +515,8 @@ def run_case(case, mode, impls, *, device, generator, data_format, input_sets, w
                                 impl: max_rel_diff(outputs, reference64)})
                             _reset_peak_memory(device)   # the float64 step is not this one's
                     del outputs
-                    timers[impl] = CallTimer(step, arg_sets, warmup=warmup, calls=calls)
+                    timers[impl] = CallTimer(step, call_sets, warmup=warmup, calls=calls,
+                                             steps_per_call=steps_per_call)
                     # Inputs of every set included, as for every implementation.
                     peaks[impl] = _peak_memory(device)
                 except (KeyboardInterrupt, SystemExit):
@@ -520,7 +546,7 @@ def run_case(case, mode, impls, *, device, generator, data_format, input_sets, w
             record["timings"][impl] = summarize(timer.samples, timer.calls, timer.dispatch)
             record["peak_memory_bytes"][impl] = peaks[impl]
         record["max_rel_diff_against"] = reference_impl
-        del reference, reference64, arg_sets, timers
+        del reference, reference64, arg_sets, call_sets, timers
     medians = {impl: t["median_ms"] for impl, t in record["timings"].items()}
     record["ratios"] = {
         f"{a}/{b}": (medians[a] / medians[b] if a in medians and b in medians else None)

@@ -103,11 +103,11 @@ def format_auto_summary(results):
     return "\n".join(lines)
 
 
-def format_host_bound(results, device_kind):
+def format_host_bound(results, device_kind, unit="call"):
     """The columns of a GPU run whose time is the host's: where issuing the calls (`dispatch_ms`,
-    the median over the samples) took at least HOST_BOUND_SHARE of the median time per call, a
-    faster kernel would not show in the column. None where no column is so, and on a CPU, whose
-    ops compute as they are issued."""
+    the median over the samples) took at least HOST_BOUND_SHARE of the median time per call (per
+    step: `unit`), a faster kernel would not show in the column. None where no column is so, and
+    on a CPU, whose ops compute as they are issued."""
     if device_kind != "GPU":
         return None
     marked = []
@@ -121,8 +121,25 @@ def format_host_bound(results, device_kind):
     if not marked:
         return None
     return "\n".join([f"host-bound (issuing the calls took at least {HOST_BOUND_SHARE:.0%} of "
-                      "their time, so the device waited on the host; issue ms of ms per call):"]
+                      f"their time, so the device waited on the host; issue ms of ms per {unit}):"]
                      + marked)
+
+
+def timed_unit(settings):
+    """What one time of the tables is for: a call, or a step where a call runs several
+    (--steps-per-call)."""
+    return "step" if settings.get("steps_per_call", 1) > 1 else "call"
+
+
+def _timing_description(settings):
+    """What each time in the table is, and how it was taken."""
+    steps = settings.get("steps_per_call", 1)
+    if steps == 1:
+        return (f"ms per call: median over {settings['repeats']} samples of N calls between "
+                "device syncs")
+    return (f"ms per step: median over {settings['repeats']} samples of N calls between device "
+            f"syncs, each call {steps} steps one after the other on their own inputs, divided "
+            f"by {steps}")
 
 
 def format_report(report):
@@ -136,13 +153,13 @@ def format_report(report):
         f"{settings['data_format']} {settings.get('dtype', 'float32')}, "
         f"{'every step under XLA (jit_compile=True), ' if settings.get('xla') else ''}"
         f"commit {env['git_commit'][:12]}",
-        f"ms per call: median over {settings['repeats']} samples of N calls between device syncs "
-        f"({settings['input_sets']} rotating input sets, {settings['warmup']} warm-up calls"
+        _timing_description(settings) +
+        f" ({settings['input_sets']} rotating input sets, {settings['warmup']} warm-up calls"
         f"{'; the samples of a case and mode taken in turns' if interleaved else ''}); "
         "±: (max - min) / median; auto/best (model/best, tuned/best): auto as FFTConv2D plans it "
         "(from the cost model alone, after tf_fftconv.autotune) against the faster of conv2d and "
         "fft; "
-        "MB: peak device memory of each step, inputs included (GPU only)"
+        "MB: peak device memory of each call, inputs included (GPU only)"
         + (f"; fft floor: the bytes the FFT path's ops move (train mode: each op reading its "
            f"inputs and writing its outputs once) at the copy bandwidth measured in this run, "
            f"{report['copy_bandwidth_bytes_per_s'] / 1e9:.1f} GB/s; % of floor: floor / fft time"
@@ -202,7 +219,7 @@ def format_report(report):
         unique = list(dict.fromkeys(notes))
         lines += [""] + (unique if len(unique) <= 12 else unique[:12] + [
             f"... and {len(unique) - 12} more notes in the JSON file"])
-    for summary in (format_host_bound(report["results"], env["device_kind"]),
+    for summary in (format_host_bound(report["results"], env["device_kind"], timed_unit(settings)),
                     format_auto_summary(report["results"])):
         if summary:
             lines += ["", summary]
@@ -258,7 +275,7 @@ def write_plot(report, path):
                          fontsize=10)
             ax.set_xticks(sorted({r["case"]["kernel"] for r in records}))
             ax.set_xlabel("kernel size k")
-            ax.set_ylabel("ms per call (median; bars min..max)")
+            ax.set_ylabel(f"ms per {timed_unit(report['settings'])} (median; bars min..max)")
             ax.set_ylim(bottom=0)
             ax.grid(True, alpha=0.3)
             ax.legend(fontsize=8)
