@@ -109,3 +109,46 @@ def test_lib_variants_compiles_every_cuda_source_with_the_variants_flags_and_lin
     assert len(link) == 1
     assert all(f"{out_dir}{source}.o" in link[0] for source in sources)
     assert "build/cc/spectral_matmul_gpu.o" in link[0]  # the GPU OpKernels, with CUDA configured
+
+
+def _kernel_check_tree(tmp_path):
+    """A scratch tree with tools/gpu_check.sh, a stand-in kernel check that notes its arguments
+    and a stand-in compute-sanitizer that runs the command it is given."""
+    os.makedirs(tmp_path / "tools")
+    os.makedirs(tmp_path / "build")
+    os.makedirs(tmp_path / "bin")
+    shutil.copy(os.path.join(ROOT, "tools", "gpu_check.sh"), tmp_path / "tools")
+    stand_ins = {
+        "build/kernel_check": '#!/bin/sh\necho "$*" >> "$(dirname "$0")/calls"\n'
+                              'echo "SUMMARY: 1 passed, 0 failed"\n',
+        # compute-sanitizer --tool T --error-exitcode N COMMAND...
+        "bin/compute-sanitizer": '#!/bin/sh\nshift 4\nexec "$@"\n',
+    }
+    for path, text in stand_ins.items():
+        (tmp_path / path).write_text(text)
+        os.chmod(tmp_path / path, 0o755)
+    return tmp_path / "build" / "calls"
+
+
+@pytest.mark.parametrize("parts, expected", [
+    (None, ["", "--time", "--time-fft", "--time-chain", "--half", "--quick"]),
+    ("timing", ["--time", "--time-fft", "--time-chain"]),
+    ("check half", ["", "--half"]),
+    ("sanitize", ["--quick"]),
+])
+def test_gpu_check_runs_the_parts_it_is_given(tmp_path, parts, expected):
+    calls = _kernel_check_tree(tmp_path)
+    env = {**os.environ, "SKIP_BUILD": "1", "OUT": str(tmp_path / "logs"),
+           "PATH": f"{tmp_path / 'bin'}:{os.environ['PATH']}"}
+    env.pop("CHECK_PARTS", None)
+    if parts is not None:
+        env["CHECK_PARTS"] = parts
+    done = subprocess.run(["bash", str(tmp_path / "tools" / "gpu_check.sh")], env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    # Each call's first argument, "" for the whole check (--seed comes first there).
+    first = [line.split()[0] if not line.startswith("--seed") else ""
+             for line in calls.read_text().splitlines()]
+    assert list(dict.fromkeys(first)) == expected
+    if parts == "sanitize":   # memcheck, racecheck of three families, synccheck
+        assert len(first) == 5

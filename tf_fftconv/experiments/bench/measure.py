@@ -193,8 +193,8 @@ class CallTimer:
             calls = tuning.calls_per_sample((time.perf_counter() - start) / sets, sets,
                                             target_sample_s, max_calls)
         self.calls = calls
-        self.samples = []       # seconds per call (per step), one per sample
-        # Seconds per call (per step) that the host took to issue the sample's calls (the loop, before the
+        self.samples = []       # seconds per step (a call's, divided by its steps), one per sample
+        # Seconds per step that the host took to issue the sample's calls (the loop, before the
         # closing sync): the ops enqueue their kernels and return, so where this nears the sample's
         # time the device waited on the host, and the time is the host's, not the kernels'.
         self.dispatch = []
