@@ -13,9 +13,8 @@
 #   tests, sanitize    pytest -m gpu ($TESTS: files or -k selections, default all of tests/);
 #                      compute-sanitizer over the ops inside TensorFlow
 #   kernels            tools/gpu_check.sh (the standalone kernel check and its sanitizer runs)
-#   bench, bench-xla   the benchmark; every step under XLA ($XLA_MODES, default forward,train: the
-#                      forward alone as one compiled program, whose calls may cost the host less
-#                      than four ops of TensorFlow's executor) and the Keras step of a convnet
+#   bench, bench-xla   the benchmark; every train step under XLA and the Keras step of a convnet
+#                      (the forward alone under XLA: the step forward)
 #   forward            Mathieu's layer (conv2d and fft, forward and train) one step per call and
 #                      $FORWARD_STEPS (4) steps per call (--steps-per-call: the call's host cost
 #                      shared), each without and with XLA
@@ -85,7 +84,7 @@ for step in $steps; do
         --impl conv2d,fft --tf32 off --json "$WORK/bench_tf32off.json" --no-progress 2>&1 | tee "$WORK/bench_tf32off.log" | tail -8 ;;
     bench-xla)
       log "bench --xla --model convnet7"
-      timeout 420 python3 -m tf_fftconv.bench --xla --cases "${XLA_CASES:-mathieu,lenet}" --modes "${XLA_MODES:-forward,train}" --model convnet7 \
+      timeout 420 python3 -m tf_fftconv.bench --xla --cases "${XLA_CASES:-mathieu,lenet}" --modes train --model convnet7 \
         --json "$WORK/bench_xla.json" --no-progress 2>&1 | tee "$WORK/bench_xla.log" | tail -25 ;;
     reproduce)
       log reproduce

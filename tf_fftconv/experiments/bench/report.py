@@ -133,10 +133,10 @@ def timed_unit(settings):
 
 def _timing_description(settings):
     """What each time in the table is, and how it was taken."""
-    steps = settings.get("steps_per_call", 1)
-    if steps == 1:
+    if timed_unit(settings) == "call":
         return (f"ms per call: median over {settings['repeats']} samples of N calls between "
                 "device syncs")
+    steps = settings["steps_per_call"]
     return (f"ms per step: median over {settings['repeats']} samples of N calls between device "
             f"syncs, each call {steps} steps one after the other on their own inputs, divided "
             f"by {steps}")
