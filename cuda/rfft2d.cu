@@ -81,6 +81,13 @@ struct Rfft2dArgs {
 #define FFTCONV_RFFT_VECTOR_ZERO 1
 #endif
 
+// Column job 0 (the real columns kx = 0 and S/2) stores kx = S/2 on its own and kx = 0 with the
+// other jobs' stores (TransformColumns); 0 keeps its two stores per bin in a branch of their own
+// (make kernel-variants: n19_job0_apart).
+#ifndef FFTCONV_RFFT_JOB0_SPLIT
+#define FFTCONV_RFFT_JOB0_SPLIT 1
+#endif
+
 // Scalar loads in flight per thread in the stage copy (make kernel-variants).
 #ifndef FFTCONV_RFFT_LOADS
 #define FFTCONV_RFFT_LOADS 16
@@ -303,6 +310,35 @@ __device__ __forceinline__ void TransformColumns(const complex_t<typename detail
   }
   detail::DistributedFft<Real, false, S, L, kLeading>(y, l, G, group_mask);
   Pair* out = spectrum + n;
+#if FFTCONV_RFFT_JOB0_SPLIT
+  if (c == 0) {
+    // Unpack the two real columns: X[ky,0] = (Y + conj(Ym))/2, X[ky,S/2] = (Y - conj(Ym))/2i,
+    // Ym = Y[(S - ky) mod S]. Job 0 stores kx = S/2 here and leaves kx = 0 in y for the stores that
+    // every job runs below: its warp's other jobs then wait through the second column's stores
+    // only, not through a second copy of every store (a warp runs both sides of a branch its lanes
+    // take apart, and in a block of four warps the warp holding job 0 sets the block's pace).
+    C mirror[P];
+#pragma unroll
+    for (int r = 0; r < P; ++r) mirror[r] = detail::MirrorOutput<Real, S, L>(y, r, l, G, group_mask);
+#pragma unroll
+    for (int r = 0; r < P; ++r) {
+      const C m = mirror[r];
+      if (image_valid) {
+        detail::StoreStreaming(out + detail::SpectrumIndex(S, Layout::OutputIndex(r, l), kHalf, a.images, 0),
+                               StoredSpectrum<Pair>(C{out_scale * (y[r].y + m.y), out_scale * (m.x - y[r].x)},
+                                                    a.round_tf32));
+      }
+      y[r] = C{y[r].x + m.x, y[r].y - m.y};
+    }
+  }
+  if (image_valid) {
+#pragma unroll
+    for (int r = 0; r < P; ++r) {
+      detail::StoreStreaming(out + detail::SpectrumIndex(S, Layout::OutputIndex(r, l), c, a.images, 0),
+                             StoredSpectrum<Pair>(detail::CScale(y[r], out_scale), a.round_tf32));
+    }
+  }
+#else
   if (c != 0) {
     if (image_valid) {
 #pragma unroll
@@ -328,6 +364,7 @@ __device__ __forceinline__ void TransformColumns(const complex_t<typename detail
       }
     }
   }
+#endif
 }
 
 // input: the images in Io; spectrum: [bins, images] of Storage<Io>::Pair. Shape: a detail::BlockShape.
