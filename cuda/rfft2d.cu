@@ -82,8 +82,8 @@ struct Rfft2dArgs {
 #endif
 
 // Column job 0 (the real columns kx = 0 and S/2) stores kx = S/2 on its own and kx = 0 with the
-// other jobs' stores (TransformColumns); 0 keeps its two stores per bin in a branch of their own
-// (make kernel-variants: n19_job0_apart).
+// other jobs' stores (TransformColumns); 0 keeps its two stores per bin in a branch of their own,
+// as before 3de422a (make kernel-variants: n19_job0_apart).
 #ifndef FFTCONV_RFFT_JOB0_SPLIT
 #define FFTCONV_RFFT_JOB0_SPLIT 1
 #endif
@@ -310,6 +310,15 @@ __device__ __forceinline__ void TransformColumns(const complex_t<typename detail
   }
   detail::DistributedFft<Real, false, S, L, kLeading>(y, l, G, group_mask);
   Pair* out = spectrum + n;
+  // Stores y, scaled, as the bins (ky, kx) of image n.
+  const auto store_column = [&](int kx) {
+    if (!image_valid) return;
+#pragma unroll
+    for (int r = 0; r < P; ++r) {
+      detail::StoreStreaming(out + detail::SpectrumIndex(S, Layout::OutputIndex(r, l), kx, a.images, 0),
+                             StoredSpectrum<Pair>(detail::CScale(y[r], out_scale), a.round_tf32));
+    }
+  };
 #if FFTCONV_RFFT_JOB0_SPLIT
   if (c == 0) {
     // Unpack the two real columns: X[ky,0] = (Y + conj(Ym))/2, X[ky,S/2] = (Y - conj(Ym))/2i,
@@ -331,25 +340,12 @@ __device__ __forceinline__ void TransformColumns(const complex_t<typename detail
       y[r] = C{y[r].x + m.x, y[r].y - m.y};
     }
   }
-  if (image_valid) {
-#pragma unroll
-    for (int r = 0; r < P; ++r) {
-      detail::StoreStreaming(out + detail::SpectrumIndex(S, Layout::OutputIndex(r, l), c, a.images, 0),
-                             StoredSpectrum<Pair>(detail::CScale(y[r], out_scale), a.round_tf32));
-    }
-  }
+  store_column(c);
 #else
+  // Variant n19_job0_apart, as before 3de422a: job 0 stores both columns in a branch of its own.
   if (c != 0) {
-    if (image_valid) {
-#pragma unroll
-      for (int r = 0; r < P; ++r) {
-        detail::StoreStreaming(out + detail::SpectrumIndex(S, Layout::OutputIndex(r, l), c, a.images, 0),
-                               StoredSpectrum<Pair>(detail::CScale(y[r], out_scale), a.round_tf32));
-      }
-    }
+    store_column(c);
   } else {
-    // Unpack the two real columns: X[ky,0] = (Y + conj(Ym))/2, X[ky,S/2] = (Y - conj(Ym))/2i,
-    // Ym = Y[(S - ky) mod S].
 #pragma unroll
     for (int r = 0; r < P; ++r) {
       const C m = detail::MirrorOutput<Real, S, L>(y, r, l, G, group_mask);
