@@ -203,7 +203,8 @@ $(CHECK_DIR)/%.o: cuda/%.cu $(CU_DEPS)
 VARIANTS := n0_default n1_f3_i2 n2_lanes2 n3_mixed n4_no_large n5_loads32 n6_streaming n7_nhwc_inv16 n8_no_pipeline n10_no_inv_pipeline n11_scalar_zero n12_no_tf32_spectra \
             m2_tile32 m3_tile48 m4_tile64 m5_stages2 m6_stages4 m7_noswap m8_bk32 m9_evict_first \
             m11_tf32_rna m12_tf32_no_round s0_simt_four s1_simt128x64 s2_simt128x32 s3_simt64x64 \
-            n13_large_before n14_lanes2_g8 n15_lanes2_g4 n16_no_leading n17_no_kept n18_no_dependent n19_job0_apart
+            n13_large_before n14_lanes2_g8 n15_lanes2_g4 n16_no_leading n17_no_kept n18_no_dependent n19_job0_apart \
+            n20_stage_padded
 VARIANT_FLAGS_n0_default :=
 VARIANT_FLAGS_n1_f3_i2   := -DFFTCONV_SHAPE_float_32_FWD=10803 -DFFTCONV_SHAPE_float_32_INV=21602
 VARIANT_FLAGS_n2_lanes2  := -DFFTCONV_SHAPE_float_32_FWD=20804 -DFFTCONV_SHAPE_float_32_INV=20804 \
@@ -240,6 +241,9 @@ VARIANT_FLAGS_n18_no_dependent := -DFFTCONV_DEPENDENT_LAUNCH=0
 # The forward's column job 0 with both of its stores in a branch of its own, apart from the other
 # jobs' stores (a warp holding job 0 and other jobs runs both).
 VARIANT_FLAGS_n19_job0_apart := -DFFTCONV_RFFT_JOB0_SPLIT=0
+# The forward's NHWC stage (plan 0) with padded rows, 16-byte aligned, instead of swizzled columns
+# in 128-byte aligned rows (PixelMajorStage in cuda/fft_common.cuh).
+VARIANT_FLAGS_n20_stage_padded := -DFFTCONV_STAGE_SWIZZLE=0
 VARIANT_FLAGS_m2_tile32  := -DFFTCONV_TF32_TILE=32
 VARIANT_FLAGS_m3_tile48  := -DFFTCONV_TF32_TILE=48
 VARIANT_FLAGS_m4_tile64  := -DFFTCONV_TF32_TILE=64

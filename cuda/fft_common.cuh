@@ -655,18 +655,40 @@ inline StageIndex MakeStageIndex(int rows, int cols, int images_per_block, int l
 }
 
 // Pixel-major stage of NHWC images: [row r][col c][image i], strides (row_stride, G, 1), so that four
-// consecutive channels of a pixel are one 16-byte copy; image_stride is 1. A warp's row reads (G
-// images x L lanes x 32/(G*L) row jobs on rows two apart) hit distinct banks when 2 * row_stride =
-// G * L (mod 32); rows stay 16-byte aligned when G * L is a multiple of 8.
-inline StageIndex MakePixelMajorStageIndex(int cols, int images_per_block, int lanes) {
-  StageIndex s;
-  s.image_stride = 1;
-  s.row_stride = PadToResidue(cols * images_per_block, (images_per_block * lanes / 2) % 16, 16);
-  return s;
-}
-template <bool kPixelMajor, int G>
+// consecutive channels of a pixel are one 16-byte copy; image_stride is 1. A warp's row reads are G
+// images x L lanes (G * L consecutive floats of a row) x J = 32 / (G * L) row jobs, the jobs on the
+// row pairs (2j, 2j + 1) of J consecutive j. Two ways keep those J jobs on distinct banks:
+//   swizzled (kSwizzled): rows unpadded, row_stride = S * G, and column c of stage row r stored at
+//     Column(r, c) = c ^ (L * ((r / 2) % J)): job j's reads move by (j % J) * G * L floats (mod 32).
+//     Rows start 128-byte aligned (S * G a multiple of 32), so a pixel's 16-byte copies land where
+//     their global sectors do: Nsight Compute counted 24 shared-memory wavefronts per warp of copies
+//     into the padded rows (Mathieu's x, S = 32, G = 8) against 16 sectors read (benchmarks/NOTES.md).
+//     The XOR stays inside aligned blocks of L * J = 32 / G columns, so the frame's first S (or
+//     LeadingValues) columns stay the first ones, as the zero fill and the row pass take them.
+//   padded (otherwise, or FFTCONV_STAGE_SWIZZLE=0): 2 * row_stride = G * L (mod 32); rows are then
+//     16-byte aligned (G * L a multiple of 8) and Column(r, c) = c.
+#ifndef FFTCONV_STAGE_SWIZZLE
+#define FFTCONV_STAGE_SWIZZLE 1
+#endif
+template <int S, int G, int L>
+struct PixelMajorStage {
+  static constexpr int kJobsPerWarp = G * L < 32 ? 32 / (G * L) : 1;
+  static constexpr int kBlockCols = L * kJobsPerWarp;  // columns a swizzle permutes among
+  static constexpr bool kSwizzled = FFTCONV_STAGE_SWIZZLE && kJobsPerWarp > 1 && S % kBlockCols == 0 &&
+                                    LeadingValues<S, L>() % kBlockCols == 0;
+  // Stage row r's swizzle in [0, J): the column block offset of its reads, in units of L columns.
+  __host__ __device__ __forceinline__ static int Swizzle(int r) { return kSwizzled ? (r >> 1) & (kJobsPerWarp - 1) : 0; }
+  __host__ __device__ __forceinline__ static int Column(int r, int c) { return c ^ (L * Swizzle(r)); }
+  static StageIndex Make() {
+    StageIndex s;
+    s.image_stride = 1;
+    s.row_stride = kSwizzled ? S * G : PadToResidue(S * G, (G * L / 2) % 16, 16);
+    return s;
+  }
+};
+template <bool kPixelMajor, int S, int G, int L>
 __host__ __device__ __forceinline__ int StageAt(const StageIndex& s, int i, int r, int c) {
-  return kPixelMajor ? r * s.row_stride + c * G + i : s.At(i, r, c);
+  return kPixelMajor ? r * s.row_stride + PixelMajorStage<S, G, L>::Column(r, c) * G + i : s.At(i, r, c);
 }
 
 // Zeroes `bytes` (a multiple of 4) of shared memory with the block's threads.

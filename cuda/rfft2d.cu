@@ -44,7 +44,7 @@ struct Rfft2dArgs {
   bool pipelined;             // plan 0: persistent blocks, two buffers, cp.async (Rfft2dPipelinedKernel)
   bool vector_io;             // 16-byte global loads in the stage copy (float4; plan 0: NHWC only)
   detail::StageIndex stage;   // plan 1: frames, S x S; plan 0: stage_rows frame rows x S columns,
-                              // pixel-major for NHWC (MakePixelMajorStageIndex)
+                              // pixel-major for NHWC (PixelMajorStage)
   int stage_elements;         // G * stage.image_stride
   int stage_row0;             // plan 0: frame row of stage row 0 (2 * pair_begin)
   int stage_rows;             // plan 0: 2 * (pair_end - pair_begin)
@@ -448,10 +448,10 @@ __global__ void __launch_bounds__(Shape::kThreads, Shape::kMinBlocks)
 //         aligned); a warp copies 128 consecutive bytes.
 //   NHWC (kPixelMajor): 16 bytes, four channels of a pixel, where the channels and the input allow
 //         (a.vector_io); else 4 bytes.
-template <bool kPixelMajor, int G, int S, int kThreads>
+template <bool kPixelMajor, int G, int S, int L, int kThreads>
 __device__ __forceinline__ void StageGroupAsync(const float* __restrict__ input, float* stage, const Rfft2dArgs& a,
                                                 int g, int tid) {
-  const auto at = [&](int i, int r, int c) { return detail::StageAt<kPixelMajor, G>(a.stage, i, r, c); };
+  const auto at = [&](int i, int r, int c) { return detail::StageAt<kPixelMajor, S, G, L>(a.stage, i, r, c); };
   const int n0 = g * G;
   const int nvalid = min(G, a.images - n0);
   const int hw = a.height * a.width;
@@ -506,8 +506,11 @@ __device__ __forceinline__ void StageGroupAsync(const float* __restrict__ input,
     // run from (offset_w + width) * G to read_cols * G. Both are zeroed 16 bytes at a time, consecutive
     // threads on consecutive quads (the one-float stores below put a warp's 32 stores G floats apart:
     // an 8-way bank conflict at G = 8). Rows are 16-byte aligned when row_stride % 4 == 0
-    // (MakePixelMajorStageIndex with G * L a multiple of 8, every shape plan 0 takes).
+    // (PixelMajorStage: swizzled, or padded with G * L a multiple of 8: every shape plan 0 takes). A
+    // quad k of frame column k / kQuadsPerPixel lies at that column's swizzled place; whole rows are
+    // zeroed as they are (the swizzle permutes their first read_cols columns among themselves).
     if (a.stage.row_stride % 4 == 0) {
+      using Stage = detail::PixelMajorStage<S, G, L>;
       constexpr int kQuadsPerPixel = G / 4;
       const float4 zero = make_float4(0.f, 0.f, 0.f, 0.f);
       if (a.width < a.read_cols) {
@@ -517,7 +520,8 @@ __device__ __forceinline__ void StageGroupAsync(const float* __restrict__ input,
           int h, k;
           a.div_pad_quads.DivMod(e, h, k);  // image row h, k-th quad outside the image in it
           float4* row = reinterpret_cast<float4*>(stage + (top + h) * a.stage.row_stride);
-          row[k < left_quads ? k : k + image_quads] = zero;
+          const int quad = k < left_quads ? k : k + image_quads;
+          row[Stage::Column(top + h, quad / kQuadsPerPixel) * kQuadsPerPixel + quad % kQuadsPerPixel] = zero;
         }
       }
       const int row_quads = a.read_cols * kQuadsPerPixel;
@@ -573,7 +577,7 @@ __global__ void __launch_bounds__(Shape::kThreads, (detail::PipelinedMinBlocks<S
 
   detail::RunPipelinedGroups(
       buffers, a.buffer_elements, a.groups,
-      [&](float* buffer, int g) { StageGroupAsync<kPixelMajor, G, S, kThreads>(input, buffer, a, g, tid); },
+      [&](float* buffer, int g) { StageGroupAsync<kPixelMajor, G, S, L, kThreads>(input, buffer, a, g, tid); },
       [&](float* buffer, int g) {
         const int n = g * G + i;
         const bool image_valid = n < a.images;
@@ -584,14 +588,32 @@ __global__ void __launch_bounds__(Shape::kThreads, (detail::PipelinedMinBlocks<S
           constexpr int kCols = decltype(cols)::value;
           C x[P];
           if (row_active) {
-            constexpr int kColStride = kPixelMajor ? G : 1;
-            const float* row_a = buffer + detail::StageAt<kPixelMajor, G>(a.stage, i, 2 * j - a.stage_row0, 0);
-            const float* row_b = row_a + a.stage.row_stride;
+            const int r = 2 * j - a.stage_row0;  // stage rows r and r + 1
+            if constexpr (kPixelMajor) {
+              // Lane l's values p sit in column p * L + l, stored at (p ^ m) * L + l (m the rows'
+              // swizzle, PixelMajorStage): one pointer per residue p % J, so that every load is a
+              // pointer plus a constant (the row stride too, where the stage is swizzled).
+              using Stage = detail::PixelMajorStage<S, G, L>;
+              constexpr int J = Stage::kSwizzled ? Stage::kJobsPerWarp : 1;
+              const int row_stride = Stage::kSwizzled ? S * G : a.stage.row_stride;
+              const int m = Stage::Swizzle(r);
+              const float* lane = buffer + r * row_stride + l * G + i;
+              const float* base[J];
 #pragma unroll
-            for (int p = 0; p < P; ++p) {
-              x[p] = p < kCols / L ? C{row_a[Layout::InputIndex(p, l) * kColStride],
-                                       row_b[Layout::InputIndex(p, l) * kColStride]}
-                                   : C{0.f, 0.f};
+              for (int k = 0; k < J; ++k) base[k] = lane + (k ^ m) * L * G;
+#pragma unroll
+              for (int p = 0; p < P; ++p) {
+                const float* at = base[p % J] + (p / J) * J * L * G;
+                x[p] = p < kCols / L ? C{at[0], at[row_stride]} : C{0.f, 0.f};
+              }
+            } else {
+              const float* row_a = buffer + a.stage.At(i, r, 0);
+              const float* row_b = row_a + a.stage.row_stride;
+#pragma unroll
+              for (int p = 0; p < P; ++p) {
+                x[p] = p < kCols / L ? C{row_a[Layout::InputIndex(p, l)], row_b[Layout::InputIndex(p, l)]}
+                                     : C{0.f, 0.f};
+              }
             }
           }
           __syncthreads();  // the stage is overwritten by row_specs
@@ -660,7 +682,7 @@ Rfft2dArgs PlanRfft2d(const Rfft2dParams& p, const void* input, int compute_capa
       a.stage_row0 = 2 * a.pair_begin;
       a.stage_rows = 2 * (a.pair_end - a.pair_begin);
       if (p.nhwc) {
-        a.stage = detail::MakePixelMajorStageIndex(S, G, L);
+        a.stage = detail::PixelMajorStage<S, G, L>::Make();
         a.stage_elements = a.stage_rows * a.stage.row_stride;
         a.vector_io = G % 4 == 0 && (reinterpret_cast<uintptr_t>(input) & 15) == 0 && p.channels % 4 == 0 &&
                       a.stage.row_stride % 4 == 0;
