@@ -48,7 +48,8 @@ struct Rfft2dArgs {
   int stage_elements;         // G * stage.image_stride
   int stage_row0;             // plan 0: frame row of stage row 0 (2 * pair_begin)
   int stage_rows;             // plan 0: 2 * (pair_end - pair_begin)
-  int buffer_elements;        // plan 0: floats per buffer (its stage or its row spectra), a multiple of 4
+  int buffer_elements;        // plan 0: floats per buffer (its stage or its row spectra), a multiple of
+                              // 4 (NCHW) or 32 (NHWC)
   int groups;                 // groups of G images, ceil(images / G)
   int persistent_blocks;      // plan 0: the grid, blocks resident at once (fewer than groups)
   int slot_stride;            // row spectra: [slot][pair j][image i], slot stride (complex)
@@ -691,7 +692,11 @@ Rfft2dArgs PlanRfft2d(const Rfft2dParams& p, const void* input, int compute_capa
         a.stage_elements = G * a.stage.image_stride;
       }
       const int specs_elements = static_cast<int>(specs_bytes / sizeof(float));
-      a.buffer_elements = (std::max(a.stage_elements, specs_elements) + 3) / 4 * 4;
+      // A multiple of 4 floats for the 16-byte copies; in NHWC of 32, so that the second buffer's
+      // rows are 128-byte aligned like the first's, as PixelMajorStage's swizzled rows need (the
+      // NHWC buffers of every shape built today were such multiples already).
+      const int align = p.nhwc ? 32 : 4;
+      a.buffer_elements = (std::max(a.stage_elements, specs_elements) + align - 1) / align * align;
       *smem = 2 * sizeof(float) * static_cast<size_t>(a.buffer_elements);
       a.persistent_blocks = detail::PipelinedGrid<S, Shape>(a.groups, multiprocessors, max_smem, *smem);
       if (a.persistent_blocks > 0) {
