@@ -591,9 +591,10 @@ __global__ void __launch_bounds__(Shape::kThreads, (detail::PipelinedMinBlocks<S
           if (row_active) {
             const int r = 2 * j - a.stage_row0;  // stage rows r and r + 1
             if constexpr (kPixelMajor) {
-              // Lane l's values p sit in column p * L + l, stored at (p ^ m) * L + l (m the rows'
-              // swizzle, PixelMajorStage): one pointer per residue p % J, so that every load is a
-              // pointer plus a constant (the row stride too, where the stage is swizzled).
+              // Lane l's values p sit in column p * L + l (FftLayout::InputIndex), stored at
+              // (p ^ m) * L + l (m the rows' swizzle, PixelMajorStage): one pointer per residue
+              // p % J, so that every load is a pointer plus a constant (the row stride too, where
+              // the stage is swizzled).
               using Stage = detail::PixelMajorStage<S, G, L>;
               constexpr int J = Stage::kSwizzled ? Stage::kJobsPerWarp : 1;
               const int row_stride = Stage::kSwizzled ? S * G : a.stage.row_stride;
