@@ -10,6 +10,8 @@
 #                       link nothing (what CI does to keep them building on a host without a GPU)
 #   make kernel-check   the standalone CUDA kernel check, build/kernel_check, for DEV_ARCH
 #                       (run it on a GPU host: tools/gpu_check.sh)
+#   make stage-layout-check  the host-side check of the forward's NHWC stage layout (PixelMajorStage),
+#                       build/stage_layout_check (no GPU: tests/test_stage_layout.py runs it)
 #   make cpu-kernel-check  the standalone CPU kernel check and timer, build/cpu_kernel_check
 #                       (cc/tests/cpu_kernel_check.cc with cc/cpu_kernels.cc; no TensorFlow library)
 #   make kernel-variants  tuning builds of the kernel check with other FFT block shapes,
@@ -111,7 +113,7 @@ else
   CONFIG    := cpu
 endif
 
-.PHONY: setup build cpu dev cuda-check kernel-check kernel-variants lib-variants cpu-kernel-check test clean info
+.PHONY: setup build cpu dev cuda-check kernel-check kernel-variants lib-variants cpu-kernel-check stage-layout-check test clean info
 .DEFAULT_GOAL := build
 
 build: info $(LIB) $(INFO)
@@ -194,6 +196,14 @@ $(CHECK_DIR)/kernel_check.o: cuda/tests/kernel_check.cu $(CU_DEPS)
 $(CHECK_DIR)/%.o: cuda/%.cu $(CU_DEPS)
 	@mkdir -p $(dir $@)
 	$(CHECK_NVCC) -c $< -o $@
+
+# The forward's NHWC stage layout, checked on the host: no kernels, no GPU (seconds to build).
+# VARIANT=<name> builds it with that tuning variant's flags (VARIANTS below), e.g. n20_stage_padded.
+stage-layout-check: $(BUILD)/stage_layout_check
+
+$(BUILD)/stage_layout_check: cuda/tests/stage_layout_check.cu $(CU_DEPS)
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVCC_BASE) $(VARIANT_FLAGS_$(VARIANT)) -o $@ $<
 
 # Kernel shapes to time against the defaults (make kernel-variants VARIANTS="..." builds a subset):
 # FFT block shapes as FFTCONV_SHAPE_<real>_<S>_<FWD|INV>[_LARGE[_NHWC]] overrides L * 10000 + G * 100
@@ -299,7 +309,7 @@ endef
 $(foreach kernel,$(CU_SRCS:cuda/%.cu=%),$(eval $(call lib_variant_kernel_rule,$(kernel))))
 endif
 else
-cuda-check kernel-check kernel-variants lib-variants:
+cuda-check kernel-check kernel-variants lib-variants stage-layout-check:
 	@echo "error: nvcc not found (make $@ compiles CUDA code)"; exit 1
 endif
 

@@ -679,6 +679,15 @@ struct PixelMajorStage {
   // Stage row r's swizzle in [0, J): the column block offset of its reads, in units of L columns.
   __host__ __device__ __forceinline__ static int Swizzle(int r) { return kSwizzled ? (r >> 1) & (kJobsPerWarp - 1) : 0; }
   __host__ __device__ __forceinline__ static int Column(int r, int c) { return c ^ (L * Swizzle(r)); }
+  // The row pass's loads of lane l's values p (column p * L + l, FftLayout::InputIndex) in stage row r:
+  // kReadPointers pointers, pointer k at ReadPointer(k, Swizzle(r)) past the lane's own start (row r,
+  // column l, image i), and value p at pointer p % kReadPointers plus ReadStep(p), a constant; the
+  // same place as StageAt (tests/test_stage_layout.py checks it).
+  static constexpr int kReadPointers = kSwizzled ? kJobsPerWarp : 1;
+  __host__ __device__ __forceinline__ static int ReadPointer(int k, int m) { return (k ^ m) * L * G; }
+  __host__ __device__ __forceinline__ static constexpr int ReadStep(int p) {
+    return p / kReadPointers * kReadPointers * L * G;
+  }
   static StageIndex Make() {
     StageIndex s;
     s.image_stride = 1;

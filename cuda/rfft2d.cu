@@ -592,20 +592,20 @@ __global__ void __launch_bounds__(Shape::kThreads, (detail::PipelinedMinBlocks<S
             const int r = 2 * j - a.stage_row0;  // stage rows r and r + 1
             if constexpr (kPixelMajor) {
               // Lane l's values p sit in column p * L + l (FftLayout::InputIndex), stored at
-              // (p ^ m) * L + l (m the rows' swizzle, PixelMajorStage): one pointer per residue
-              // p % J, so that every load is a pointer plus a constant (the row stride too, where
-              // the stage is swizzled).
+              // (p ^ m) * L + l (m the rows' swizzle): one pointer per residue p % J, so that every
+              // load is a pointer plus a constant (the row stride too, where the stage is swizzled;
+              // PixelMajorStage's ReadPointer and ReadStep).
               using Stage = detail::PixelMajorStage<S, G, L>;
-              constexpr int J = Stage::kSwizzled ? Stage::kJobsPerWarp : 1;
+              constexpr int J = Stage::kReadPointers;
               const int row_stride = Stage::kSwizzled ? S * G : a.stage.row_stride;
               const int m = Stage::Swizzle(r);
               const float* lane = buffer + r * row_stride + l * G + i;
               const float* base[J];
 #pragma unroll
-              for (int k = 0; k < J; ++k) base[k] = lane + (k ^ m) * L * G;
+              for (int k = 0; k < J; ++k) base[k] = lane + Stage::ReadPointer(k, m);
 #pragma unroll
               for (int p = 0; p < P; ++p) {
-                const float* at = base[p % J] + (p / J) * J * L * G;
+                const float* at = base[p % J] + Stage::ReadStep(p);
                 x[p] = p < kCols / L ? C{at[0], at[row_stride]} : C{0.f, 0.f};
               }
             } else {

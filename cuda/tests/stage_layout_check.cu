@@ -1,0 +1,141 @@
+// Host-side check of the forward transforms' pixel-major (NHWC) stage, PixelMajorStage in
+// cuda/fft_common.cuh, for every forward block shape (FftShape, and LargeShape for NHWC) of every
+// frame size: no GPU needed, so it runs where the tests run (tests/test_stage_layout.py, through
+// `make stage-layout-check`). For each shape it checks:
+//   - each stage row's columns are a permutation of the frame's S columns that keeps the first
+//     LeadingValues (the pruned row pass) and each lane's columns (c mod L) in place;
+//   - the row pass's pointer arithmetic (ReadPointer, ReadStep) finds every value where StageAt puts
+//     it, in both rows of a pair;
+//   - a warp's row-pass loads (G images x L lanes x the row jobs of a warp) hit 32 distinct banks for
+//     every value p, whatever frame row pair the warp starts at;
+//   - swizzled stages keep rows 128-byte aligned and a pixel's four-channel quads 16-byte aligned.
+// Prints one line per shape and a SUMMARY; exits 1 on any failure.
+#include <cstdio>
+#include <set>
+#include <utility>
+
+#include "cuda/fft_common.cuh"
+
+namespace {
+
+using fftconv::cuda::detail::BlockShape;
+using fftconv::cuda::detail::FftShape;
+using fftconv::cuda::detail::LargeShape;
+using fftconv::cuda::detail::LeadingValues;
+using fftconv::cuda::detail::PixelMajorStage;
+using fftconv::cuda::detail::StageAt;
+using fftconv::cuda::detail::StageIndex;
+
+int failures = 0, checked = 0;
+
+#define EXPECT(cond, ...)                       \
+  do {                                          \
+    if (!(cond)) {                              \
+      if (++failures <= 20) {                   \
+        std::printf("FAIL S=%d G=%d L=%d: ", S, G, L); \
+        std::printf(__VA_ARGS__);               \
+        std::printf("\n");                      \
+      }                                         \
+    }                                           \
+  } while (0)
+
+template <int S, typename Shape>
+void CheckShape(const char* which) {
+  constexpr int G = Shape::kImagesPerBlock, L = Shape::kLanes;
+  if constexpr (G * L <= 32 && G >= 4) {  // the shapes whose NHWC stage is pixel-major in plan 0
+    using Stage = PixelMajorStage<S, G, L>;
+    const StageIndex s = Stage::Make();
+    constexpr int P = S / L;
+    constexpr int J = Stage::kReadPointers;
+    constexpr int kLeading = LeadingValues<S, L>();
+    const int rows = 2 * Stage::kJobsPerWarp + 4;
+    // Columns: a permutation per row, the leading ones and the lanes kept.
+    for (int r = 0; r < rows; ++r) {
+      std::set<int> seen;
+      for (int c = 0; c < S; ++c) {
+        const int to = Stage::Column(r, c);
+        seen.insert(to);
+        EXPECT(to >= 0 && to < S, "row %d column %d stored at column %d, outside the frame", r, c, to);
+        EXPECT(to % L == c % L, "row %d column %d moved to another lane (%d)", r, c, to);
+        if (c < kLeading) {
+          EXPECT(to < kLeading, "row %d leading column %d stored past the leading ones (%d)", r, c, to);
+        }
+      }
+      EXPECT(static_cast<int>(seen.size()) == S, "row %d: columns not a permutation", r);
+    }
+    // The row pass's pointers against StageAt, and the banks of a warp's loads.
+    for (int row0 = 0; row0 < 2 * Stage::kJobsPerWarp; row0 += 2) {  // stage row of the warp's first job
+      for (int p = 0; p < P; ++p) {
+        std::set<int> banks_a, banks_b;
+        for (int lane = 0; lane < 32; ++lane) {
+          const int i = lane % G, l = (lane / G) % L, job = lane / (G * L);
+          const int r = row0 + 2 * job;  // stage rows r, r + 1 of the job's pair
+          const int at_a = StageAt<true, S, G, L>(s, i, r, p * L + l);
+          const int at_b = StageAt<true, S, G, L>(s, i, r + 1, p * L + l);
+          const int row_stride = Stage::kSwizzled ? S * G : s.row_stride;
+          const int lane_start = r * row_stride + l * G + i;
+          const int pointer = lane_start + Stage::ReadPointer(p % J, Stage::Swizzle(r));
+          EXPECT(pointer + Stage::ReadStep(p) == at_a, "row %d value %d lane %d image %d: the pointers find %d, StageAt %d",
+                 r, p, l, i, pointer + Stage::ReadStep(p), at_a);
+          EXPECT(pointer + Stage::ReadStep(p) + row_stride == at_b, "row %d value %d lane %d image %d: the pair's second row",
+                 r + 1, p, l, i);
+          banks_a.insert(at_a % 32);
+          banks_b.insert(at_b % 32);
+        }
+        EXPECT(banks_a.size() == 32 && banks_b.size() == 32,
+               "warp from stage row %d, value %d: %zu and %zu distinct banks of 32", row0, p, banks_a.size(),
+               banks_b.size());
+      }
+    }
+    if (Stage::kSwizzled) {
+      EXPECT(s.row_stride * 4 % 128 == 0, "swizzled rows of %d floats are not 128-byte aligned", s.row_stride);
+    }
+    // A pixel's quads (four channels, one 16-byte copy) stay together and aligned.
+    for (int r = 0; r < rows; ++r) {
+      for (int c = 0; c < S; ++c) {
+        for (int i = 0; i < G; i += 4) {
+          const int at = StageAt<true, S, G, L>(s, i, r, c);
+          const int last = StageAt<true, S, G, L>(s, i + 3, r, c);
+          EXPECT(at % 4 == 0, "row %d column %d images %d..%d: quad not 16-byte aligned (%d)", r, c, i, i + 3, at);
+          EXPECT(last == at + 3, "row %d column %d: a quad split", r, c);
+        }
+      }
+    }
+    ++checked;
+    std::printf("S=%-3d G=%-3d L=%d %-8s %s, row stride %d\n", S, G, L, which,
+                Stage::kSwizzled ? "swizzled" : "padded", s.row_stride);
+  }
+}
+
+template <int S>
+void CheckSize() {
+  CheckShape<S, FftShape<float, S, false>>("ordinary");
+  CheckShape<S, LargeShape<float, S, false, true>>("large");
+}
+
+}  // namespace
+
+int main() {
+  CheckSize<2>();
+  CheckSize<4>();
+  CheckSize<6>();
+  CheckSize<8>();
+  CheckSize<10>();
+  CheckSize<12>();
+  CheckSize<16>();
+  CheckSize<20>();
+  CheckSize<24>();
+  CheckSize<32>();
+  CheckSize<40>();
+  CheckSize<48>();
+  CheckSize<64>();
+  CheckSize<80>();
+  CheckSize<96>();
+  CheckSize<128>();
+  // The tuning variants' shapes of the 32 frame (Makefile VARIANTS: two lanes, four images).
+  CheckShape<32, BlockShape<32, 2, 8, 4>>("lanes2");
+  CheckShape<32, BlockShape<32, 2, 4, 4>>("lanes2g4");
+  CheckShape<16, BlockShape<16, 2, 16, 4>>("lanes2");
+  std::printf("SUMMARY: %d shapes checked, %d failures\n", checked, failures);
+  return failures == 0 && checked > 0 ? 0 : 1;
+}

@@ -1,0 +1,31 @@
+"""The forward transforms' NHWC stage layout (PixelMajorStage in cuda/fft_common.cuh), checked on
+the host: `make stage-layout-check` builds cuda/tests/stage_layout_check.cu with nvcc (host code only,
+no GPU needed) for the default swizzled layout and, with VARIANT=n20_stage_padded, the padded one.
+The program checks, for every forward block shape, that each stage row's columns are a permutation
+that keeps the leading columns and the lanes, that the row pass's pointers find each value where the
+copies put it, that a warp's row-pass loads hit 32 distinct banks, and the alignment of rows and
+16-byte quads."""
+
+import os
+import shutil
+import subprocess
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
+@pytest.mark.parametrize("variant, layout", [("", "swizzled"), ("n20_stage_padded", "padded")])
+def test_stage_layout_holds_for_every_forward_shape(tmp_path, variant, layout):
+    binary = tmp_path / "stage_layout_check"
+    built = subprocess.run(
+        ["make", "--no-print-directory", "-B", "stage-layout-check", f"BUILD={tmp_path}",
+         f"VARIANT={variant}"],
+        cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert built.returncode == 0, built.stdout + built.stderr
+    done = subprocess.run([str(binary)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stdout
+    assert "0 failures" in done.stdout
+    # The 32 frame's forward (Mathieu's layer) is among the shapes, in the layout asked for.
+    assert any(line.startswith("S=32 ") and layout in line for line in done.stdout.splitlines())
