@@ -676,14 +676,19 @@ struct PixelMajorStage {
   static constexpr int kBlockCols = L * kJobsPerWarp;  // columns a swizzle permutes among
   static constexpr bool kSwizzled = FFTCONV_STAGE_SWIZZLE && kJobsPerWarp > 1 && S % kBlockCols == 0 &&
                                     LeadingValues<S, L>() % kBlockCols == 0;
+  static constexpr int kReadPointers = kSwizzled ? kJobsPerWarp : 1;
   // Stage row r's swizzle in [0, J): the column block offset of its reads, in units of L columns.
-  __host__ __device__ __forceinline__ static int Swizzle(int r) { return kSwizzled ? (r >> 1) & (kJobsPerWarp - 1) : 0; }
+  __host__ __device__ __forceinline__ static int Swizzle(int r) { return (r >> 1) & (kReadPointers - 1); }
   __host__ __device__ __forceinline__ static int Column(int r, int c) { return c ^ (L * Swizzle(r)); }
   // The row pass's loads of lane l's values p (column p * L + l, FftLayout::InputIndex) in stage row r:
-  // kReadPointers pointers, pointer k at ReadPointer(k, Swizzle(r)) past the lane's own start (row r,
-  // column l, image i), and value p at pointer p % kReadPointers plus ReadStep(p), a constant; the
-  // same place as StageAt (tests/test_stage_layout.py checks it).
-  static constexpr int kReadPointers = kSwizzled ? kJobsPerWarp : 1;
+  // kReadPointers pointers, pointer k at ReadPointer(k, Swizzle(r)) past the lane's own start
+  // LaneStart (row r, column l, image i), and value p at pointer p % kReadPointers plus ReadStep(p), a
+  // constant; the same place as StageAt (tests/test_stage_layout.py checks it). The rows are
+  // RowStride apart: S * G, a constant, where the stage is swizzled.
+  __host__ __device__ __forceinline__ static int RowStride(const StageIndex& s) { return kSwizzled ? S * G : s.row_stride; }
+  __host__ __device__ __forceinline__ static int LaneStart(int row_stride, int r, int l, int i) {
+    return r * row_stride + l * G + i;
+  }
   __host__ __device__ __forceinline__ static int ReadPointer(int k, int m) { return (k ^ m) * L * G; }
   __host__ __device__ __forceinline__ static constexpr int ReadStep(int p) {
     return p / kReadPointers * kReadPointers * L * G;

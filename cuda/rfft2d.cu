@@ -597,9 +597,9 @@ __global__ void __launch_bounds__(Shape::kThreads, (detail::PipelinedMinBlocks<S
               // PixelMajorStage's ReadPointer and ReadStep).
               using Stage = detail::PixelMajorStage<S, G, L>;
               constexpr int J = Stage::kReadPointers;
-              const int row_stride = Stage::kSwizzled ? S * G : a.stage.row_stride;
+              const int row_stride = Stage::RowStride(a.stage);
               const int m = Stage::Swizzle(r);
-              const float* lane = buffer + r * row_stride + l * G + i;
+              const float* lane = buffer + Stage::LaneStart(row_stride, r, l, i);
               const float* base[J];
 #pragma unroll
               for (int k = 0; k < J; ++k) base[k] = lane + Stage::ReadPointer(k, m);

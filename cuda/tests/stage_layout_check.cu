@@ -73,8 +73,8 @@ void CheckShape(const char* which) {
           const int r = row0 + 2 * job;  // stage rows r, r + 1 of the job's pair
           const int at_a = StageAt<true, S, G, L>(s, i, r, p * L + l);
           const int at_b = StageAt<true, S, G, L>(s, i, r + 1, p * L + l);
-          const int row_stride = Stage::kSwizzled ? S * G : s.row_stride;
-          const int lane_start = r * row_stride + l * G + i;
+          const int row_stride = Stage::RowStride(s);
+          const int lane_start = Stage::LaneStart(row_stride, r, l, i);
           const int pointer = lane_start + Stage::ReadPointer(p % J, Stage::Swizzle(r));
           EXPECT(pointer + Stage::ReadStep(p) == at_a, "row %d value %d lane %d image %d: the pointers find %d, StageAt %d",
                  r, p, l, i, pointer + Stage::ReadStep(p), at_a);
