@@ -202,6 +202,14 @@ constexpr int TwiddleBase() {
   return IsRadix3FftSize(S) ? kMaxFftSize3 : IsRadix5FftSize(S) ? kMaxFftSize5 : kMaxFftSize;
 }
 
+// Twiddles of a t known at compile time (MulTwiddle) as instruction immediates: 1 (default) reads them
+// from constexpr copies of the tables, whose loads the compiler folds once t is unrolled to a constant;
+// 0 reads the __constant__ tables (a constant-bank load per use: their values may change at run time,
+// so they never fold), as before (make kernel-variants: n21_twiddle_bank).
+#ifndef FFTCONV_TWIDDLE_IMMEDIATE
+#define FFTCONV_TWIDDLE_IMMEDIATE 1
+#endif
+
 // W_N^t for 0 <= t < N.
 template <typename Real, int N>
 __device__ __forceinline__ complex_t<Real> TwiddleOf(int t) {
@@ -213,6 +221,27 @@ __device__ __forceinline__ complex_t<Real> TwiddleOf(int t) {
   }
 }
 
+// W_N^t for a t that folds to a constant after unrolling: the same values as TwiddleOf, from constexpr
+// arrays (a t that did not fold would copy them to local memory: MulTwiddleDynamic is for those).
+template <typename Real, int N>
+__device__ __forceinline__ complex_t<Real> ImmediateTwiddleOf(int t) {
+  static_assert(N == 128 || N == 96 || N == 80, "twiddle tables exist for N = 128, 96 and 80");
+#define FFTCONV_TWIDDLE_RE(c, s) static_cast<Real>(c),
+#define FFTCONV_TWIDDLE_IM(c, s) static_cast<Real>(s),
+  if constexpr (N == 128) {
+    constexpr Real kRe[N] = {FFTCONV_TWIDDLE_128(FFTCONV_TWIDDLE_RE)}, kIm[N] = {FFTCONV_TWIDDLE_128(FFTCONV_TWIDDLE_IM)};
+    return {kRe[t], kIm[t]};
+  } else if constexpr (N == 96) {
+    constexpr Real kRe[N] = {FFTCONV_TWIDDLE_96(FFTCONV_TWIDDLE_RE)}, kIm[N] = {FFTCONV_TWIDDLE_96(FFTCONV_TWIDDLE_IM)};
+    return {kRe[t], kIm[t]};
+  } else {
+    constexpr Real kRe[N] = {FFTCONV_TWIDDLE_80(FFTCONV_TWIDDLE_RE)}, kIm[N] = {FFTCONV_TWIDDLE_80(FFTCONV_TWIDDLE_IM)};
+    return {kRe[t], kIm[t]};
+  }
+#undef FFTCONV_TWIDDLE_RE
+#undef FFTCONV_TWIDDLE_IM
+}
+
 // z * W_N^t (forward) or z * conj(W_N^t) (inverse), t >= 0. Meant for t that folds to a constant.
 template <typename Real, bool kInverse, int N>
 __device__ __forceinline__ complex_t<Real> MulTwiddle(complex_t<Real> z, int t) {
@@ -222,7 +251,7 @@ __device__ __forceinline__ complex_t<Real> MulTwiddle(complex_t<Real> z, int t) 
   if (t == N / 2) return C{-z.x, -z.y};
   if (t == N / 4) return kInverse ? C{-z.y, z.x} : C{z.y, -z.x};  // * (+i) or * (-i)
   if (t == 3 * N / 4) return kInverse ? C{z.y, -z.x} : C{-z.y, z.x};
-  C w = TwiddleOf<Real, N>(t);
+  C w = FFTCONV_TWIDDLE_IMMEDIATE ? ImmediateTwiddleOf<Real, N>(t) : TwiddleOf<Real, N>(t);
   if (kInverse) w.y = -w.y;
   return CMul(z, w);
 }
