@@ -628,6 +628,26 @@ struct FastDivmod {
   }
 };
 
+// Pixels first, first + step, first + 2 step, ... of an image `width` pixels wide as (row h, column w),
+// advanced by additions. The NHWC copy loops walk a group's pixels so: a division per pixel made them
+// reload the divisor's constants from the kernel's parameters on every pixel, where Nsight Compute
+// found x's and dx's warps waiting (benchmarks/NOTES.md).
+struct PixelWalk {
+  int h, w, step_h, step_w;  // step = step_h * width + step_w, 0 <= step_w < width
+  __device__ __forceinline__ PixelWalk(const FastDivmod& div_width, int first, int step) {
+    div_width.DivMod(first, h, w);
+    div_width.DivMod(step, step_h, step_w);
+  }
+  __device__ __forceinline__ void Next(int width) {
+    h += step_h;
+    w += step_w;
+    if (w >= width) {
+      w -= width;
+      ++h;
+    }
+  }
+};
+
 // ---------------------------------------------------------------------------------------------
 // Offsets. Every tensor, spectrum and shared-memory offset used by the FFT kernels comes from here.
 //

@@ -45,6 +45,7 @@ struct Irfft2dArgs {
   bool pipelined;             // plan 0: persistent blocks, two buffers, cp.async (Irfft2dPipelinedKernel)
   bool vector_io;             // float4 global stores in the stage copy
   bool copy16;                // plan 0: 16-byte copies of the spectrum (two images; 8 bytes otherwise)
+  bool pixel_major;           // plan 0, NHWC: the stage pixel-major (InverseStageAt)
   detail::StageIndex stage;   // window rows (rounded up to even) x S frame columns
   int row_stride;             // column results: [row][column job c][image i], row stride (complex)
   int chunk_rows;             // plan 2: window rows per block (even unless it covers the window)
@@ -70,14 +71,42 @@ struct Irfft2dArgs {
 #define FFTCONV_IRFFT_PIPELINE 1
 #endif
 
+// Plan 0's stage of NHWC outputs pixel-major (InverseStageAt); 0 keeps it image-major as plans 1 and
+// 2 have it (make kernel-variants: n22_inv_stage_image_major).
+#ifndef FFTCONV_IRFFT_PIXEL_MAJOR
+#define FFTCONV_IRFFT_PIXEL_MAJOR 1
+#endif
+
+// The stage's element (image i, window row r, frame column c):
+//   image-major (plans 1 and 2, NCHW):  i * image_stride + r * row_stride + c (MakeStageIndex's strides:
+//                 the row pass's stores on distinct banks);
+//   pixel-major (kPixelMajor; plan 0, NHWC): r * row_stride + c * G + i, image_stride 1: a pixel's G
+//                 channels are consecutive, so that the store copies four of them with one 16-byte
+//                 shared-memory load (image-major took four loads, at 2-way bank conflicts between the
+//                 quads of a warp: benchmarks/NOTES.md), and row_stride = G * L / 2 (mod 16)
+//                 (MakePixelMajorInverseStage) keeps the row pass's stores on distinct banks.
+template <bool kPixelMajor, int G>
+__host__ __device__ __forceinline__ int InverseStageAt(const detail::StageIndex& s, int i, int r, int c) {
+  return kPixelMajor ? r * s.row_stride + c * G + i : s.At(i, r, c);
+}
+
+inline detail::StageIndex MakePixelMajorInverseStage(int cols, int images_per_block, int lanes) {
+  const int gl = images_per_block * lanes;
+  detail::StageIndex s;
+  s.image_stride = 1;
+  s.row_stride = gl < 32 ? detail::PadToResidue(cols * images_per_block, (gl / 2) % 16, 16) : cols * images_per_block;
+  return s;
+}
+
 // Copies the output windows from the stage (window row h, frame column offset_w + w) to global memory.
-template <typename Io, typename Real, int G, int kThreads>
+template <typename Io, typename Real, int G, int kThreads, bool kPixelMajor = false>
 __device__ __forceinline__ void StoreStage(const Real* stage, Io* __restrict__ output, const Irfft2dArgs& a,
                                            int n0, int nvalid) {
   const int tid = threadIdx.x;
   const int hw = a.out_h * a.out_w;
-  const Real* window = stage + a.offset_w;
-  if (!a.nhwc) {
+  const Real* window = stage + InverseStageAt<kPixelMajor, G>(a.stage, 0, 0, a.offset_w);
+  const auto at = [&](int i, int h, int w) { return InverseStageAt<kPixelMajor, G>(a.stage, i, h, w); };
+  if (!kPixelMajor && !a.nhwc) {
     // NCHW: the block's output images are one contiguous run of nvalid * out_h * out_w values.
     Io* dst = output + static_cast<size_t>(n0) * hw;
     const int total = nvalid * hw;
@@ -123,13 +152,13 @@ __device__ __forceinline__ void StoreStage(const Real* stage, Io* __restrict__ o
         int b, c;
         a.div_channels.DivMod(n0 + i, b, c);
         float* dst = output + static_cast<size_t>(b) * hw * a.channels + c;
-        for (int pix = tid / kQuads; pix < hw; pix += kThreads / kQuads) {
-          int h, w;
-          a.div_w.DivMod(pix, h, w);
-          const float* src = window + a.stage.At(i, h, w);
-          detail::StoreStreaming<true>(reinterpret_cast<float4*>(dst + static_cast<size_t>(pix) * a.channels),
-                                 make_float4(src[0], src[a.stage.image_stride], src[2 * a.stage.image_stride],
-                                             src[3 * a.stage.image_stride]));
+        detail::PixelWalk walk(a.div_w, tid / kQuads, kThreads / kQuads);
+        for (int pix = tid / kQuads; pix < hw; pix += kThreads / kQuads, walk.Next(a.out_w)) {
+          const float* src = window + at(i, walk.h, walk.w);
+          const float4 quad = kPixelMajor ? *reinterpret_cast<const float4*>(src)
+                                          : make_float4(src[0], src[a.stage.image_stride], src[2 * a.stage.image_stride],
+                                                        src[3 * a.stage.image_stride]);
+          detail::StoreStreaming<true>(reinterpret_cast<float4*>(dst + static_cast<size_t>(pix) * a.channels), quad);
         }
         return;
       }
@@ -139,11 +168,10 @@ __device__ __forceinline__ void StoreStage(const Real* stage, Io* __restrict__ o
     int b, c;
     a.div_channels.DivMod(n0 + i, b, c);
     Io* dst = output + static_cast<size_t>(b) * hw * a.channels + c;
-    for (int pix = tid / G; pix < hw; pix += kThreads / G) {
-      int h, w;
-      a.div_w.DivMod(pix, h, w);
+    detail::PixelWalk walk(a.div_w, tid / G, kThreads / G);
+    for (int pix = tid / G; pix < hw; pix += kThreads / G, walk.Next(a.out_w)) {
       detail::StoreStreaming<true>(dst + static_cast<size_t>(pix) * a.channels,
-                             detail::ToStorage<Io>(window[a.stage.At(i, h, w)]));
+                             detail::ToStorage<Io>(window[at(i, walk.h, walk.w)]));
     }
   }
 }
@@ -212,32 +240,33 @@ __device__ __forceinline__ void LoadRowPair(const complex_t<Real>* columns, int 
 
 // Row pass, stores: the inverse of pair q (window rows 2q and 2q + 1) into the stage, scaled; frame
 // columns below kKept only (the window's, when kKept < S).
-template <typename Real, int S, int L, int G, int kKept>
+template <typename Real, int S, int L, int G, int kKept, bool kPixelMajor>
 __device__ __forceinline__ void StageRowPair(complex_t<Real> (&x)[S / L], Real* stage, const detail::StageIndex& si,
                                              int q, int i, int l, unsigned group_mask, Real scale) {
   using Layout = detail::FftLayout<S, L>;
   constexpr int P = S / L;
+  constexpr int kColumnStride = kPixelMajor ? G : 1;
   detail::DistributedFft<Real, true, S, L, S, kKept>(x, l, G, group_mask);
-  Real* row_a = stage + si.At(i, 2 * q, 0);
+  Real* row_a = stage + InverseStageAt<kPixelMajor, G>(si, i, 2 * q, 0);
   Real* row_b = row_a + si.row_stride;  // exists: stage rows are rounded up to even
 #pragma unroll
   for (int r = 0; r < P; ++r) {
     if (r % (S / kKept) != 0) continue;  // an output past kKept (DifStagesKeeping)
     const int w = Layout::OutputIndex(r, l);
-    row_a[w] = x[r].x * scale;
-    row_b[w] = x[r].y * scale;
+    row_a[w * kColumnStride] = x[r].x * scale;
+    row_b[w * kColumnStride] = x[r].y * scale;
   }
 }
 
 // The row pass's transform and stores with or without the kept-columns pruning (a.keep_cols).
-template <typename Real, int S, int L, int G>
+template <typename Real, int S, int L, int G, bool kPixelMajor = false>
 __device__ __forceinline__ void StageRowPairOf(const Irfft2dArgs& a, complex_t<Real> (&x)[S / L], Real* stage, int q,
                                                int i, int l, unsigned group_mask, Real scale) {
   constexpr int kKept = detail::KeptOutputs<S, L>();
   if (kKept < S && a.keep_cols) {
-    StageRowPair<Real, S, L, G, kKept>(x, stage, a.stage, q, i, l, group_mask, scale);
+    StageRowPair<Real, S, L, G, kKept, kPixelMajor>(x, stage, a.stage, q, i, l, group_mask, scale);
   } else {
-    StageRowPair<Real, S, L, G, S>(x, stage, a.stage, q, i, l, group_mask, scale);
+    StageRowPair<Real, S, L, G, S, kPixelMajor>(x, stage, a.stage, q, i, l, group_mask, scale);
   }
 }
 
@@ -368,7 +397,7 @@ __device__ __forceinline__ void CopySpectrumAsync(const float2* __restrict__ spe
 // is copied into the other of two shared-memory buffers by cp.async, so the loads are in flight
 // during the transforms instead of in a phase of their own. Each buffer holds in turn a group's
 // spectrum ([bin][image], complex), its column results (columns, as in Irfft2dKernel) and its stage.
-template <int S, typename Shape>
+template <int S, typename Shape, bool kPixelMajor>
 __global__ void __launch_bounds__(Shape::kThreads, (detail::PipelinedMinBlocks<S, Shape>()))
     Irfft2dPipelinedKernel(const float2* __restrict__ spectrum, float* __restrict__ output, const Irfft2dArgs a) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
@@ -419,10 +448,10 @@ __global__ void __launch_bounds__(Shape::kThreads, (detail::PipelinedMinBlocks<S
         C x[P];
         LoadRowPair<float, S, L, G>(columns, a.row_stride, buf_a, buf_b, i, l, x);
         __syncthreads();  // the column results are overwritten by the stage
-        if (row_active) StageRowPairOf<float, S, L, G>(a, x, buffer, q, i, l, group_mask, scale);
+        if (row_active) StageRowPairOf<float, S, L, G, kPixelMajor>(a, x, buffer, q, i, l, group_mask, scale);
         __syncthreads();
         const int n0 = g * G;
-        StoreStage<float, float, G, kThreads>(buffer, output, a, n0, min(G, a.images - n0));
+        StoreStage<float, float, G, kThreads, kPixelMajor>(buffer, output, a, n0, min(G, a.images - n0));
       });
 #endif
 }
@@ -454,6 +483,7 @@ Irfft2dArgs PlanIrfft2d(const Irfft2dParams& p, const void* spectrum, const void
   a.buffer_elements = 0;
   a.persistent_blocks = 0;
   a.copy16 = false;
+  a.pixel_major = false;
   const size_t row_bytes = sizeof(complex_t<Real>) * static_cast<size_t>(a.row_stride);
 
   // Plan 1: all S frame rows of the column results, then the stage, in the same memory.
@@ -468,11 +498,23 @@ Irfft2dArgs PlanIrfft2d(const Irfft2dParams& p, const void* spectrum, const void
   a.pipelined = false;
   if constexpr (FFTCONV_IRFFT_PIPELINE && std::is_same<Io, float>::value && detail::kPipelinable<S, Shape>) {
     if (compute_capability >= 80) {
+      // NHWC: the pixel-major stage (InverseStageAt), in buffers of whole 128-byte lines.
+      const bool pixel_major = FFTCONV_IRFFT_PIXEL_MAJOR && p.nhwc;
+      const detail::StageIndex pixel_stage = MakePixelMajorInverseStage(S, G, L);
+      const size_t pixel_stage_bytes = sizeof(float) * static_cast<size_t>((p.out_h + 1) & ~1) * pixel_stage.row_stride;
+      const size_t plan1_bytes = pixel_major ? std::max(columns_bytes, pixel_stage_bytes) : *smem;
       const size_t spectrum_bytes = sizeof(float2) * static_cast<size_t>(NumBins(S)) * G;
-      const size_t buffer_bytes = ((std::max(*smem, spectrum_bytes) + 15) / 16) * 16;
+      const size_t align = pixel_major ? 128 : 16;
+      const size_t buffer_bytes = ((std::max(plan1_bytes, spectrum_bytes) + align - 1) / align) * align;
       a.persistent_blocks = detail::PipelinedGrid<S, Shape>(a.groups, multiprocessors, max_smem, 2 * buffer_bytes);
       if (a.persistent_blocks > 0) {
         a.pipelined = true;
+        if (pixel_major) {
+          a.pixel_major = true;
+          a.stage = pixel_stage;
+          // 16-byte loads of a pixel's quads need rows of whole quads (G * L / 2 = 2 (mod 16) has none).
+          a.vector_io = a.vector_io && pixel_stage.row_stride % 4 == 0;
+        }
         a.buffer_elements = static_cast<int>(buffer_bytes / sizeof(float));
         a.copy16 = (reinterpret_cast<uintptr_t>(spectrum) & 15) == 0 && a.images % 2 == 0;
         *smem = 2 * buffer_bytes;
@@ -498,7 +540,9 @@ int LaunchIrfft2dShaped(const Irfft2dArgs& a, size_t smem, const Io* spectrum, I
   using Block = detail::BlockShapeOf<S, Shape>;
   if constexpr (std::is_same<Io, float>::value && detail::kPipelinable<S, Shape>) {
     if (a.pipelined) {
-      return detail::LaunchWithSharedMemory(Irfft2dPipelinedKernel<S, Block>, dim3(a.persistent_blocks),
+      // The stage layout is the kernel's (a.stage holds its strides): pixel-major for NHWC.
+      const auto kernel = a.pixel_major ? Irfft2dPipelinedKernel<S, Block, true> : Irfft2dPipelinedKernel<S, Block, false>;
+      return detail::LaunchWithSharedMemory(kernel, dim3(a.persistent_blocks),
                                             Shape::kThreads, smem, stream, reinterpret_cast<const float2*>(spectrum),
                                             output, a);
     }

@@ -478,11 +478,10 @@ __device__ __forceinline__ void StageGroupAsync(const float* __restrict__ input,
           int b, c;
           a.div_channels.DivMod(n0 + i, b, c);
           const float* src = input + static_cast<size_t>(b) * hw * a.channels + c;
-          for (int pix = tid / kQuads; pix < hw; pix += kThreads / kQuads) {
-            int h, w;
-            a.div_w.DivMod(pix, h, w);
-            detail::CpAsync<16>(stage + at(i, top + h, a.offset_w + w), src + static_cast<size_t>(pix) * a.channels,
-                                16);
+          detail::PixelWalk walk(a.div_w, tid / kQuads, kThreads / kQuads);
+          for (int pix = tid / kQuads; pix < hw; pix += kThreads / kQuads, walk.Next(a.width)) {
+            detail::CpAsync<16>(stage + at(i, top + walk.h, a.offset_w + walk.w),
+                                src + static_cast<size_t>(pix) * a.channels, 16);
           }
         }
         copied = true;
@@ -493,10 +492,10 @@ __device__ __forceinline__ void StageGroupAsync(const float* __restrict__ input,
       int b, c;
       a.div_channels.DivMod(n0 + i, b, c);
       const float* src = input + static_cast<size_t>(b) * hw * a.channels + c;
-      for (int pix = tid / G; pix < hw; pix += kThreads / G) {
-        int h, w;
-        a.div_w.DivMod(pix, h, w);
-        detail::CpAsync<4>(stage + at(i, top + h, a.offset_w + w), src + static_cast<size_t>(pix) * a.channels, 4);
+      detail::PixelWalk walk(a.div_w, tid / G, kThreads / G);
+      for (int pix = tid / G; pix < hw; pix += kThreads / G, walk.Next(a.width)) {
+        detail::CpAsync<4>(stage + at(i, top + walk.h, a.offset_w + walk.w),
+                           src + static_cast<size_t>(pix) * a.channels, 4);
       }
     }
   }
