@@ -11,6 +11,7 @@
 #   make kernel-check   the standalone CUDA kernel check, build/kernel_check, for DEV_ARCH
 #                       (run it on a GPU host: tools/gpu_check.sh)
 #   make stage-layout-check  the host-side check of the forward's NHWC stage layout (PixelMajorStage),
+#                       and of the inverse's (InverseStageAt), and PixelWalk against division,
 #                       build/stage_layout_check (no GPU: tests/test_stage_layout.py runs it)
 #   make cpu-kernel-check  the standalone CPU kernel check and timer, build/cpu_kernel_check
 #                       (cc/tests/cpu_kernel_check.cc with cc/cpu_kernels.cc; no TensorFlow library)
@@ -258,7 +259,7 @@ VARIANT_FLAGS_n20_stage_padded := -DFFTCONV_STAGE_SWIZZLE=0
 # instead of folded into the instructions as immediates (FFTCONV_TWIDDLE_IMMEDIATE in fft_common.cuh).
 VARIANT_FLAGS_n21_twiddle_bank := -DFFTCONV_TWIDDLE_IMMEDIATE=0
 # The inverse's NHWC stage (plan 0) image-major, as plans 1 and 2 have it, instead of pixel-major
-# (InverseStageAt in cuda/irfft2d.cu).
+# (InverseStageAt in cuda/fft_common.cuh).
 VARIANT_FLAGS_n22_inv_stage_image_major := -DFFTCONV_IRFFT_PIXEL_MAJOR=0
 VARIANT_FLAGS_m2_tile32  := -DFFTCONV_TF32_TILE=32
 VARIANT_FLAGS_m3_tile48  := -DFFTCONV_TF32_TILE=48

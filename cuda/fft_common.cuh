@@ -516,8 +516,8 @@ struct FftLayout {
   static_assert(IsFftSize(S) && (L & (L - 1)) == 0 && S % L == 0 && kPerLane % 2 == 0 &&
                     kPerLane % OddFftFactor(S) == 0,
                 "lanes per transform");
-  __device__ __forceinline__ static int InputIndex(int p, int l) { return p * L + l; }
-  __device__ __forceinline__ static int OutputIndex(int r, int l) {
+  __host__ __device__ __forceinline__ static int InputIndex(int p, int l) { return p * L + l; }
+  __host__ __device__ __forceinline__ static int OutputIndex(int r, int l) {
     return DigitReverse(r, kPerLane) + kPerLane * BitReverse(l, L);
   }
 };
@@ -634,11 +634,11 @@ struct FastDivmod {
 // found x's and dx's warps waiting (benchmarks/NOTES.md).
 struct PixelWalk {
   int h, w, step_h, step_w;  // step = step_h * width + step_w, 0 <= step_w < width
-  __device__ __forceinline__ PixelWalk(const FastDivmod& div_width, int first, int step) {
+  __host__ __device__ __forceinline__ PixelWalk(const FastDivmod& div_width, int first, int step) {
     div_width.DivMod(first, h, w);
     div_width.DivMod(step, step_h, step_w);
   }
-  __device__ __forceinline__ void Next(int width) {
+  __host__ __device__ __forceinline__ void Next(int width) {
     h += step_h;
     w += step_w;
     if (w >= width) {
@@ -752,6 +752,29 @@ struct PixelMajorStage {
 template <bool kPixelMajor, int S, int G, int L>
 __host__ __device__ __forceinline__ int StageAt(const StageIndex& s, int i, int r, int c) {
   return kPixelMajor ? r * s.row_stride + PixelMajorStage<S, G, L>::Column(r, c) * G + i : s.At(i, r, c);
+}
+
+// The inverse's stage element (image i, window row r, frame column c):
+//   image-major (plans 1 and 2, NCHW):  i * image_stride + r * row_stride + c (MakeStageIndex's strides:
+//                 the row pass's stores on distinct banks);
+//   pixel-major (kPixelMajor; plan 0, NHWC): r * row_stride + c * G + i, image_stride 1: a pixel's G
+//                 channels are consecutive, so that the store copies four of them with one 16-byte
+//                 shared-memory load (image-major took four loads, at 2-way bank conflicts between the
+//                 quads of a warp: benchmarks/NOTES.md), and row_stride = G * L / 2 (mod 16)
+//                 (MakePixelMajorInverseStage) keeps the row pass's stores, G images x L lanes x the
+//                 row jobs of a warp on rows two apart, on distinct banks
+//                 (cuda/tests/stage_layout_check.cu checks it).
+template <bool kPixelMajor, int G>
+__host__ __device__ __forceinline__ int InverseStageAt(const StageIndex& s, int i, int r, int c) {
+  return kPixelMajor ? r * s.row_stride + c * G + i : s.At(i, r, c);
+}
+
+inline StageIndex MakePixelMajorInverseStage(int cols, int images_per_block, int lanes) {
+  const int gl = images_per_block * lanes;
+  StageIndex s;
+  s.image_stride = 1;
+  s.row_stride = gl < 32 ? PadToResidue(cols * images_per_block, (gl / 2) % 16, 16) : cols * images_per_block;
+  return s;
 }
 
 // Zeroes `bytes` (a multiple of 4) of shared memory with the block's threads.

@@ -45,7 +45,7 @@ struct Irfft2dArgs {
   bool pipelined;             // plan 0: persistent blocks, two buffers, cp.async (Irfft2dPipelinedKernel)
   bool vector_io;             // float4 global stores in the stage copy
   bool copy16;                // plan 0: 16-byte copies of the spectrum (two images; 8 bytes otherwise)
-  bool pixel_major;           // plan 0, NHWC: the stage pixel-major (InverseStageAt)
+  bool pixel_major;           // plan 0, NHWC: the stage pixel-major (detail::InverseStageAt)
   detail::StageIndex stage;   // window rows (rounded up to even) x S frame columns
   int row_stride;             // column results: [row][column job c][image i], row stride (complex)
   int chunk_rows;             // plan 2: window rows per block (even unless it covers the window)
@@ -71,32 +71,11 @@ struct Irfft2dArgs {
 #define FFTCONV_IRFFT_PIPELINE 1
 #endif
 
-// Plan 0's stage of NHWC outputs pixel-major (InverseStageAt); 0 keeps it image-major as plans 1 and
-// 2 have it (make kernel-variants: n22_inv_stage_image_major).
+// Plan 0's stage of NHWC outputs pixel-major (detail::InverseStageAt in fft_common.cuh); 0 keeps it
+// image-major as plans 1 and 2 have it (make kernel-variants: n22_inv_stage_image_major).
 #ifndef FFTCONV_IRFFT_PIXEL_MAJOR
 #define FFTCONV_IRFFT_PIXEL_MAJOR 1
 #endif
-
-// The stage's element (image i, window row r, frame column c):
-//   image-major (plans 1 and 2, NCHW):  i * image_stride + r * row_stride + c (MakeStageIndex's strides:
-//                 the row pass's stores on distinct banks);
-//   pixel-major (kPixelMajor; plan 0, NHWC): r * row_stride + c * G + i, image_stride 1: a pixel's G
-//                 channels are consecutive, so that the store copies four of them with one 16-byte
-//                 shared-memory load (image-major took four loads, at 2-way bank conflicts between the
-//                 quads of a warp: benchmarks/NOTES.md), and row_stride = G * L / 2 (mod 16)
-//                 (MakePixelMajorInverseStage) keeps the row pass's stores on distinct banks.
-template <bool kPixelMajor, int G>
-__host__ __device__ __forceinline__ int InverseStageAt(const detail::StageIndex& s, int i, int r, int c) {
-  return kPixelMajor ? r * s.row_stride + c * G + i : s.At(i, r, c);
-}
-
-inline detail::StageIndex MakePixelMajorInverseStage(int cols, int images_per_block, int lanes) {
-  const int gl = images_per_block * lanes;
-  detail::StageIndex s;
-  s.image_stride = 1;
-  s.row_stride = gl < 32 ? detail::PadToResidue(cols * images_per_block, (gl / 2) % 16, 16) : cols * images_per_block;
-  return s;
-}
 
 // Copies the output windows from the stage (window row h, frame column offset_w + w) to global memory.
 template <typename Io, typename Real, int G, int kThreads, bool kPixelMajor = false>
@@ -104,8 +83,8 @@ __device__ __forceinline__ void StoreStage(const Real* stage, Io* __restrict__ o
                                            int n0, int nvalid) {
   const int tid = threadIdx.x;
   const int hw = a.out_h * a.out_w;
-  const Real* window = stage + InverseStageAt<kPixelMajor, G>(a.stage, 0, 0, a.offset_w);
-  const auto at = [&](int i, int h, int w) { return InverseStageAt<kPixelMajor, G>(a.stage, i, h, w); };
+  const Real* window = stage + detail::InverseStageAt<kPixelMajor, G>(a.stage, 0, 0, a.offset_w);
+  const auto at = [&](int i, int h, int w) { return detail::InverseStageAt<kPixelMajor, G>(a.stage, i, h, w); };
   if (!kPixelMajor && !a.nhwc) {
     // NCHW: the block's output images are one contiguous run of nvalid * out_h * out_w values.
     Io* dst = output + static_cast<size_t>(n0) * hw;
@@ -247,7 +226,7 @@ __device__ __forceinline__ void StageRowPair(complex_t<Real> (&x)[S / L], Real* 
   constexpr int P = S / L;
   constexpr int kColumnStride = kPixelMajor ? G : 1;
   detail::DistributedFft<Real, true, S, L, S, kKept>(x, l, G, group_mask);
-  Real* row_a = stage + InverseStageAt<kPixelMajor, G>(si, i, 2 * q, 0);
+  Real* row_a = stage + detail::InverseStageAt<kPixelMajor, G>(si, i, 2 * q, 0);
   Real* row_b = row_a + si.row_stride;  // exists: stage rows are rounded up to even
 #pragma unroll
   for (int r = 0; r < P; ++r) {
@@ -498,21 +477,22 @@ Irfft2dArgs PlanIrfft2d(const Irfft2dParams& p, const void* spectrum, const void
   a.pipelined = false;
   if constexpr (FFTCONV_IRFFT_PIPELINE && std::is_same<Io, float>::value && detail::kPipelinable<S, Shape>) {
     if (compute_capability >= 80) {
-      // NHWC: the pixel-major stage (InverseStageAt), in buffers of whole 128-byte lines.
+      // NHWC: the pixel-major stage (detail::InverseStageAt), in buffers of whole 128-byte lines.
       const bool pixel_major = FFTCONV_IRFFT_PIXEL_MAJOR && p.nhwc;
-      const detail::StageIndex pixel_stage = MakePixelMajorInverseStage(S, G, L);
+      const detail::StageIndex pixel_stage = detail::MakePixelMajorInverseStage(S, G, L);
       const size_t pixel_stage_bytes = sizeof(float) * static_cast<size_t>((p.out_h + 1) & ~1) * pixel_stage.row_stride;
-      const size_t plan1_bytes = pixel_major ? std::max(columns_bytes, pixel_stage_bytes) : *smem;
+      const size_t columns_or_stage_bytes = pixel_major ? std::max(columns_bytes, pixel_stage_bytes) : *smem;
       const size_t spectrum_bytes = sizeof(float2) * static_cast<size_t>(NumBins(S)) * G;
       const size_t align = pixel_major ? 128 : 16;
-      const size_t buffer_bytes = ((std::max(plan1_bytes, spectrum_bytes) + align - 1) / align) * align;
+      const size_t buffer_bytes = ((std::max(columns_or_stage_bytes, spectrum_bytes) + align - 1) / align) * align;
       a.persistent_blocks = detail::PipelinedGrid<S, Shape>(a.groups, multiprocessors, max_smem, 2 * buffer_bytes);
       if (a.persistent_blocks > 0) {
         a.pipelined = true;
         if (pixel_major) {
           a.pixel_major = true;
           a.stage = pixel_stage;
-          // 16-byte loads of a pixel's quads need rows of whole quads (G * L / 2 = 2 (mod 16) has none).
+          // 16-byte loads of a pixel's quads need rows of whole quads (a row stride of 2 mod 16, at
+          // G L = 4, has none: those store one float at a time).
           a.vector_io = a.vector_io && pixel_stage.row_stride % 4 == 0;
         }
         a.buffer_elements = static_cast<int>(buffer_bytes / sizeof(float));

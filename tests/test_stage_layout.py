@@ -4,7 +4,9 @@ no GPU needed) for the default swizzled layout and, with VARIANT=n20_stage_padde
 The program checks, for every forward block shape, that each stage row's columns are a permutation
 that keeps the leading columns and the lanes, that the row pass's pointers find each value where the
 copies put it, that a warp's row-pass loads hit 32 distinct banks, and the alignment of rows and
-16-byte quads."""
+16-byte quads; for every inverse block shape that takes plan 0, that the inverse's pixel-major NHWC
+stage (InverseStageAt) puts each warp's row-pass stores on 32 distinct banks with its quads 16-byte
+aligned; and that the NHWC copy loops' PixelWalk agrees with division."""
 
 import os
 import shutil
@@ -29,3 +31,6 @@ def test_stage_layout_holds_for_every_forward_shape(tmp_path, variant, layout):
     assert "0 failures" in done.stdout
     # The 32 frame's forward (Mathieu's layer) is among the shapes, in the layout asked for.
     assert any(line.startswith("S=32 ") and layout in line for line in done.stdout.splitlines())
+    # The inverse's stage of Mathieu's layer (the 32 frame's plan 0), and the pixel walk.
+    assert any(line.startswith("S=32 ") and "inverse pixel-major" in line for line in done.stdout.splitlines())
+    assert "walks checked against division" in done.stdout

@@ -10,6 +10,10 @@
 //     every value p, whatever frame row pair the warp starts at;
 //   - swizzled stages keep rows 128-byte aligned, and a pixel's four-channel quads (G a multiple of
 //     4: the 16-byte copies) stay together and 16-byte aligned.
+// And for every inverse block shape, the inverse's pixel-major NHWC stage (InverseStageAt,
+// MakePixelMajorInverseStage): each warp's row-pass stores, for every output register, on 32
+// distinct banks; quads 16-byte aligned where the rows allow the 16-byte loads. And the NHWC copy
+// loops' PixelWalk against division, for widths 1..130 and the loops' steps.
 // Prints one line per shape and a SUMMARY; exits 1 on any failure.
 #include <cstdio>
 #include <set>
@@ -20,7 +24,12 @@
 namespace {
 
 using fftconv::cuda::detail::BlockShape;
+using fftconv::cuda::detail::FastDivmod;
+using fftconv::cuda::detail::FftLayout;
 using fftconv::cuda::detail::FftShape;
+using fftconv::cuda::detail::InverseStageAt;
+using fftconv::cuda::detail::MakePixelMajorInverseStage;
+using fftconv::cuda::detail::PixelWalk;
 using fftconv::cuda::detail::LargeShape;
 using fftconv::cuda::detail::LeadingValues;
 using fftconv::cuda::detail::PixelMajorStage;
@@ -108,10 +117,66 @@ void CheckShape(const char* which) {
   }
 }
 
+// The inverse's pixel-major stage, in the shapes that take plan 0 (kPipelinable): thread t of the
+// block is image t % G, lane (t / G) % L, row job q = t / (G L) storing window rows 2q and 2q + 1
+// (Irfft2dPipelinedKernel's StageRowPair).
+template <int S, typename Shape>
+void CheckInverseShape(const char* which) {
+  constexpr int G = Shape::kImagesPerBlock, L = Shape::kLanes, P = S / L;
+  if constexpr (!fftconv::cuda::detail::kPipelinable<S, Shape>) return;
+  const StageIndex s = MakePixelMajorInverseStage(S, G, L);
+  for (int warp = 0; warp < Shape::kThreads / 32; ++warp) {
+    for (int r = 0; r < P; ++r) {
+      std::set<int> banks;
+      for (int lane = 0; lane < 32; ++lane) {
+        const int t = 32 * warp + lane, i = t % G, l = (t / G) % L, q = t / (G * L);
+        banks.insert(InverseStageAt<true, G>(s, i, 2 * q, FftLayout<S, L>::OutputIndex(r, l)) % 32);
+      }
+      EXPECT(banks.size() == 32, "inverse stage, warp %d, register %d: %zu distinct banks of 32", warp, r,
+             banks.size());
+    }
+  }
+  if (G % 4 == 0 && s.row_stride % 4 == 0) {
+    for (int r = 0; r < 4; ++r) {
+      for (int c = 0; c < S; ++c) {
+        for (int i = 0; i < G; i += 4) {
+          const int at = InverseStageAt<true, G>(s, i, r, c);
+          EXPECT(at % 4 == 0, "inverse stage row %d column %d image %d: quad not 16-byte aligned", r, c, i);
+        }
+      }
+    }
+  }
+  ++checked;
+  std::printf("S=%-3d G=%-3d L=%d %-8s inverse pixel-major, row stride %d%s\n", S, G, L, which, s.row_stride,
+              G % 4 == 0 && s.row_stride % 4 == 0 ? ", 16-byte quads" : "");
+}
+
 template <int S>
 void CheckSize() {
   CheckShape<S, FftShape<float, S, false>>("ordinary");
   CheckShape<S, LargeShape<float, S, false, true>>("large");
+  CheckInverseShape<S, FftShape<float, S, true>>("ordinary");
+  CheckInverseShape<S, LargeShape<float, S, true, true>>("large");
+}
+
+// PixelWalk from `first` by `step` against division, over a group's pixels of images `width` wide.
+void CheckPixelWalk() {
+  constexpr int S = 0, G = 0, L = 0;  // for EXPECT's message
+  int walks = 0;
+  for (int width = 1; width <= 130; ++width) {
+    const FastDivmod div_width(width);
+    for (const int step : {1, 2, 4, 8, 16, 32, 64, 128, 3, 48, 96}) {
+      for (int first = 0; first < step; ++first) {
+        PixelWalk walk(div_width, first, step);
+        for (int pix = first; pix < 130 * width; pix += step, walk.Next(width)) {
+          EXPECT(walk.h == pix / width && walk.w == pix % width, "width %d step %d pixel %d: walked to (%d, %d)", width,
+                 step, pix, walk.h, walk.w);
+        }
+        ++walks;
+      }
+    }
+  }
+  std::printf("PixelWalk: %d walks checked against division\n", walks);
 }
 
 }  // namespace
@@ -137,6 +202,7 @@ int main() {
   CheckShape<32, BlockShape<32, 2, 8, 4>>("lanes2");
   CheckShape<32, BlockShape<32, 2, 4, 4>>("lanes2g4");
   CheckShape<16, BlockShape<16, 2, 16, 4>>("lanes2");
+  CheckPixelWalk();
   std::printf("SUMMARY: %d shapes checked, %d failures\n", checked, failures);
   return failures == 0 && checked > 0 ? 0 : 1;
 }
