@@ -761,9 +761,11 @@ __host__ __device__ __forceinline__ int StageAt(const StageIndex& s, int i, int 
 //                 channels are consecutive, so that the store copies four of them with one 16-byte
 //                 shared-memory load (image-major took four loads, at 2-way bank conflicts between the
 //                 quads of a warp: benchmarks/NOTES.md), and row_stride = G * L / 2 (mod 16)
-//                 (MakePixelMajorInverseStage) keeps the row pass's stores, G images x L lanes x the
-//                 row jobs of a warp on rows two apart, on distinct banks
-//                 (cuda/tests/stage_layout_check.cu checks it).
+//                 (MakePixelMajorInverseStage) keeps the row pass's stores, G images x the row jobs
+//                 of a warp on rows two apart, on distinct banks with one lane per transform, as
+//                 every shape that takes plan 0 has (cuda/tests/stage_layout_check.cu checks them).
+//                 Two lanes hold columns S / 2 apart, G S / 2 floats: a 2-way conflict (the lanes2
+//                 tuning variants).
 template <bool kPixelMajor, int G>
 __host__ __device__ __forceinline__ int InverseStageAt(const StageIndex& s, int i, int r, int c) {
   return kPixelMajor ? r * s.row_stride + c * G + i : s.At(i, r, c);
