@@ -703,6 +703,16 @@ inline StageIndex MakeStageIndex(int rows, int cols, int images_per_block, int l
   return s;
 }
 
+// Row stride of a pixel-major stage (a pixel's G images consecutive, `cols` pixels a row) with padded
+// rows: 2 * row_stride = G * L (mod 32), so that a warp's G images x L lanes x row jobs on rows two
+// apart hit distinct banks; a row job of 32 or more lanes fills the warp and its rows stay unpadded.
+// The forward's padded stage (PixelMajorStage::Make) and the inverse's (MakePixelMajorInverseStage).
+__host__ __device__ constexpr int PaddedPixelMajorRowStride(int cols, int images_per_block, int lanes) {
+  return images_per_block * lanes < 32
+             ? PadToResidue(cols * images_per_block, (images_per_block * lanes / 2) % 16, 16)
+             : cols * images_per_block;
+}
+
 // Pixel-major stage of NHWC images: [row r][col c][image i], strides (row_stride, G, 1), so that four
 // consecutive channels of a pixel are one 16-byte copy; image_stride is 1. A warp's row reads are G
 // images x L lanes (G * L consecutive floats of a row) x J = 32 / (G * L) row jobs, the jobs on the
@@ -745,7 +755,7 @@ struct PixelMajorStage {
   static StageIndex Make() {
     StageIndex s;
     s.image_stride = 1;
-    s.row_stride = kSwizzled ? S * G : PadToResidue(S * G, (G * L / 2) % 16, 16);
+    s.row_stride = kSwizzled ? S * G : PaddedPixelMajorRowStride(S, G, L);
     return s;
   }
 };
@@ -772,10 +782,9 @@ __host__ __device__ __forceinline__ int InverseStageAt(const StageIndex& s, int 
 }
 
 inline StageIndex MakePixelMajorInverseStage(int cols, int images_per_block, int lanes) {
-  const int gl = images_per_block * lanes;
   StageIndex s;
   s.image_stride = 1;
-  s.row_stride = gl < 32 ? PadToResidue(cols * images_per_block, (gl / 2) % 16, 16) : cols * images_per_block;
+  s.row_stride = PaddedPixelMajorRowStride(cols, images_per_block, lanes);
   return s;
 }
 
@@ -1163,6 +1172,15 @@ inline long long PersistentBlocks(int multiprocessors, int blocks_per_sm) {
   const long long blocks = static_cast<long long>(blocks_per_sm > 0 ? blocks_per_sm : 1) * multiprocessors;
   const int cap = PersistentBlocksCap();
   return cap > 0 && cap < blocks ? cap : blocks;
+}
+
+// Bytes of each of plan 0's two buffers that hold `bytes`: whole 16-byte quads for the 16-byte copies
+// and, where the stage is pixel-major (NHWC), whole 128-byte lines, so that the second buffer starts
+// line-aligned like the first: the forward's swizzled stage rows need it, and the inverse's spectrum
+// copies then take 16 wavefronts per warp instruction (benchmarks/NOTES.md).
+inline size_t PipelineBufferBytes(size_t bytes, bool pixel_major) {
+  const size_t align = pixel_major ? 128 : 16;
+  return (bytes + align - 1) / align * align;
 }
 
 // The grid of a pipelined transform (plan 0) whose blocks take `smem` bytes of shared memory, or 0

@@ -483,8 +483,7 @@ Irfft2dArgs PlanIrfft2d(const Irfft2dParams& p, const void* spectrum, const void
       const size_t pixel_stage_bytes = sizeof(float) * static_cast<size_t>((p.out_h + 1) & ~1) * pixel_stage.row_stride;
       const size_t columns_or_stage_bytes = pixel_major ? std::max(columns_bytes, pixel_stage_bytes) : *smem;
       const size_t spectrum_bytes = sizeof(float2) * static_cast<size_t>(NumBins(S)) * G;
-      const size_t align = pixel_major ? 128 : 16;
-      const size_t buffer_bytes = ((std::max(columns_or_stage_bytes, spectrum_bytes) + align - 1) / align) * align;
+      const size_t buffer_bytes = detail::PipelineBufferBytes(std::max(columns_or_stage_bytes, spectrum_bytes), pixel_major);
       a.persistent_blocks = detail::PipelinedGrid<S, Shape>(a.groups, multiprocessors, max_smem, 2 * buffer_bytes);
       if (a.persistent_blocks > 0) {
         a.pipelined = true;

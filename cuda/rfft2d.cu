@@ -692,11 +692,10 @@ Rfft2dArgs PlanRfft2d(const Rfft2dParams& p, const void* input, int compute_capa
         a.stage_elements = G * a.stage.image_stride;
       }
       const int specs_elements = static_cast<int>(specs_bytes / sizeof(float));
-      // A multiple of 4 floats for the 16-byte copies; in NHWC of 32, so that the second buffer's
-      // rows are 128-byte aligned like the first's, as PixelMajorStage's swizzled rows need (the
-      // NHWC buffers of every shape built today were such multiples already).
-      const int align = p.nhwc ? 32 : 4;
-      a.buffer_elements = (std::max(a.stage_elements, specs_elements) + align - 1) / align * align;
+      // NHWC's stage is pixel-major (its buffers whole 128-byte lines), NCHW's image-major.
+      a.buffer_elements = static_cast<int>(
+          detail::PipelineBufferBytes(sizeof(float) * std::max(a.stage_elements, specs_elements), p.nhwc) /
+          sizeof(float));
       *smem = 2 * sizeof(float) * static_cast<size_t>(a.buffer_elements);
       a.persistent_blocks = detail::PipelinedGrid<S, Shape>(a.groups, multiprocessors, max_smem, *smem);
       if (a.persistent_blocks > 0) {
