@@ -152,3 +152,78 @@ def test_gpu_check_runs_the_parts_it_is_given(tmp_path, parts, expected):
     assert list(dict.fromkeys(first)) == expected
     if parts == "sanitize":   # memcheck, racecheck of three families, synccheck
         assert len(first) == 5
+
+
+def test_gpu_check_runs_another_build_and_sanitizes_the_families_it_is_given(tmp_path):
+    _kernel_check_tree(tmp_path)
+    other = tmp_path / "elsewhere" / "kc_new"
+    os.makedirs(other.parent)
+    shutil.copy(tmp_path / "build" / "kernel_check", other)
+    env = {**os.environ, "KERNEL_CHECK": str(other), "CHECK_PARTS": "check sanitize",
+           "SAN_FAMILIES": "fft", "OUT": str(tmp_path / "logs"),
+           "PATH": f"{tmp_path / 'bin'}:{os.environ['PATH']}"}
+    done = subprocess.run(["bash", str(tmp_path / "tools" / "gpu_check.sh")], env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert not (tmp_path / "build" / "calls").exists()   # nothing built, nothing else run
+    calls = (other.parent / "calls").read_text().splitlines()
+    sanitized = [line for line in calls if line.startswith("--quick")]
+    assert len(calls) == 4 and len(sanitized) == 3       # the check; memcheck, racecheck, synccheck
+    assert all("--family fft" in line for line in sanitized)
+
+
+def _turns_tree(tmp_path):
+    """tools/kernel_turns.sh and tools/gpu_check.sh in a scratch tree, and two stand-in kernel-check
+    builds that print a timing line carrying their name."""
+    _kernel_check_tree(tmp_path)
+    shutil.copy(os.path.join(ROOT, "tools", "kernel_turns.sh"), tmp_path / "tools")
+    builds = {}
+    for name in ("new", "old"):
+        path = tmp_path / "build" / f"kc_{name}_built"
+        path.write_text('#!/bin/sh\necho "$(basename "$0") $*" >> "$(dirname "$0")/calls"\n'
+                        f'echo "TIME rfft2d  f32 NHWC [128,96,32,32] S=32   :   0.0457 ms {name}"\n'
+                        'echo "TIME rfft2d  f32 NHWC [128,96,32,32] S=16   :   0.0300 ms"\n'
+                        'echo "SUMMARY: 1 passed, 0 failed"\n')
+        os.chmod(path, 0o755)
+        builds[name] = path
+    return builds
+
+
+def _turns(tmp_path, *args, **env):
+    env = {**os.environ, "OUT": str(tmp_path / "logs"),
+           "PATH": f"{tmp_path / 'bin'}:{os.environ['PATH']}", **env}
+    return subprocess.run(["bash", str(tmp_path / "tools" / "kernel_turns.sh"), *args], env=env,
+                          capture_output=True, text=True, timeout=120)
+
+
+@NEEDS_XZ
+def test_kernel_turns_carries_builds_and_times_them_in_turns(tmp_path):
+    builds = _turns_tree(tmp_path)
+    carried = tmp_path / "build" / "turns"
+    packed = _turns(tmp_path, "pack", str(carried), *(f"{n}={p}" for n, p in builds.items()))
+    assert packed.returncode == 0, packed.stderr
+    for path in builds.values():   # the host has only what was packed
+        os.remove(path)
+    done = _turns(tmp_path, "run", str(carried), "fft", "check", ROUNDS="2")
+    assert done.returncode == 0, done.stderr
+    timed = [line.split()[-1] for line in done.stdout.splitlines() if "0.0457 ms" in line]
+    assert timed == ["new", "old", "new", "old"]          # round by round, in the packed order
+    assert "S=16" not in done.stdout                       # the key lines only; the log has all
+    assert "S=16" in (tmp_path / "logs" / "timing_fft.log").read_text()
+    checked = (carried / "calls").read_text().splitlines()
+    assert checked.count("kc_new --time-fft") == 2 and checked.count("kc_old --time-fft") == 2
+    checks = [line for line in checked if "--time" not in line]   # the build under test's, only
+    assert [line.split()[:2] for line in checks] == [["kc_new", "--seed"], ["kc_new", "--half"]]
+
+
+@NEEDS_XZ
+@pytest.mark.parametrize("args, message", [
+    (["pack", "DIR", "new"], "is not NAME=<executable>"),
+    (["run", "DIR", "bogus"], "unknown part: bogus"),
+])
+def test_kernel_turns_refuses_what_it_cannot_do(tmp_path, args, message):
+    builds = _turns_tree(tmp_path)
+    carried = str(tmp_path / "build" / "turns")
+    assert _turns(tmp_path, "pack", carried, f"new={builds['new']}").returncode == 0
+    done = _turns(tmp_path, *[carried if a == "DIR" else a for a in args])
+    assert done.returncode == 2 and message in done.stderr

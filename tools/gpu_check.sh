@@ -9,6 +9,10 @@
 #                                      check timing half sanitize variants), so that each command
 #                                      fits a time limit (racecheck of the quick FFT family alone
 #                                      took 100 s on the H200)
+#   KERNEL_CHECK=<binary> tools/gpu_check.sh   checks that build instead (not built here), e.g. one
+#                                      that tools/kernel_turns.sh brought
+#   SAN_FAMILIES="fft" tools/gpu_check.sh   the sanitizers over those families only (default: memcheck
+#                                      and synccheck of all, racecheck of each family)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT="${OUT:-build/gpu_logs}"
@@ -19,26 +23,27 @@ header() {
   echo "# $(date -u '+%Y-%m-%d %H:%M:%S UTC')  $(nvcc --version 2>/dev/null | tail -1)"
 }
 # SKIP_BUILD=1 runs the build/kernel_check that is there (built elsewhere and copied here).
-[ "${SKIP_BUILD:-0}" = 1 ] || make kernel-check DEV_ARCH="${DEV_ARCH:-90}" 2>&1 | tail -20
+KC=${KERNEL_CHECK:-build/kernel_check}
+[ "${SKIP_BUILD:-0}" = 1 ] || [ -n "${KERNEL_CHECK:-}" ] || make kernel-check DEV_ARCH="${DEV_ARCH:-90}" 2>&1 | tail -20
 SEED="${SEED:-$(date +%s)}"
 PARTS=" ${CHECK_PARTS:-check timing half sanitize variants} "
 part() { [[ $PARTS == *" $1 "* ]]; }
-part check && { header; timeout "${CHECK_TIMEOUT:-150}" build/kernel_check --seed "$SEED"; echo "exit status: $?"; } 2>&1 | tee "$OUT/kernel_check.log" | grep -E "FAIL|SUMMARY|exit status|device:" | head -60
-part timing && { header; timeout "${TIME_TIMEOUT:-60}" build/kernel_check --time --seed "$SEED"; timeout "${TIME_TIMEOUT:-60}" build/kernel_check --time-fft; timeout "${TIME_TIMEOUT:-60}" build/kernel_check --time-chain; echo "exit status: $?"; } 2>&1 | tee "$OUT/timing.log"
-part half && { header; timeout "${CHECK_TIMEOUT:-150}" build/kernel_check --half --seed "$SEED"; echo "exit status: $?"; } 2>&1 | tee "$OUT/kernel_check_half.log" | grep -E "FAIL|SUMMARY|exit status" | head -30
+part check && { header; timeout "${CHECK_TIMEOUT:-150}" "$KC" --seed "$SEED"; echo "exit status: $?"; } 2>&1 | tee "$OUT/kernel_check.log" | grep -E "FAIL|SUMMARY|exit status|device:" | head -60
+part timing && { header; timeout "${TIME_TIMEOUT:-60}" "$KC" --time --seed "$SEED"; timeout "${TIME_TIMEOUT:-60}" "$KC" --time-fft; timeout "${TIME_TIMEOUT:-60}" "$KC" --time-chain; echo "exit status: $?"; } 2>&1 | tee "$OUT/timing.log"
+part half && { header; timeout "${CHECK_TIMEOUT:-150}" "$KC" --half --seed "$SEED"; echo "exit status: $?"; } 2>&1 | tee "$OUT/kernel_check_half.log" | grep -E "FAIL|SUMMARY|exit status" | head -30
 # racecheck tracks every shared-memory access and ran past 100 s on the whole --quick suite, so it
 # runs one family at a time ($RACECHECK_FAMILIES), each within its own $SAN_TIMEOUT (default 200 s:
 # on the H200 racecheck of the quick FFT family took 100 s at 5745c0e, of the matmul family 104 s).
 sanitize() {  # TOOL FAMILY
-  echo "== compute-sanitizer --tool $1 build/kernel_check --quick --failures-only --family $2"
-  timeout "${SAN_TIMEOUT:-200}" compute-sanitizer --tool "$1" --error-exitcode 3 build/kernel_check --quick --failures-only --family "$2" --seed "$SEED" 2>&1 | tail -25
+  echo "== compute-sanitizer --tool $1 $KC --quick --failures-only --family $2"
+  timeout "${SAN_TIMEOUT:-200}" compute-sanitizer --tool "$1" --error-exitcode 3 "$KC" --quick --failures-only --family "$2" --seed "$SEED" 2>&1 | tail -25
   echo "exit status: ${PIPESTATUS[0]}"
 }
 part sanitize && {
   header
-  sanitize memcheck all
-  for family in ${RACECHECK_FAMILIES:-matmul fft half}; do sanitize racecheck "$family"; done
-  sanitize synccheck all
+  for family in ${SAN_FAMILIES:-all}; do sanitize memcheck "$family"; done
+  for family in ${SAN_FAMILIES:-${RACECHECK_FAMILIES:-matmul fft half}}; do sanitize racecheck "$family"; done
+  for family in ${SAN_FAMILIES:-all}; do sanitize synccheck "$family"; done
 } 2>&1 | tee "$OUT/sanitizer.log" | grep -E "==|ERROR|SUMMARY|exit status|FAIL" | head -60
 # Tuning builds (make kernel-variants), if present: quick correctness + FFT and matmul timings of each.
 if part variants && ls build/variants/kc_* >/dev/null 2>&1; then
