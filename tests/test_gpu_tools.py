@@ -182,7 +182,9 @@ def _turns_tree(tmp_path):
         path = tmp_path / "build" / f"kc_{name}_built"
         path.write_text('#!/bin/sh\necho "$(basename "$0") $*" >> "$(dirname "$0")/calls"\n'
                         f'echo "TIME rfft2d  f32 NHWC [128,96,32,32] S=32   :   0.0457 ms {name}"\n'
+                        f'echo "TIME irfft2d f32 NHWC S=32 -> [128,96,32,32]   :   0.0436 ms {name}"\n'
                         'echo "TIME rfft2d  f32 NHWC [128,96,32,32] S=16   :   0.0300 ms"\n'
+                        'echo "TIME rfft2d  f32 NHWC [128,96,32,32] S=32   :   0.0459 ms again"\n'
                         'echo "SUMMARY: 1 passed, 0 failed"\n')
         os.chmod(path, 0o755)
         builds[name] = path
@@ -208,8 +210,12 @@ def test_kernel_turns_carries_builds_and_times_them_in_turns(tmp_path):
     assert done.returncode == 0, done.stderr
     timed = [line.split()[-1] for line in done.stdout.splitlines() if "0.0457 ms" in line]
     assert timed == ["new", "old", "new", "old"]          # round by round, in the packed order
-    assert "S=16" not in done.stdout                       # the key lines only; the log has all
-    assert "S=16" in (tmp_path / "logs" / "timing_fft.log").read_text()
+    inverses = [line.split()[-1] for line in done.stdout.splitlines() if "0.0436 ms" in line]
+    assert inverses == timed
+    # The key lines only, each transform's first time in a round; the log has all.
+    assert "S=16" not in done.stdout and "again" not in done.stdout
+    log = (tmp_path / "logs" / "timing_fft.log").read_text()
+    assert "S=16" in log and "again" in log
     checked = (carried / "calls").read_text().splitlines()
     assert checked.count("kc_new --time-fft") == 2 and checked.count("kc_old --time-fft") == 2
     checks = [line for line in checked if "--time" not in line]   # the build under test's, only
