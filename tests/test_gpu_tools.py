@@ -233,3 +233,5 @@ def test_kernel_turns_refuses_what_it_cannot_do(tmp_path, args, message):
     assert _turns(tmp_path, "pack", carried, f"new={builds['new']}").returncode == 0
     done = _turns(tmp_path, *[carried if a == "DIR" else a for a in args])
     assert done.returncode == 2 and message in done.stderr
+    if args[0] == "run":   # and the usage, the script's whole header
+        assert "pack DIR NAME=BINARY" in done.stderr and "left behind." in done.stderr

@@ -22,7 +22,7 @@
 # call's output brings back holds the result even where a file is left behind.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-usage() { sed -n '2,21p' "$0" >&2; exit 2; }
+usage() { sed -n '2,/^set /{/^set /!p}' "$0" >&2; exit 2; }
 [ $# -ge 2 ] || usage
 action=$1 dir=$2
 shift 2
