@@ -83,10 +83,12 @@ for part in "$@"; do
           timeout 90 "$dir/kc_$b" --time-$part
         done
       done > "$OUT/timing_$part.log" 2>&1
-      # Mathieu's NHWC transforms at S = 32 (fft: the first time of each in a round; --time-fft
-      # times some shapes again further on) or his dependent step (chain), each build and round.
-      grep -E "^==|dependent=1|NHWC.*S=32.*\[128,(96,32,32|96,26,26|256,26,26)\]|NHWC.*\[128,(96,32,32|96,26,26|256,26,26)\] S=32" \
-        "$OUT/timing_$part.log" | awk -F: '/^==/ { delete seen; print; next } !seen[$1]++' | cut -c1-110 ;;
+      # The NHWC transforms of 128 images at S = 32 (fft: Mathieu's x, y, dy, dx and the 26 x 26
+      # forward of 96 channels; a forward names S after the shape, an inverse before it; the first
+      # time of each in a round, since --time-fft times some again further on) or his dependent step
+      # (chain), each build and round.
+      grep -E "^==|dependent=1|NHWC (\[128,[0-9,]+\] S=32|S=32 -> \[128,)" "$OUT/timing_$part.log" |
+        awk -F: '/^==/ { delete seen; print; next } !seen[$1]++' | cut -c1-110 ;;
     ncu)
       for b in ${PROFILE_BUILDS:-${builds[*]}}; do
         for t in ${PROFILE:-x dx}; do profile "$b" "$t"; done
