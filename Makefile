@@ -215,7 +215,8 @@ VARIANTS := n0_default n1_f3_i2 n2_lanes2 n3_mixed n4_no_large n5_loads32 n6_str
             m2_tile32 m3_tile48 m4_tile64 m5_stages2 m6_stages4 m7_noswap m8_bk32 m9_evict_first \
             m11_tf32_rna m12_tf32_no_round s0_simt_four s1_simt128x64 s2_simt128x32 s3_simt64x64 \
             n13_large_before n14_lanes2_g8 n15_lanes2_g4 n16_no_leading n17_no_kept n18_no_dependent n19_job0_apart \
-            n20_stage_padded n21_twiddle_bank n22_inv_stage_image_major
+            n20_stage_padded n21_twiddle_bank n22_inv_stage_image_major n23_inv_copies_whole \
+            n24_fwd_copies_split
 VARIANT_FLAGS_n0_default :=
 VARIANT_FLAGS_n1_f3_i2   := -DFFTCONV_SHAPE_float_32_FWD=10803 -DFFTCONV_SHAPE_float_32_INV=21602
 VARIANT_FLAGS_n2_lanes2  := -DFFTCONV_SHAPE_float_32_FWD=20804 -DFFTCONV_SHAPE_float_32_INV=20804 \
@@ -261,6 +262,11 @@ VARIANT_FLAGS_n21_twiddle_bank := -DFFTCONV_TWIDDLE_IMMEDIATE=0
 # The inverse's NHWC stage (plan 0) image-major, as plans 1 and 2 have it, instead of pixel-major
 # (InverseStageAt in cuda/fft_common.cuh).
 VARIANT_FLAGS_n22_inv_stage_image_major := -DFFTCONV_IRFFT_PIXEL_MAJOR=0
+# Plan 0 issuing a group's copies in one piece, before the group before it is processed, or in two,
+# half there and half between that group's passes (RunPipelinedGroups in cuda/fft_common.cuh): the
+# inverse in one piece (its default is two), the forward in two (its default is one).
+VARIANT_FLAGS_n23_inv_copies_whole := -DFFTCONV_IRFFT_COPY_PARTS=1
+VARIANT_FLAGS_n24_fwd_copies_split := -DFFTCONV_RFFT_COPY_PARTS=2
 VARIANT_FLAGS_m2_tile32  := -DFFTCONV_TF32_TILE=32
 VARIANT_FLAGS_m3_tile48  := -DFFTCONV_TF32_TILE=48
 VARIANT_FLAGS_m4_tile64  := -DFFTCONV_TF32_TILE=64

@@ -1034,26 +1034,60 @@ int LaunchWithShapes(bool nhwc, int channels, size_t max_smem, Plan&& plan, Laun
   return launch(ShapeTag<Ordinary>{}, ordinary, smem);
 }
 
+// Piece `part` of `parts` of a copy loop `for (e = first; e < total; e += step)`, first < step: the
+// indices [begin, end), begin a multiple of step, so that each thread starts at begin + first and
+// keeps its own residue; the pieces cover [0, total) once, in order (checked on the host by
+// cuda/tests/stage_layout_check.cu).
+struct CopyPiece {
+  int begin, end;
+  __host__ __device__ __forceinline__ CopyPiece(int total, int step, int part, int parts) {
+    const int per = ((total + parts - 1) / parts + step - 1) / step * step;
+    const int start = part * per;
+    begin = start < total ? start : total;
+    end = total - begin < per ? total : begin + per;
+  }
+};
+
 // The loop of a pipelined transform's persistent block (plan 0 of either direction): groups
 // g = blockIdx.x, + gridDim.x, ... of `groups`, two shared-memory buffers of buffer_elements floats.
-// copy(buffer, g) issues group g's cp.async copies into a buffer; process(buffer, g) transforms group
-// g from it once they have landed (all threads' copies), and may use the whole buffer. The copies of
-// the next group go into the other buffer while a group is processed; that buffer was last used by the
-// group before, which every thread has finished (the barrier after process). sm_80+.
-template <typename Copy, typename Process>
+// copy(buffer, g, part) issues piece `part` (of kCopyParts, CopyPiece) of group g's cp.async copies
+// into a buffer; process(buffer, g, copy_rest) transforms group g from it once they have landed (all
+// threads' copies), may use the whole buffer, and calls copy_rest() once, every thread at the same
+// point, which issues the next group's pieces after the first (nothing where kCopyParts is 1). With
+// one piece a thread issues the next group's copies in one burst before the group is processed; with
+// two, half there and half at copy_rest(), so that fewer copies wait at once for the LSU, but the copy
+// loop's code is inlined twice into the loop (benchmarks/NOTES.md: that cost the forward more in
+// instruction fetches than it saved). The copies of the next group go into the other buffer while a
+// group is processed; that buffer was last used by the group before, which every thread has finished
+// (the barrier after process). sm_80+.
+//   Commit groups, oldest first, while group g is processed: ..., g's first piece, g's other pieces,
+//   the next group's first piece; waiting until one is pending waits for all of g's.
+template <int kCopyParts, typename Copy, typename Process>
 __device__ __forceinline__ void RunPipelinedGroups(float* buffers, int buffer_elements, int groups, Copy&& copy,
                                                    Process&& process) {
   int g = blockIdx.x;
-  if (g < groups) copy(buffers, g);
+  if (g < groups) {
+#pragma unroll
+    for (int part = 0; part < kCopyParts; ++part) copy(buffers, g, part);
+  }
   CpAsyncCommit();
   for (int k = 0; g < groups; ++k, g += gridDim.x) {
     float* const buffer = buffers + (k & 1) * buffer_elements;
+    float* const next = buffers + ((k + 1) & 1) * buffer_elements;
     const int g_next = g + gridDim.x;
-    if (g_next < groups) copy(buffers + ((k + 1) & 1) * buffer_elements, g_next);
+    if (g_next < groups) copy(next, g_next, 0);
     CpAsyncCommit();
     CpAsyncWait<1>();  // group g's copies have landed (this thread's)
     __syncthreads();   // ... and every thread's
-    process(buffer, g);
+    process(buffer, g, [&] {
+      if constexpr (kCopyParts > 1) {
+        if (g_next < groups) {
+#pragma unroll
+          for (int part = 1; part < kCopyParts; ++part) copy(next, g_next, part);
+        }
+        CpAsyncCommit();
+      }
+    });
     __syncthreads();   // the buffer is free for the group after next
   }
   CpAsyncWait<0>();  // the last groups committed are empty; leave none outstanding

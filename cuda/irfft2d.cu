@@ -77,6 +77,13 @@ struct Irfft2dArgs {
 #define FFTCONV_IRFFT_PIXEL_MAJOR 1
 #endif
 
+// Pieces in which plan 0 issues a group's spectrum copies (detail::RunPipelinedGroups): 2, half before
+// the group before it is processed and half between that group's column and row passes; 1, all
+// before it (make kernel-variants: n23_inv_copies_whole).
+#ifndef FFTCONV_IRFFT_COPY_PARTS
+#define FFTCONV_IRFFT_COPY_PARTS 2
+#endif
+
 // Copies the output windows from the stage (window row h, frame column offset_w + w) to global memory.
 template <typename Io, typename Real, int G, int kThreads, bool kPixelMajor = false>
 __device__ __forceinline__ void StoreStage(const Real* stage, Io* __restrict__ output, const Irfft2dArgs& a,
@@ -344,25 +351,27 @@ __global__ void __launch_bounds__(Shape::kThreads, Shape::kMinBlocks)
   }
 }
 
-// Plan 0's copy of group g's spectrum, bins x G complex values, into a buffer ([bin][image], G
-// images per bin) by cp.async: 16 bytes (two images) per copy where a.copy16, else 8. Images past
-// the end are zero-filled.
+// Plan 0's copy of piece `part` of group g's spectrum (detail::CopyPiece of the copy loop), bins x G
+// complex values, into a buffer ([bin][image], G images per bin) by cp.async: 16 bytes (two images)
+// per copy where a.copy16, else 8. Images past the end are zero-filled.
 template <int G, int S, int kThreads>
 __device__ __forceinline__ void CopySpectrumAsync(const float2* __restrict__ spectrum, float2* buffer,
-                                                  const Irfft2dArgs& a, int g, int tid) {
+                                                  const Irfft2dArgs& a, int g, int part, int tid) {
   constexpr int kBins = S * (S / 2 + 1);
   const int n0 = g * G;
   const int nvalid = min(G, a.images - n0);
   if (G % 2 == 0 && a.copy16) {
     constexpr int kPairs = G / 2;
-    for (int e = tid; e < kBins * kPairs; e += kThreads) {
+    const detail::CopyPiece piece(kBins * kPairs, kThreads, part, FFTCONV_IRFFT_COPY_PARTS);
+    for (int e = piece.begin + tid; e < piece.end; e += kThreads) {
       const int bin = e / kPairs, i = 2 * (e % kPairs);
       const int valid = min(2, max(0, nvalid - i));
       const float2* src = spectrum + static_cast<size_t>(bin) * a.images + n0 + (valid > 0 ? i : 0);
       detail::CpAsync<16>(buffer + bin * G + i, src, 8 * valid);
     }
   } else {
-    for (int e = tid; e < kBins * G; e += kThreads) {
+    const detail::CopyPiece piece(kBins * G, kThreads, part, FFTCONV_IRFFT_COPY_PARTS);
+    for (int e = piece.begin + tid; e < piece.end; e += kThreads) {
       const int bin = e / G, i = e % G;
       const bool valid = i < nvalid;
       const float2* src = spectrum + static_cast<size_t>(bin) * a.images + (valid ? n0 + i : 0);
@@ -399,12 +408,12 @@ __global__ void __launch_bounds__(Shape::kThreads, (detail::PipelinedMinBlocks<S
   const int buf_a = row_active ? a.offset_h + ra : 0;
   const int buf_b = ra + 1 < a.out_h ? buf_a + 1 : buf_a;
 
-  detail::RunPipelinedGroups(
+  detail::RunPipelinedGroups<FFTCONV_IRFFT_COPY_PARTS>(
       buffers, a.buffer_elements, a.groups,
-      [&](float* buffer, int g) {
-        CopySpectrumAsync<G, S, kThreads>(spectrum, reinterpret_cast<C*>(buffer), a, g, tid);
+      [&](float* buffer, int g, int part) {
+        CopySpectrumAsync<G, S, kThreads>(spectrum, reinterpret_cast<C*>(buffer), a, g, part, tid);
       },
-      [&](float* buffer, int g) {
+      [&](float* buffer, int g, auto&& copy_rest) {
         C* const columns = reinterpret_cast<C*>(buffer);
         // ---- Column pass: job c = q, from the staged spectrum (zero for images past the end).
         C y[P];
@@ -421,6 +430,7 @@ __global__ void __launch_bounds__(Shape::kThreads, (detail::PipelinedMinBlocks<S
 #pragma unroll
           for (int r = 0; r < P; ++r) columns[Layout::OutputIndex(r, l) * a.row_stride + q * G + i] = y[r];
         }
+        copy_rest();  // the next group's other pieces, between this group's column and row passes
         __syncthreads();
 
         // ---- Row pass and stores, as plan 1's.

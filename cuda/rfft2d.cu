@@ -89,6 +89,13 @@ struct Rfft2dArgs {
 #define FFTCONV_RFFT_JOB0_SPLIT 1
 #endif
 
+// Pieces in which plan 0 issues a group's stage copies (detail::RunPipelinedGroups): 1, all before
+// the group before it is processed; 2 moved half of them between that group's passes and lost
+// (benchmarks/NOTES.md; make kernel-variants: n24_fwd_copies_split).
+#ifndef FFTCONV_RFFT_COPY_PARTS
+#define FFTCONV_RFFT_COPY_PARTS 1
+#endif
+
 // Scalar loads in flight per thread in the stage copy (make kernel-variants).
 #ifndef FFTCONV_RFFT_LOADS
 #define FFTCONV_RFFT_LOADS 16
@@ -441,17 +448,18 @@ __global__ void __launch_bounds__(Shape::kThreads, Shape::kMinBlocks)
   }
 }
 
-// Plan 0's copy of group g's pixels into a buffer's stage, by cp.async, and the zeros around them:
-// the frame columns outside the image in each image row, and a stage row outside the image (frame
-// row offset_h - 1 when offset_h is odd, offset_h + height when that is odd); only the first
-// a.read_cols columns, those the row pass reads.
+// Plan 0's copy of piece `part` of group g's pixels (detail::CopyPiece of the copy loop) into a
+// buffer's stage, by cp.async, and (piece 0) the zeros around them: the frame columns outside the
+// image in each image row, and a stage row outside the image (frame row offset_h - 1 when offset_h is
+// odd, offset_h + height when that is odd); only the first a.read_cols columns, those the row pass
+// reads.
 //   NCHW: 4 bytes per copy (the stage's rows are padded against bank conflicts, so not 16-byte
 //         aligned); a warp copies 128 consecutive bytes.
 //   NHWC (kPixelMajor): 16 bytes, four channels of a pixel, where the channels and the input allow
 //         (a.vector_io); else 4 bytes.
 template <bool kPixelMajor, int G, int S, int L, int kThreads>
 __device__ __forceinline__ void StageGroupAsync(const float* __restrict__ input, float* stage, const Rfft2dArgs& a,
-                                                int g, int tid) {
+                                                int g, int part, int tid) {
   const auto at = [&](int i, int r, int c) { return detail::StageAt<kPixelMajor, S, G, L>(a.stage, i, r, c); };
   const int n0 = g * G;
   const int nvalid = min(G, a.images - n0);
@@ -460,8 +468,8 @@ __device__ __forceinline__ void StageGroupAsync(const float* __restrict__ input,
   if constexpr (!kPixelMajor) {
     // NCHW: the group's images are one contiguous run of nvalid * H * W values.
     const float* src = input + static_cast<size_t>(n0) * hw;
-    const int total = nvalid * hw;
-    for (int e = tid; e < total; e += kThreads) {
+    const detail::CopyPiece piece(nvalid * hw, kThreads, part, FFTCONV_RFFT_COPY_PARTS);
+    for (int e = piece.begin + tid; e < piece.end; e += kThreads) {
       int i, rem, h, w;
       a.div_hw.DivMod(e, i, rem);
       a.div_w.DivMod(rem, h, w);
@@ -478,8 +486,10 @@ __device__ __forceinline__ void StageGroupAsync(const float* __restrict__ input,
           int b, c;
           a.div_channels.DivMod(n0 + i, b, c);
           const float* src = input + static_cast<size_t>(b) * hw * a.channels + c;
-          detail::PixelWalk walk(a.div_w, tid / kQuads, kThreads / kQuads);
-          for (int pix = tid / kQuads; pix < hw; pix += kThreads / kQuads, walk.Next(a.width)) {
+          const detail::CopyPiece piece(hw, kThreads / kQuads, part, FFTCONV_RFFT_COPY_PARTS);
+          const int first = piece.begin + tid / kQuads;
+          detail::PixelWalk walk(a.div_w, first, kThreads / kQuads);
+          for (int pix = first; pix < piece.end; pix += kThreads / kQuads, walk.Next(a.width)) {
             detail::CpAsync<16>(stage + at(i, top + walk.h, a.offset_w + walk.w),
                                 src + static_cast<size_t>(pix) * a.channels, 16);
           }
@@ -492,13 +502,16 @@ __device__ __forceinline__ void StageGroupAsync(const float* __restrict__ input,
       int b, c;
       a.div_channels.DivMod(n0 + i, b, c);
       const float* src = input + static_cast<size_t>(b) * hw * a.channels + c;
-      detail::PixelWalk walk(a.div_w, tid / G, kThreads / G);
-      for (int pix = tid / G; pix < hw; pix += kThreads / G, walk.Next(a.width)) {
+      const detail::CopyPiece piece(hw, kThreads / G, part, FFTCONV_RFFT_COPY_PARTS);
+      const int first = piece.begin + tid / G;
+      detail::PixelWalk walk(a.div_w, first, kThreads / G);
+      for (int pix = first; pix < piece.end; pix += kThreads / G, walk.Next(a.width)) {
         detail::CpAsync<4>(stage + at(i, top + walk.h, a.offset_w + walk.w),
                            src + static_cast<size_t>(pix) * a.channels, 4);
       }
     }
   }
+  if (part != 0) return;
   const int bottom = top + a.height;  // stage row after the image
   if constexpr (FFTCONV_RFFT_VECTOR_ZERO && kPixelMajor && G % 4 == 0) {
     // Pixel-major: in a stage row the G images of a pixel are G consecutive floats, so the frame
@@ -575,10 +588,12 @@ __global__ void __launch_bounds__(Shape::kThreads, (detail::PipelinedMinBlocks<S
   const int j = q;
   const bool row_active = j >= a.pair_begin && j < a.pair_end;
 
-  detail::RunPipelinedGroups(
+  detail::RunPipelinedGroups<FFTCONV_RFFT_COPY_PARTS>(
       buffers, a.buffer_elements, a.groups,
-      [&](float* buffer, int g) { StageGroupAsync<kPixelMajor, G, S, L, kThreads>(input, buffer, a, g, tid); },
-      [&](float* buffer, int g) {
+      [&](float* buffer, int g, int part) {
+        StageGroupAsync<kPixelMajor, G, S, L, kThreads>(input, buffer, a, g, part, tid);
+      },
+      [&](float* buffer, int g, auto&& copy_rest) {
         const int n = g * G + i;
         const bool image_valid = n < a.images;
         C* row_specs = reinterpret_cast<C*>(buffer);
@@ -626,6 +641,7 @@ __global__ void __launch_bounds__(Shape::kThreads, (detail::PipelinedMinBlocks<S
         } else {
           row_pass(std::integral_constant<int, S>{});
         }
+        copy_rest();  // the next group's other pieces, between this group's two passes
         __syncthreads();
         if (kLeading < S && a.leading_rows) {
           TransformColumns<float, S, L, G, kLeading>(row_specs, spectrum, a, q, i, l, n, image_valid, group_mask, 0);

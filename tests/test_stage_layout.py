@@ -6,7 +6,8 @@ that keeps the leading columns and the lanes, that the row pass's pointers find 
 copies put it, that a warp's row-pass loads hit 32 distinct banks, and the alignment of rows and
 16-byte quads; for every inverse block shape that takes plan 0, that the inverse's pixel-major NHWC
 stage (InverseStageAt) puts each warp's row-pass stores on 32 distinct banks with its quads 16-byte
-aligned; and that the NHWC copy loops' PixelWalk agrees with division."""
+aligned; that the NHWC copy loops' PixelWalk agrees with division; and that plan 0's copy pieces
+(CopyPiece) visit each thread's indices of the whole copy loop, once and in order."""
 
 import os
 import shutil
@@ -34,3 +35,4 @@ def test_stage_layout_holds_for_every_forward_shape(tmp_path, variant, layout):
     # The inverse's stage of Mathieu's layer (the 32 frame's plan 0), and the pixel walk.
     assert any(line.startswith("S=32 ") and "inverse pixel-major" in line for line in done.stdout.splitlines())
     assert "walks checked against division" in done.stdout
+    assert "copy loops checked against the whole loop" in done.stdout

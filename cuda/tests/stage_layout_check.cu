@@ -13,7 +13,8 @@
 // And for every inverse block shape, the inverse's pixel-major NHWC stage (InverseStageAt,
 // MakePixelMajorInverseStage): each warp's row-pass stores, for every output register, on 32
 // distinct banks; quads 16-byte aligned where the rows allow the 16-byte loads. And the NHWC copy
-// loops' PixelWalk against division, for widths 1..130 and the loops' steps.
+// loops' PixelWalk against division, for widths 1..130 and the loops' steps; and plan 0's copy
+// pieces (CopyPiece): each thread's indices over the pieces are its indices of the whole loop.
 // Prints one line per shape and a SUMMARY; exits 1 on any failure.
 #include <cstdio>
 #include <set>
@@ -24,6 +25,7 @@
 namespace {
 
 using fftconv::cuda::detail::BlockShape;
+using fftconv::cuda::detail::CopyPiece;
 using fftconv::cuda::detail::FastDivmod;
 using fftconv::cuda::detail::FftLayout;
 using fftconv::cuda::detail::FftShape;
@@ -179,6 +181,36 @@ void CheckPixelWalk() {
   std::printf("PixelWalk: %d walks checked against division\n", walks);
 }
 
+// CopyPiece: for 1..4 pieces, loop totals 0..600 and the copy loops' steps, the indices each
+// thread (first < step) visits piece by piece are those of the whole loop, in the same order.
+void CheckCopyPieces() {
+  constexpr int S = 0, G = 0, L = 0;  // for EXPECT's message
+  int loops = 0;
+  for (int parts = 1; parts <= 4; ++parts) {
+    for (int total = 0; total <= 600; ++total) {
+      for (const int step : {1, 2, 4, 8, 16, 32, 64, 128, 3, 48, 96}) {
+        for (int first = 0; first < step; ++first) {
+          int expected = first;  // the whole loop's next index
+          for (int part = 0; part < parts; ++part) {
+            const CopyPiece piece(total, step, part, parts);
+            EXPECT(piece.begin % step == 0 || piece.begin == total, "parts %d total %d step %d: piece %d begins at %d",
+                   parts, total, step, part, piece.begin);
+            for (int e = piece.begin + first; e < piece.end; e += step) {
+              EXPECT(e == expected, "parts %d total %d step %d first %d: piece %d visits %d, expected %d", parts,
+                     total, step, first, part, e, expected);
+              expected = e + step;
+            }
+          }
+          EXPECT(expected >= total, "parts %d total %d step %d first %d: stopped before %d", parts, total, step, first,
+                 expected);
+          ++loops;
+        }
+      }
+    }
+  }
+  std::printf("CopyPiece: %d copy loops checked against the whole loop\n", loops);
+}
+
 }  // namespace
 
 int main() {
@@ -203,6 +235,7 @@ int main() {
   CheckShape<32, BlockShape<32, 2, 4, 4>>("lanes2g4");
   CheckShape<16, BlockShape<16, 2, 16, 4>>("lanes2");
   CheckPixelWalk();
+  CheckCopyPieces();
   std::printf("SUMMARY: %d shapes checked, %d failures\n", checked, failures);
   return failures == 0 && checked > 0 ? 0 : 1;
 }
