@@ -1059,10 +1059,15 @@ struct CopyPiece {
 // loop's code is inlined twice into the loop (benchmarks/NOTES.md: that cost the forward more in
 // instruction fetches than it saved). The copies of the next group go into the other buffer while a
 // group is processed; that buffer was last used by the group before, which every thread has finished
-// (the barrier after process). sm_80+.
+// (the barrier after process). With kFirstAlone a thread waits for its first group's copies before
+// it issues the second group's: every block starts by waiting for its first group, which then lands
+// sooner, its copies not sharing the memory system with the second group's, and the second group's
+// copies still overlap the first group's transform. A persistent block of Mathieu's layer has about
+// four groups, so the first one's wait is a good part of its time (benchmarks/NOTES.md: the inverses
+// gained 2-8%, the forward did not). sm_80+.
 //   Commit groups, oldest first, while group g is processed: ..., g's first piece, g's other pieces,
 //   the next group's first piece; waiting until one is pending waits for all of g's.
-template <int kCopyParts, typename Copy, typename Process>
+template <int kCopyParts, bool kFirstAlone, typename Copy, typename Process>
 __device__ __forceinline__ void RunPipelinedGroups(float* buffers, int buffer_elements, int groups, Copy&& copy,
                                                    Process&& process) {
   int g = blockIdx.x;
@@ -1071,6 +1076,7 @@ __device__ __forceinline__ void RunPipelinedGroups(float* buffers, int buffer_el
     for (int part = 0; part < kCopyParts; ++part) copy(buffers, g, part);
   }
   CpAsyncCommit();
+  if constexpr (kFirstAlone) CpAsyncWait<0>();  // the first group alone in flight (see above)
   for (int k = 0; g < groups; ++k, g += gridDim.x) {
     float* const buffer = buffers + (k & 1) * buffer_elements;
     float* const next = buffers + ((k + 1) & 1) * buffer_elements;

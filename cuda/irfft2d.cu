@@ -84,6 +84,13 @@ struct Irfft2dArgs {
 #define FFTCONV_IRFFT_COPY_PARTS 2
 #endif
 
+// Plan 0's persistent blocks wait for their first group's copies before they issue the second
+// group's (RunPipelinedGroups' kFirstAlone); 0 issues both at once (make kernel-variants:
+// n25_inv_first_with_next).
+#ifndef FFTCONV_IRFFT_FIRST_ALONE
+#define FFTCONV_IRFFT_FIRST_ALONE 1
+#endif
+
 // Copies the output windows from the stage (window row h, frame column offset_w + w) to global memory.
 template <typename Io, typename Real, int G, int kThreads, bool kPixelMajor = false>
 __device__ __forceinline__ void StoreStage(const Real* stage, Io* __restrict__ output, const Irfft2dArgs& a,
@@ -408,7 +415,7 @@ __global__ void __launch_bounds__(Shape::kThreads, (detail::PipelinedMinBlocks<S
   const int buf_a = row_active ? a.offset_h + ra : 0;
   const int buf_b = ra + 1 < a.out_h ? buf_a + 1 : buf_a;
 
-  detail::RunPipelinedGroups<FFTCONV_IRFFT_COPY_PARTS>(
+  detail::RunPipelinedGroups<FFTCONV_IRFFT_COPY_PARTS, FFTCONV_IRFFT_FIRST_ALONE != 0>(
       buffers, a.buffer_elements, a.groups,
       [&](float* buffer, int g, int part) {
         CopySpectrumAsync<G, S, kThreads>(spectrum, reinterpret_cast<C*>(buffer), a, g, part, tid);

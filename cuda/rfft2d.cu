@@ -96,6 +96,13 @@ struct Rfft2dArgs {
 #define FFTCONV_RFFT_COPY_PARTS 1
 #endif
 
+// Plan 0's persistent blocks wait for their first group's copies before they issue the second
+// group's (RunPipelinedGroups' kFirstAlone): 1 gained the inverses 2-8% and cost the forward up to 3%
+// (benchmarks/NOTES.md), so the forward issues both at once (make kernel-variants: n26_fwd_first_alone).
+#ifndef FFTCONV_RFFT_FIRST_ALONE
+#define FFTCONV_RFFT_FIRST_ALONE 0
+#endif
+
 // Scalar loads in flight per thread in the stage copy (make kernel-variants).
 #ifndef FFTCONV_RFFT_LOADS
 #define FFTCONV_RFFT_LOADS 16
@@ -588,7 +595,7 @@ __global__ void __launch_bounds__(Shape::kThreads, (detail::PipelinedMinBlocks<S
   const int j = q;
   const bool row_active = j >= a.pair_begin && j < a.pair_end;
 
-  detail::RunPipelinedGroups<FFTCONV_RFFT_COPY_PARTS>(
+  detail::RunPipelinedGroups<FFTCONV_RFFT_COPY_PARTS, FFTCONV_RFFT_FIRST_ALONE != 0>(
       buffers, a.buffer_elements, a.groups,
       [&](float* buffer, int g, int part) {
         StageGroupAsync<kPixelMajor, G, S, L, kThreads>(input, buffer, a, g, part, tid);
