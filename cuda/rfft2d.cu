@@ -97,8 +97,8 @@ struct Rfft2dArgs {
 #endif
 
 // Plan 0's persistent blocks wait for their first group's copies before they issue the second
-// group's (RunPipelinedGroups' kFirstAlone): 1 gained the inverses 2-8% and cost the forward up to 3%
-// (benchmarks/NOTES.md), so the forward issues both at once (make kernel-variants: n26_fwd_first_alone).
+// group's (RunPipelinedGroups' kFirstAlone, on in the inverse); 0, as here, issues both at once: the
+// wait lost in the forward (make kernel-variants: n26_fwd_first_alone).
 #ifndef FFTCONV_RFFT_FIRST_ALONE
 #define FFTCONV_RFFT_FIRST_ALONE 0
 #endif
