@@ -88,7 +88,7 @@ for part in "$@"; do
       # time of each in a round, since --time-fft times some again further on) or his dependent step
       # (chain), each build and round.
       grep -E "^==|dependent=1|NHWC (\[128,[0-9,]+\] S=32|S=32 -> \[128,)" "$OUT/timing_$part.log" |
-        awk -F: '/^==/ { delete seen; print; next } !seen[$1]++' | cut -c1-110 ;;
+        awk -F: '/^==/ { delete seen; print; next } !seen[$1]++' | cut -c1-150 ;;
     ncu)
       for b in ${PROFILE_BUILDS:-${builds[*]}}; do
         for t in ${PROFILE:-x dx}; do profile "$b" "$t"; done

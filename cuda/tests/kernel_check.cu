@@ -9,7 +9,8 @@
 //   build : make kernel-check            (DEV_ARCH=90 by default; the Makefile has the nvcc flags)
 //   run   : build/kernel_check           full correctness suite
 //           build/kernel_check --quick   reduced suite (for compute-sanitizer)
-//           build/kernel_check --time    timings of the layer shapes (cudaEvent, median of 30)
+//           build/kernel_check --time    timings of the layer shapes (cudaEvent, median of 30; each
+//                                        transform also back to back, without the launch latency)
 //           build/kernel_check --time-fft   FFT timings only;  --profile   one launch of each main kernel;
 //           --profile-fft   one launch of each of Mathieu's training transforms
 //           --time-chain    Mathieu's forward and train step as launch sequences, dependent
@@ -549,6 +550,10 @@ void FftSuite(bool quick, const char* tag) {
     CheckRfft2d<T>(Rfft2dParams{96, 256, 5, 7, 32, 3, 1, false}, tag);
     CheckRfft2d<T>(Rfft2dParams{1, 4096, 13, 16, 64, 2, 0, true}, tag);
     CheckRfft2d<T>(Rfft2dParams{64, 96, 24, 23, 32, 3, 5, true}, tag);
+    // Plan 0 with the image in the first quarter of the frame's columns only, and of its rows only:
+    // one pass's inputs pruned, the other's not (the forward's one FFT body then runs whole).
+    CheckRfft2d<T>(Rfft2dParams{64, 96, 26, 7, 32, 3, 1, true}, tag);
+    CheckRfft2d<T>(Rfft2dParams{64, 96, 7, 26, 32, 1, 3, false}, tag);
     CheckIrfft2d<T>(Irfft2dParams{128, 96, 32, 32, 32, 0, 0, true}, tag);
     CheckIrfft2d<T>(Irfft2dParams{1, 24576, 32, 7, 7, 0, 0, true}, tag);
     CheckIrfft2d<T>(Irfft2dParams{256, 96, 32, 5, 7, 1, 0, false}, tag);
@@ -1133,47 +1138,132 @@ void CheckLaunch(int err) {
   }
 }
 
-// Read + write rate of a 256 MiB device-to-device copy (TimeCopy; 0 until it has run).
-double g_copy_gbps = 0;
-
-// Median time of a device-to-device copy that reads and writes `bytes_moved` / 2 bytes each.
-double CopyMs(size_t bytes_moved) {
-  const size_t n = std::max<size_t>(bytes_moved / 2, 4);
-  DeviceBuffer<unsigned char> a(n), b(n);
-  CUDA_OK(cudaMemset(a.ptr, 0, n));
-  return MedianMs([&] { CUDA_OK(cudaMemcpyAsync(b.ptr, a.ptr, n, cudaMemcpyDeviceToDevice)); });
+// Holds the stream for `cycles` SM clock cycles (one thread spinning), so that the
+// launches issued behind it are all queued before the first of them runs.
+__global__ void HoldStream(long long cycles) {
+  const long long start = clock64();
+  while (clock64() - start < cycles) {
+  }
 }
 
-// One transform's line: time, rate (bytes read + written), and the rate as a share of the 256 MiB
-// copy's and of a copy that moves the same bytes (which pays the same launch and ramp; small
-// transforms cannot reach the large copy's rate).
-void PrintTransformTime(const char* label, double ms, size_t bytes_moved) {
-  const double gbps = bytes_moved / 1e9 / (ms / 1e3);
-  const double same_ms = CopyMs(bytes_moved);
-  std::printf("TIME %-44s: %8.4f ms  %7.1f GB/s  %3.0f%% of copy  %3.0f%% of a %.1f MB copy (%.4f ms)\n", label, ms,
-              gbps, g_copy_gbps > 0 ? 100.0 * gbps / g_copy_gbps : 0.0, 100.0 * same_ms / ms, bytes_moved / 2e6, same_ms);
+// Median time per launch of `launch(set)` issued back to back, kBatch launches per sample: the
+// kernel's own time, without the host's launch latency that MedianMs' single launches include
+// (about 7 us on the H200, as much as a 16 MB copy). The stream is held (HoldStream) while a
+// sample's launches are queued, and successive launches take successive buffer sets (`sets` of
+// them, chosen by RotatedSets) so that none finds its operands still in L2. Dependent launches are
+// off meanwhile: no launch starts before the one before it has finished, as each copy does not.
+template <typename F>
+double BackToBackMs(F&& launch, int sets) {
+  constexpr int kBatch = 20, kSamples = 11;
+  fftconv::cuda::detail::SetDependentLaunchForTesting(false);
+  int device = 0, clock_khz = 0;
+  CUDA_OK(cudaGetDevice(&device));
+  CUDA_OK(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, device));
+  const long long hold_cycles = 2LL * clock_khz;  // about 2 ms at the reported clock (kHz)
+  cudaEvent_t start, stop;
+  CUDA_OK(cudaEventCreate(&start));
+  CUDA_OK(cudaEventCreate(&stop));
+  int next = 0;
+  for (int i = 0; i < 3; ++i) launch(next++ % sets);
+  CUDA_OK(cudaDeviceSynchronize());
+  std::vector<float> ms(kSamples);
+  for (float& sample : ms) {
+    HoldStream<<<1, 1>>>(hold_cycles);
+    CUDA_OK(cudaGetLastError());
+    CUDA_OK(cudaEventRecord(start));
+    for (int i = 0; i < kBatch; ++i) launch(next++ % sets);
+    CUDA_OK(cudaEventRecord(stop));
+    CUDA_OK(cudaEventSynchronize(stop));
+    CUDA_OK(cudaEventElapsedTime(&sample, start, stop));
+    sample /= kBatch;
+  }
+  fftconv::cuda::detail::SetDependentLaunchForTesting(true);
+  CUDA_OK(cudaEventDestroy(start));
+  CUDA_OK(cudaEventDestroy(stop));
+  std::sort(ms.begin(), ms.end());
+  return ms[kSamples / 2];
+}
+
+// Buffer sets that BackToBackMs rotates over for launches that move `bytes_moved` bytes: together
+// at least three times the L2, and at least two.
+int RotatedSets(size_t bytes_moved) {
+  int device = 0, l2_bytes = 0;
+  CUDA_OK(cudaGetDevice(&device));
+  CUDA_OK(cudaDeviceGetAttribute(&l2_bytes, cudaDevAttrL2CacheSize, device));
+  const size_t sets = (3ull * l2_bytes + bytes_moved - 1) / std::max<size_t>(bytes_moved, 1);
+  return static_cast<int>(std::max<size_t>(2, sets));
+}
+
+// Floats per buffer set in a rotated allocation: `count` rounded up to 64 (256 bytes), so that every
+// set keeps the alignment of the allocation's start.
+size_t SetStride(size_t count) { return (count + 63) / 64 * 64; }
+
+// A transform's or copy's time measured both ways: a single launch between two events (MedianMs)
+// and back to back (BackToBackMs).
+struct LaunchTimes {
+  double single_ms, back_to_back_ms;
+};
+
+// Read + write rates of a 256 MiB device-to-device copy, single launch and back to back (TimeCopy;
+// 0 until it has run).
+double g_copy_gbps = 0, g_copy_back_to_back_gbps = 0;
+
+// A device-to-device copy that reads and writes `bytes_moved` / 2 bytes each, timed both ways.
+LaunchTimes CopyTimes(size_t bytes_moved) {
+  const size_t n = std::max<size_t>(bytes_moved / 2, 4);
+  const int sets = RotatedSets(bytes_moved);
+  const size_t stride = SetStride(n);
+  DeviceBuffer<unsigned char> a(stride * sets), b(stride * sets);
+  CUDA_OK(cudaMemset(a.ptr, 0, stride * sets));
+  LaunchTimes t;
+  t.single_ms = MedianMs([&] { CUDA_OK(cudaMemcpyAsync(b.ptr, a.ptr, n, cudaMemcpyDeviceToDevice)); });
+  t.back_to_back_ms = BackToBackMs(
+      [&](int set) { CUDA_OK(cudaMemcpyAsync(b.ptr + set * stride, a.ptr + set * stride, n, cudaMemcpyDeviceToDevice)); },
+      sets);
+  return t;
+}
+
+// One transform's line: its single-launch time and rate as a share of the 256 MiB copy's single-launch
+// rate, then ("back to back") its time and rate without the launch latency, as a share of the 256
+// MiB copy's back-to-back rate and of the back-to-back time of a copy that moves the same bytes.
+void PrintTransformTime(const char* label, const LaunchTimes& t, size_t bytes_moved) {
+  const auto gbps = [&](double ms) { return bytes_moved / 1e9 / (ms / 1e3); };
+  const auto share = [](double rate, double copy_rate) { return copy_rate > 0 ? 100.0 * rate / copy_rate : 0.0; };
+  const LaunchTimes same = CopyTimes(bytes_moved);
+  std::printf("TIME %-44s: %8.4f ms %3.0f%% of copy | back to back %7.4f ms %7.1f GB/s %3.0f%% of copy %3.0f%% of a "
+              "%.1f MB copy (%.4f ms)\n",
+              label, t.single_ms, share(gbps(t.single_ms), g_copy_gbps), t.back_to_back_ms, gbps(t.back_to_back_ms),
+              share(gbps(t.back_to_back_ms), g_copy_back_to_back_gbps), 100.0 * same.back_to_back_ms / t.back_to_back_ms,
+              bytes_moved / 2e6, same.back_to_back_ms);
+}
+
+// Times `launch(input, output)` of a transform that reads n_in and writes n_out floats, both ways,
+// on random input (one buffer set per rotated set), and prints its line.
+template <typename Launch>
+void TimeTransform(const char* label, size_t n_in, size_t n_out, Launch&& launch) {
+  const int sets = RotatedSets((n_in + n_out) * 4);
+  const size_t in_stride = SetStride(n_in), out_stride = SetStride(n_out);
+  DeviceBuffer<float> in(in_stride * sets), out(out_stride * sets);
+  in.Upload(RandomVector<float>(in.count));
+  const auto launch_set = [&](int set) { launch(in.ptr + set * in_stride, out.ptr + set * out_stride); };
+  const LaunchTimes t{MedianMs([&] { launch_set(0); }), BackToBackMs(launch_set, sets)};
+  PrintTransformTime(label, t, (n_in + n_out) * 4);
 }
 
 void TimeRfft(int B, int C, int H, int W, int S, bool nhwc) {
   Rfft2dParams p{B, C, H, W, S, 0, 0, nhwc};
-  const size_t n_in = static_cast<size_t>(B) * C * H * W, n_out = static_cast<size_t>(S) * (S / 2 + 1) * B * C * 2;
-  DeviceBuffer<float> x(n_in), y(n_out);
-  x.Upload(RandomVector<float>(n_in));
-  const double ms = MedianMs([&] { CheckLaunch(fftconv::cuda::LaunchRfft2d<float>(p, x.ptr, y.ptr, nullptr)); });
   char label[96];
   std::snprintf(label, sizeof(label), "rfft2d  f32 %s [%d,%d,%d,%d] S=%d", nhwc ? "NHWC" : "NCHW", B, C, H, W, S);
-  PrintTransformTime(label, ms, (n_in + n_out) * 4);
+  TimeTransform(label, static_cast<size_t>(B) * C * H * W, static_cast<size_t>(S) * (S / 2 + 1) * B * C * 2,
+                [&](const float* x, float* y) { CheckLaunch(fftconv::cuda::LaunchRfft2d<float>(p, x, y, nullptr)); });
 }
 
 void TimeIrfft(int B, int C, int H, int W, int S, bool nhwc) {
   Irfft2dParams p{B, C, S, H, W, 0, 0, nhwc};
-  const size_t n_in = static_cast<size_t>(S) * (S / 2 + 1) * B * C * 2, n_out = static_cast<size_t>(B) * C * H * W;
-  DeviceBuffer<float> x(n_in), y(n_out);
-  x.Upload(RandomVector<float>(n_in));
-  const double ms = MedianMs([&] { CheckLaunch(fftconv::cuda::LaunchIrfft2d<float>(p, x.ptr, y.ptr, nullptr)); });
   char label[96];
   std::snprintf(label, sizeof(label), "irfft2d f32 %s S=%d -> [%d,%d,%d,%d]", nhwc ? "NHWC" : "NCHW", S, B, C, H, W);
-  PrintTransformTime(label, ms, (n_in + n_out) * 4);
+  TimeTransform(label, static_cast<size_t>(S) * (S / 2 + 1) * B * C * 2, static_cast<size_t>(B) * C * H * W,
+                [&](const float* x, float* y) { CheckLaunch(fftconv::cuda::LaunchIrfft2d<float>(p, x, y, nullptr)); });
 }
 
 // T: float (the label says whether TF32 was allowed) or a half type (its name), timed on random
@@ -1212,11 +1302,15 @@ void TimeMatmul(const char* label, SpectralMatmulParams p) {
 
 void TimeCopy() {
   const size_t n = 64ull << 20;  // 256 MiB of floats
-  DeviceBuffer<float> a(n), b(n);
-  CUDA_OK(cudaMemset(a.ptr, 0, n * 4));
+  DeviceBuffer<float> a(2 * n), b(2 * n);
+  CUDA_OK(cudaMemset(a.ptr, 0, 2 * n * 4));
   const double ms = MedianMs([&] { CUDA_OK(cudaMemcpyAsync(b.ptr, a.ptr, n * 4, cudaMemcpyDeviceToDevice)); });
+  const double back_to_back_ms = BackToBackMs(
+      [&](int set) { CUDA_OK(cudaMemcpyAsync(b.ptr + set * n, a.ptr + set * n, n * 4, cudaMemcpyDeviceToDevice)); }, 2);
   g_copy_gbps = 2.0 * n * 4 / 1e9 / (ms / 1e3);
-  std::printf("TIME cudaMemcpy D2D 256 MiB (read + write)       : %8.4f ms  %7.1f GB/s\n", ms, g_copy_gbps);
+  g_copy_back_to_back_gbps = 2.0 * n * 4 / 1e9 / (back_to_back_ms / 1e3);
+  std::printf("TIME cudaMemcpy D2D 256 MiB (read + write)       : %8.4f ms  %7.1f GB/s | back to back %7.4f ms %7.1f GB/s\n",
+              ms, g_copy_gbps, back_to_back_ms, g_copy_back_to_back_gbps);
 }
 
 // The six transforms of Mathieu's layer as the op runs them in training (NHWC activations, the
