@@ -103,6 +103,13 @@ struct Rfft2dArgs {
 #define FFTCONV_RFFT_FIRST_ALONE 0
 #endif
 
+// The column pass's stores walk each lane's bins in ky order, a pointer stepped one bin row at a
+// time (TransformColumns); 0 computes every store's address from its bin's index (make
+// kernel-variants: n27_store_index).
+#ifndef FFTCONV_RFFT_STORE_WALK
+#define FFTCONV_RFFT_STORE_WALK 1
+#endif
+
 // Scalar loads in flight per thread in the stage copy (make kernel-variants).
 #ifndef FFTCONV_RFFT_LOADS
 #define FFTCONV_RFFT_LOADS 16
@@ -325,7 +332,28 @@ __device__ __forceinline__ void TransformColumns(const complex_t<typename detail
   }
   detail::DistributedFft<Real, false, S, L, kLeading>(y, l, G, group_mask);
   Pair* out = spectrum + n;
-  // Stores y, scaled, as the bins (ky, kx) of image n.
+#if FFTCONV_RFFT_STORE_WALK
+  // Lane l holds the bins ky = P * BitReverse(l, L) + k1 (k1 < P) of its column, k1 in register
+  // DigitReversePosition(k1, P). Its stores walk them in ky order, one bin row (ky_step values)
+  // apart: each address is the one before plus the step, one instruction, where an index of its own
+  // took five (the index, its widening and the pointer's two halves) and a second column's stores
+  // (job 0's) twenty with their branches.
+  const int ky_step = (S / 2 + 1) * a.images;
+  Pair* const lane_first = out + detail::SpectrumIndex(S, P * detail::BitReverse(l, L), 0, a.images, 0);
+  // Stores value(r) of every register r as the bins (ky, kx) of image n, for a valid image.
+  const auto store_walk = [&](int kx, auto&& value) {
+    Pair* at = lane_first + kx * a.images;
+#pragma unroll
+    for (int k1 = 0; k1 < P; ++k1) {
+      detail::StoreStreaming(at, StoredSpectrum<Pair>(value(detail::DigitReversePosition(k1, P)), a.round_tf32));
+      at += ky_step;
+    }
+  };
+  const auto store_column = [&](int kx) {
+    if (image_valid) store_walk(kx, [&](int r) { return detail::CScale(y[r], out_scale); });
+  };
+#else
+  // Variant n27_store_index: every store's address from its bin's index.
   const auto store_column = [&](int kx) {
     if (!image_valid) return;
 #pragma unroll
@@ -334,6 +362,7 @@ __device__ __forceinline__ void TransformColumns(const complex_t<typename detail
                              StoredSpectrum<Pair>(detail::CScale(y[r], out_scale), a.round_tf32));
     }
   };
+#endif
 #if FFTCONV_RFFT_JOB0_SPLIT
   if (c == 0) {
     // Unpack the two real columns: X[ky,0] = (Y + conj(Ym))/2, X[ky,S/2] = (Y - conj(Ym))/2i,
@@ -344,6 +373,15 @@ __device__ __forceinline__ void TransformColumns(const complex_t<typename detail
     C mirror[P];
 #pragma unroll
     for (int r = 0; r < P; ++r) mirror[r] = detail::MirrorOutput<Real, S, L>(y, r, l, G, group_mask);
+#if FFTCONV_RFFT_STORE_WALK
+    if (image_valid) {
+      store_walk(kHalf, [&](int r) {
+        return C{out_scale * (y[r].y + mirror[r].y), out_scale * (mirror[r].x - y[r].x)};
+      });
+    }
+#pragma unroll
+    for (int r = 0; r < P; ++r) y[r] = C{y[r].x + mirror[r].x, y[r].y - mirror[r].y};
+#else
 #pragma unroll
     for (int r = 0; r < P; ++r) {
       const C m = mirror[r];
@@ -354,6 +392,7 @@ __device__ __forceinline__ void TransformColumns(const complex_t<typename detail
       }
       y[r] = C{y[r].x + m.x, y[r].y - m.y};
     }
+#endif
   }
   store_column(c);
 #else
