@@ -551,7 +551,7 @@ void FftSuite(bool quick, const char* tag) {
     CheckRfft2d<T>(Rfft2dParams{1, 4096, 13, 16, 64, 2, 0, true}, tag);
     CheckRfft2d<T>(Rfft2dParams{64, 96, 24, 23, 32, 3, 5, true}, tag);
     // Plan 0 with the image in the first quarter of the frame's columns only, and of its rows only:
-    // one pass's inputs pruned, the other's not (the forward's one FFT body then runs whole).
+    // one pass's transforms pruned (DifStagesLeading), the other's whole.
     CheckRfft2d<T>(Rfft2dParams{64, 96, 26, 7, 32, 3, 1, true}, tag);
     CheckRfft2d<T>(Rfft2dParams{64, 96, 7, 26, 32, 1, 3, false}, tag);
     CheckIrfft2d<T>(Irfft2dParams{128, 96, 32, 32, 32, 0, 0, true}, tag);
@@ -1148,10 +1148,11 @@ __global__ void HoldStream(long long cycles) {
 
 // Median time per launch of `launch(set)` issued back to back, kBatch launches per sample: the
 // kernel's own time, without the host's launch latency that MedianMs' single launches include
-// (about 7 us on the H200, as much as a 16 MB copy). The stream is held (HoldStream) while a
-// sample's launches are queued, and successive launches take successive buffer sets (`sets` of
-// them, chosen by RotatedSets) so that none finds its operands still in L2. Dependent launches are
-// off meanwhile: no launch starts before the one before it has finished, as each copy does not.
+// (3-6 us on the H200, about a tenth of one of Mathieu's transforms). The stream is held (HoldStream)
+// while a sample's launches are queued, and successive launches take successive buffer sets
+// (`sets` of them, chosen by RotatedSets) so that none finds its operands still in L2. Dependent
+// launches are off meanwhile, so that no launch starts before the one before it has finished (no
+// copy does).
 template <typename F>
 double BackToBackMs(F&& launch, int sets) {
   constexpr int kBatch = 20, kSamples = 11;
