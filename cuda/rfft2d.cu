@@ -336,8 +336,8 @@ __device__ __forceinline__ void TransformColumns(const complex_t<typename detail
   // Lane l holds the bins ky = P * BitReverse(l, L) + k1 (k1 < P) of its column, k1 in register
   // DigitReversePosition(k1, P). Its stores walk them in ky order, one bin row (ky_step values)
   // apart: each address is the one before plus the step, one instruction, where an index of its own
-  // took five (the index, its widening and the pointer's two halves) and a second column's stores
-  // (job 0's) twenty with their branches.
+  // took five (the index, its widening and the pointer's two halves), and job 0's second column
+  // about twelve per store with the branch and the reloads around each.
   const int ky_step = (S / 2 + 1) * a.images;
   Pair* const lane_first = out + detail::SpectrumIndex(S, P * detail::BitReverse(l, L), 0, a.images, 0);
   // Stores value(r) of every register r as the bins (ky, kx) of image n, for a valid image.

@@ -29,7 +29,7 @@ SEED="${SEED:-$(date +%s)}"
 PARTS=" ${CHECK_PARTS:-check timing half sanitize variants} "
 part() { [[ $PARTS == *" $1 "* ]]; }
 part check && { header; timeout "${CHECK_TIMEOUT:-150}" "$KC" --seed "$SEED"; echo "exit status: $?"; } 2>&1 | tee "$OUT/kernel_check.log" | grep -E "FAIL|SUMMARY|exit status|device:" | head -60
-part timing && { header; timeout "${TIME_TIMEOUT:-60}" "$KC" --time --seed "$SEED"; timeout "${TIME_TIMEOUT:-60}" "$KC" --time-fft; timeout "${TIME_TIMEOUT:-60}" "$KC" --time-chain; echo "exit status: $?"; } 2>&1 | tee "$OUT/timing.log"
+part timing && { header; timeout "${TIME_TIMEOUT:-150}" "$KC" --time --seed "$SEED"; timeout "${TIME_TIMEOUT:-150}" "$KC" --time-fft; timeout "${TIME_TIMEOUT:-150}" "$KC" --time-chain; echo "exit status: $?"; } 2>&1 | tee "$OUT/timing.log"
 part half && { header; timeout "${CHECK_TIMEOUT:-150}" "$KC" --half --seed "$SEED"; echo "exit status: $?"; } 2>&1 | tee "$OUT/kernel_check_half.log" | grep -E "FAIL|SUMMARY|exit status" | head -30
 # racecheck tracks every shared-memory access and ran past 100 s on the whole --quick suite, so it
 # runs one family at a time ($RACECHECK_FAMILIES), each within its own $SAN_TIMEOUT (default 200 s:
@@ -52,8 +52,8 @@ if part variants && ls build/variants/kc_* >/dev/null 2>&1; then
     for b in build/variants/kc_*; do
       echo "== $b"
       timeout 60 "$b" --quick --failures-only --seed "$SEED" | tail -1
-      timeout 60 "$b" --time | grep TIME
-      timeout 60 "$b" --time-fft | grep TIME
+      timeout 150 "$b" --time | grep TIME
+      timeout 150 "$b" --time-fft | grep TIME
     done
   } 2>&1 | tee "$OUT/variants.log" | grep -E "==|SUMMARY|rfft2d  f32 NCHW \[128,96,26|irfft2d f32 NCHW S=32 -> \[128,256|matmul .*tf32=1" 
 fi

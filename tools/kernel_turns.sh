@@ -80,7 +80,7 @@ for part in "$@"; do
       for round in $(seq "$ROUNDS"); do
         for b in "${builds[@]}"; do
           echo "== $b round $round"
-          timeout 90 "$dir/kc_$b" --time-$part
+          timeout 150 "$dir/kc_$b" --time-$part
         done
       done > "$OUT/timing_$part.log" 2>&1
       # The NHWC transforms of 128 images at S = 32 (fft: Mathieu's x, y, dy, dx and the 26 x 26
@@ -88,7 +88,7 @@ for part in "$@"; do
       # time of each in a round, since --time-fft times some again further on) or his dependent step
       # (chain), each build and round.
       grep -E "^==|dependent=1|NHWC (\[128,[0-9,]+\] S=32|S=32 -> \[128,)" "$OUT/timing_$part.log" |
-        awk -F: '/^==/ { delete seen; print; next } !seen[$1]++' | cut -c1-150 ;;
+        awk -F: '/^==/ { delete seen; print; next } !seen[$1]++' | cut -c1-170 ;;
     ncu)
       for b in ${PROFILE_BUILDS:-${builds[*]}}; do
         for t in ${PROFILE:-x dx}; do profile "$b" "$t"; done

@@ -16,7 +16,7 @@ make kernel-check kernel-variants DEV_ARCH="${DEV_ARCH:-90}" 2>&1 | tail -20
   for b in build/variants/kc_*; do
     echo "== $b"
     timeout 60 "$b" --quick --failures-only | tail -1
-    timeout 60 "$b" --time-fft
+    timeout 150 "$b" --time-fft
   done
   for b in build/variants/kc_*; do
     echo "== $b"

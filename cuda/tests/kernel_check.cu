@@ -1148,11 +1148,12 @@ __global__ void HoldStream(long long cycles) {
 
 // Median time per launch of `launch(set)` issued back to back, kBatch launches per sample: the
 // kernel's own time, without the host's launch latency that MedianMs' single launches include
-// (3-6 us on the H200, about a tenth of one of Mathieu's transforms). The stream is held (HoldStream)
-// while a sample's launches are queued, and successive launches take successive buffer sets
-// (`sets` of them, chosen by RotatedSets) so that none finds its operands still in L2. Dependent
-// launches are off meanwhile, so that no launch starts before the one before it has finished (no
-// copy does).
+// (3-10 us on the H200, a tenth of one of Mathieu's transforms or more). The stream is held
+// (HoldStream) while a sample's launches are queued, and successive launches take successive
+// buffer sets (`sets` of them, chosen by RotatedSets), so that a launch's operands were last
+// touched at least three L2 sizes of traffic before it. Dependent launches are off meanwhile, so
+// that no launch starts before the one before it has finished (no copy does); then back on, their
+// default.
 template <typename F>
 double BackToBackMs(F&& launch, int sets) {
   constexpr int kBatch = 20, kSamples = 11;
@@ -1195,12 +1196,16 @@ int RotatedSets(size_t bytes_moved) {
   return static_cast<int>(std::max<size_t>(2, sets));
 }
 
-// Floats per buffer set in a rotated allocation: `count` rounded up to 64 (256 bytes), so that every
-// set keeps the alignment of the allocation's start.
-size_t SetStride(size_t count) { return (count + 63) / 64 * 64; }
+// Elements of T per buffer set in a rotated allocation: `count` rounded up to a multiple of 256
+// bytes, so that every set keeps the alignment of the allocation's start.
+template <typename T>
+size_t SetStride(size_t count) {
+  constexpr size_t kPerLine = 256 / sizeof(T);
+  return (count + kPerLine - 1) / kPerLine * kPerLine;
+}
 
-// A transform's or copy's time measured both ways: a single launch between two events (MedianMs)
-// and back to back (BackToBackMs).
+// A transform's time measured both ways: a single launch between two events (MedianMs) and back to
+// back (BackToBackMs).
 struct LaunchTimes {
   double single_ms, back_to_back_ms;
 };
@@ -1209,19 +1214,16 @@ struct LaunchTimes {
 // 0 until it has run).
 double g_copy_gbps = 0, g_copy_back_to_back_gbps = 0;
 
-// A device-to-device copy that reads and writes `bytes_moved` / 2 bytes each, timed both ways.
-LaunchTimes CopyTimes(size_t bytes_moved) {
+// Back-to-back time of a device-to-device copy that reads and writes `bytes_moved` / 2 bytes each.
+double CopyBackToBackMs(size_t bytes_moved) {
   const size_t n = std::max<size_t>(bytes_moved / 2, 4);
   const int sets = RotatedSets(bytes_moved);
-  const size_t stride = SetStride(n);
+  const size_t stride = SetStride<unsigned char>(n);
   DeviceBuffer<unsigned char> a(stride * sets), b(stride * sets);
   CUDA_OK(cudaMemset(a.ptr, 0, stride * sets));
-  LaunchTimes t;
-  t.single_ms = MedianMs([&] { CUDA_OK(cudaMemcpyAsync(b.ptr, a.ptr, n, cudaMemcpyDeviceToDevice)); });
-  t.back_to_back_ms = BackToBackMs(
+  return BackToBackMs(
       [&](int set) { CUDA_OK(cudaMemcpyAsync(b.ptr + set * stride, a.ptr + set * stride, n, cudaMemcpyDeviceToDevice)); },
       sets);
-  return t;
 }
 
 // One transform's line: its single-launch time and rate as a share of the 256 MiB copy's single-launch
@@ -1230,12 +1232,12 @@ LaunchTimes CopyTimes(size_t bytes_moved) {
 void PrintTransformTime(const char* label, const LaunchTimes& t, size_t bytes_moved) {
   const auto gbps = [&](double ms) { return bytes_moved / 1e9 / (ms / 1e3); };
   const auto share = [](double rate, double copy_rate) { return copy_rate > 0 ? 100.0 * rate / copy_rate : 0.0; };
-  const LaunchTimes same = CopyTimes(bytes_moved);
+  const double same_ms = CopyBackToBackMs(bytes_moved);
   std::printf("TIME %-44s: %8.4f ms %3.0f%% of copy | back to back %7.4f ms %7.1f GB/s %3.0f%% of copy %3.0f%% of a "
               "%.1f MB copy (%.4f ms)\n",
               label, t.single_ms, share(gbps(t.single_ms), g_copy_gbps), t.back_to_back_ms, gbps(t.back_to_back_ms),
-              share(gbps(t.back_to_back_ms), g_copy_back_to_back_gbps), 100.0 * same.back_to_back_ms / t.back_to_back_ms,
-              bytes_moved / 2e6, same.back_to_back_ms);
+              share(gbps(t.back_to_back_ms), g_copy_back_to_back_gbps), 100.0 * same_ms / t.back_to_back_ms,
+              bytes_moved / 2e6, same_ms);
 }
 
 // Times `launch(input, output)` of a transform that reads n_in and writes n_out floats, both ways,
@@ -1243,7 +1245,7 @@ void PrintTransformTime(const char* label, const LaunchTimes& t, size_t bytes_mo
 template <typename Launch>
 void TimeTransform(const char* label, size_t n_in, size_t n_out, Launch&& launch) {
   const int sets = RotatedSets((n_in + n_out) * 4);
-  const size_t in_stride = SetStride(n_in), out_stride = SetStride(n_out);
+  const size_t in_stride = SetStride<float>(n_in), out_stride = SetStride<float>(n_out);
   DeviceBuffer<float> in(in_stride * sets), out(out_stride * sets);
   in.Upload(RandomVector<float>(in.count));
   const auto launch_set = [&](int set) { launch(in.ptr + set * in_stride, out.ptr + set * out_stride); };
