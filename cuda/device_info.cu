@@ -25,7 +25,7 @@ std::atomic<bool> g_dependent_launch{true};
 
 // (device, kernel) -> whether the kernel's code on that device was compiled for sm_90+.
 std::mutex g_kernel_ptx_mutex;
-std::map<std::pair<int, const void*>, bool> g_kernel_waits;
+std::map<std::pair<int, const void*>, bool> g_kernel_sm90;
 
 void ApplyCap(DeviceLimits* limits) {
   const int cap = g_shared_cap.load(std::memory_order_relaxed);
@@ -89,23 +89,58 @@ void SetPersistentBlocksCapForTesting(int blocks) {
 
 int PersistentBlocksCap() { return g_persistent_blocks_cap.load(std::memory_order_relaxed); }
 
-bool DependentLaunchAllowed(const void* kernel) {
-  if (!g_dependent_launch.load(std::memory_order_relaxed)) return false;
+namespace {
+
+// Whether the current device is sm_90+ (capped) and runs `kernel` from code compiled for sm_90+.
+bool RunsSm90Code(const void* kernel) {
   DeviceLimits limits;
   if (CurrentDeviceLimits(&limits) != 0 || limits.compute_capability < 90) return false;
   std::lock_guard<std::mutex> lock(g_kernel_ptx_mutex);
   const auto key = std::make_pair(limits.device, kernel);
-  const auto found = g_kernel_waits.find(key);
-  if (found != g_kernel_waits.end()) return found->second;
+  const auto found = g_kernel_sm90.find(key);
+  if (found != g_kernel_sm90.end()) return found->second;
   cudaFuncAttributes attributes;
-  bool waits = false;
+  bool sm90 = false;
   if (cudaFuncGetAttributes(&attributes, kernel) == cudaSuccess) {
-    waits = attributes.ptxVersion >= 90;
+    sm90 = attributes.ptxVersion >= 90;
   } else {
     (void)cudaGetLastError();   // the launch itself reports what is wrong with the kernel
   }
-  g_kernel_waits.emplace(key, waits);
-  return waits;
+  g_kernel_sm90.emplace(key, sm90);
+  return sm90;
+}
+
+}  // namespace
+
+bool DependentLaunchAllowed(const void* kernel) {
+  return g_dependent_launch.load(std::memory_order_relaxed) && RunsSm90Code(kernel);
+}
+
+bool TensorCopyAllowed(const void* kernel) { return RunsSm90Code(kernel); }
+
+int EncodeTensorMap4d(CUtensorMap* map, const void* base, const cuuint64_t dims[4],
+                      const cuuint64_t strides[3], const cuuint32_t box[4]) {
+  using Encode = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*,
+                              const cuuint64_t*, const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave,
+                              CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+  static const Encode encode = [] {
+    void* function = nullptr;
+    cudaDriverEntryPointQueryResult found;
+    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &function, 12000, cudaEnableDefault, &found) !=
+            cudaSuccess ||
+        found != cudaDriverEntryPointSuccess) {
+      (void)cudaGetLastError();
+      function = nullptr;
+    }
+    return reinterpret_cast<Encode>(function);
+  }();
+  if (encode == nullptr) return 1;
+  const cuuint32_t element_strides[4] = {1, 1, 1, 1};
+  return encode(map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 4, const_cast<void*>(base), dims, strides, box,
+                element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE,
+                CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS
+             ? 0
+             : 1;
 }
 
 void SetDependentLaunchForTesting(bool enabled) { g_dependent_launch.store(enabled, std::memory_order_relaxed); }

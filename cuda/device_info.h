@@ -2,6 +2,8 @@
 #ifndef TF_FFTCONV_CUDA_DEVICE_INFO_H_
 #define TF_FFTCONV_CUDA_DEVICE_INFO_H_
 
+#include <cuda.h>  // CUtensorMap
+
 namespace fftconv {
 namespace cuda {
 namespace detail {
@@ -39,6 +41,18 @@ bool DependentLaunchAllowed(const void* kernel);
 // Turns dependent launches off (false) or back on, so that tests and timings compare both in one
 // process.
 void SetDependentLaunchForTesting(bool enabled);
+
+// Whether `kernel` may copy with the tensor memory accelerator on the current device: sm_90 or later
+// (capped as above) running code compiled for sm_90 or later (as for DependentLaunchAllowed).
+bool TensorCopyAllowed(const void* kernel);
+
+// Describes a 4-D float tensor for tensor copies (cuTensorMapEncodeTiled, found through the runtime
+// once per process): dims innermost first, strides in bytes of dims 1..3 (multiples of 16, any
+// order), a box of `box` elements per dimension, zeros outside the tensor. Returns 0, or nonzero
+// where the driver has no such function or refuses the description (the launcher then copies
+// without it).
+int EncodeTensorMap4d(CUtensorMap* map, const void* base, const cuuint64_t dims[4],
+                      const cuuint64_t strides[3], const cuuint32_t box[4]);
 
 }  // namespace detail
 }  // namespace cuda

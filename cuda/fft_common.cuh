@@ -323,6 +323,61 @@ __device__ __forceinline__ void CpAsyncWait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending) : "memory");
 }
 
+// The tensor memory accelerator (sm_90+): a shared-memory barrier that counts a copy's bytes, and
+// one instruction that copies a box of a tensor (described by a CUtensorMap, EncodeTensorMap4d) into
+// shared memory, writing zeros where the box reaches outside the tensor. Compile to nothing before
+// sm_90; only kernels launched on sm_90 code call them (TensorCopyAllowed).
+__device__ __forceinline__ unsigned SharedAddress(const void* p) {
+  return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+// One arrival expected per phase (the issuing thread's), plus the copy's bytes.
+__device__ __forceinline__ void BarrierInit(unsigned long long* barrier) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(SharedAddress(barrier)) : "memory");
+  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+#endif
+}
+// Arrives on the barrier and tells it how many bytes the copy about to be issued will bring.
+__device__ __forceinline__ void BarrierExpectBytes(unsigned long long* barrier, unsigned bytes) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(SharedAddress(barrier)), "r"(bytes)
+               : "memory");
+#endif
+}
+// Waits until the barrier's phase of the given parity has completed (its copy has landed).
+__device__ __forceinline__ void BarrierWait(unsigned long long* barrier, int parity) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  const unsigned address = SharedAddress(barrier);
+  unsigned done = 0;
+  do {
+    asm volatile(
+        "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}\n"
+        : "=r"(done)
+        : "r"(address), "r"(parity)
+        : "memory");
+  } while (!done);
+#endif
+}
+// Copies the box at coordinates (c0, c1, c2, c3) of the 4-D tensor `map` into shared memory at
+// `smem` (128-byte aligned), completing on `barrier`.
+__device__ __forceinline__ void TensorCopy4d(void* smem, const void* map, unsigned long long* barrier, int c0, int c1,
+                                             int c2, int c3) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile(
+      "cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, %5}], "
+      "[%6];\n" ::"r"(SharedAddress(smem)),
+      "l"(map), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(SharedAddress(barrier))
+      : "memory");
+#endif
+}
+// Orders this thread's earlier shared-memory accesses before later tensor copies into the same
+// memory (the copies are another proxy's writes).
+__device__ __forceinline__ void FenceBeforeTensorCopy() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+#endif
+}
+
 __host__ __device__ constexpr int BitReverse(int v, int n) {
   int r = 0;
   for (int b = 1; b < n; b <<= 1) {
@@ -764,6 +819,34 @@ __host__ __device__ __forceinline__ int StageAt(const StageIndex& s, int i, int 
   return kPixelMajor ? r * s.row_stride + PixelMajorStage<S, G, L>::Column(r, c) * G + i : s.At(i, r, c);
 }
 
+// The forward's NHWC stage where one tensor copy fills it (plan 0 on sm_90+, FFTCONV_RFFT_TENSOR_COPY):
+// the box (G channels, stage_rows frame rows, read_cols frame columns) of one image of the batch,
+// zeros included where the box reaches past the image (the frame's margins: no zero fill). The box
+// lands column-major,
+//   [frame column c][stage row r][image i], strides (stage_rows * G, G, 1),
+// as the copy writes it (its dimensions ordered channels, rows, columns). Shapes with one lane per
+// transform (L = 1) and G a multiple of 4 (the box's rows whole 16-byte units) take it.
+// Banks: a warp's J = 32 / G row jobs read one column, rows 2j and 2j + 1 of pairs j0 .. j0 + J - 1
+// (j0 a multiple of J), each row G consecutive floats. Row 2j lies 8 G (j - pair_begin) bytes into
+// the column, so a 128-byte line holds the rows of J / 2 pairs, and pairs j and j + J / 2 fall on
+// the same banks. A warp's load of its jobs' first rows would conflict two ways; so the second half
+// of the warp's jobs (SwapsRows) loads its second row first: each load instruction then reads the
+// first rows of J / 2 pairs and the second rows of the other J / 2, 32 distinct banks whatever
+// pair_begin is (cuda/tests/stage_layout_check.cu checks it). A swapped job packs its rows as
+// z = row(2j + 1) + i row(2j), and the column pass unpacks them the other way round.
+template <int S, int G, int L>
+struct TensorCopyStage {
+  static constexpr bool kUsable = L == 1 && G % 4 == 0 && G <= 32;
+  static constexpr int kPairsPerLine = 16 / G;  // 0 at G = 32: one job per warp, nothing to swap
+  __host__ __device__ __forceinline__ static constexpr bool SwapsRows(int j) {
+    return kPairsPerLine > 0 && (j / (kPairsPerLine > 0 ? kPairsPerLine : 1)) % 2 == 1;
+  }
+  __host__ __device__ __forceinline__ static int ColumnStride(int stage_rows) { return stage_rows * G; }
+  __host__ __device__ __forceinline__ static int At(int stage_rows, int i, int r, int c) {
+    return c * ColumnStride(stage_rows) + r * G + i;
+  }
+};
+
 // The inverse's stage element (image i, window row r, frame column c):
 //   image-major (plans 1 and 2, NCHW):  i * image_stride + r * row_stride + c (MakeStageIndex's strides:
 //                 the row pass's stores on distinct banks);
@@ -1097,6 +1180,36 @@ __device__ __forceinline__ void RunPipelinedGroups(float* buffers, int buffer_el
     __syncthreads();   // the buffer is free for the group after next
   }
   CpAsyncWait<0>();  // the last groups committed are empty; leave none outstanding
+}
+
+// RunPipelinedGroups' loop where one thread fills each buffer with a tensor copy (sm_90+): issue(buffer,
+// g, barrier) issues group g's copy into a buffer, completing on `barrier`; process(buffer, g)
+// transforms the group once it has landed. barriers: two in shared memory, one per buffer; a
+// buffer's k-th copy completes its barrier's phase k, so its wait is for parity k % 2. The next
+// group's copy goes into the other buffer before this group is processed; that buffer was last read
+// and written by the group before, which every thread has finished (the barrier ending each group),
+// after a fence that orders those accesses before the copy's writes.
+template <typename Issue, typename Process>
+__device__ __forceinline__ void RunTensorCopyGroups(float* buffers, int buffer_elements,
+                                                    unsigned long long* barriers, int groups, Issue&& issue,
+                                                    Process&& process) {
+  const bool issuer = threadIdx.x == 0;
+  if (issuer) {
+    BarrierInit(&barriers[0]);
+    BarrierInit(&barriers[1]);
+  }
+  __syncthreads();
+  int g = blockIdx.x;
+  if (issuer && g < groups) issue(buffers, g, &barriers[0]);
+  for (int k = 0; g < groups; ++k, g += gridDim.x) {
+    const int slot = k & 1;
+    const int g_next = g + gridDim.x;
+    if (issuer && g_next < groups) issue(buffers + (slot ^ 1) * buffer_elements, g_next, &barriers[slot ^ 1]);
+    BarrierWait(&barriers[slot], (k >> 1) & 1);
+    process(buffers + slot * buffer_elements, g);
+    FenceBeforeTensorCopy();
+    __syncthreads();  // the buffer is free for the group after next
+  }
 }
 
 // Blocks per SM of a pipelined transform (plan 0 of either direction: persistent blocks with two

@@ -13,7 +13,8 @@
 //                one warp write consecutive images of the same bin (coalesced).
 // On sm_80+ with float tensors the same three steps run in persistent blocks that loop over groups of
 // G images, the pixels of the next group copied into a second buffer by cp.async while this group is
-// transformed (plan 0, Rfft2dPipelinedKernel), where both buffers fit in shared memory.
+// transformed (plan 0, Rfft2dPipelinedKernel), where both buffers fit in shared memory; on sm_90+ an
+// NHWC group of whole channels is one tensor copy, zeros included (detail::TensorCopyStage).
 // When the device's shared memory is too small for plan 1 (large S, double), the stage is skipped
 // (rows read straight from global memory) and the column jobs are split into chunks, one chunk per
 // blockIdx.y, each block recomputing the row pass.
@@ -43,6 +44,7 @@ struct Rfft2dArgs {
   bool use_stage;             // plan 0 or 1: frames staged in shared memory, one chunk
   bool pipelined;             // plan 0: persistent blocks, two buffers, cp.async (Rfft2dPipelinedKernel)
   bool vector_io;             // 16-byte global loads in the stage copy (float4; plan 0: NHWC only)
+  bool tensor_copy;           // plan 0, NHWC: one tensor copy per group fills the stage (TensorCopyStage, sm_90+)
   detail::StageIndex stage;   // plan 1: frames, S x S; plan 0: stage_rows frame rows x S columns,
                               // pixel-major for NHWC (PixelMajorStage)
   int stage_elements;         // G * stage.image_stride
@@ -108,6 +110,13 @@ struct Rfft2dArgs {
 // kernel-variants: n27_store_index).
 #ifndef FFTCONV_RFFT_STORE_WALK
 #define FFTCONV_RFFT_STORE_WALK 1
+#endif
+
+// Plan 0's NHWC stage filled by one tensor copy per group on sm_90+ (detail::TensorCopyStage), where
+// the block shape has one lane per transform; 0 keeps the cp.async copies and zero fill of every
+// thread (make kernel-variants: n28_no_tensor_copy).
+#ifndef FFTCONV_RFFT_TENSOR_COPY
+#define FFTCONV_RFFT_TENSOR_COPY 1
 #endif
 
 // Scalar loads in flight per thread in the stage copy (make kernel-variants).
@@ -291,8 +300,9 @@ __device__ __forceinline__ Pair StoredSpectrum(C v, bool round_tf32) {
 
 // Column pass: job c = c0 + q over frame rows h = InputIndex(p, l) (pair h / 2, part h % 2) of the
 // row spectra, those below kLeading only (the rest are zero); writes bins (ky, c) of image n
-// (column job 0: kx = 0 and kx = S/2).
-template <typename Io, int S, int L, int G, int kLeading>
+// (column job 0: kx = 0 and kx = S/2). kSwappedPairs: the pairs of TensorCopyStage::SwapsRows were
+// packed second row first (one lane per transform: h is known at compile time).
+template <typename Io, int S, int L, int G, int kLeading, bool kSwappedPairs = false>
 __device__ __forceinline__ void TransformColumns(const complex_t<typename detail::Storage<Io>::Compute>* row_specs,
                                                  typename detail::Storage<Io>::Pair* __restrict__ spectrum,
                                                  const Rfft2dArgs& a, int q, int i, int l, int n, bool image_valid,
@@ -312,13 +322,18 @@ __device__ __forceinline__ void TransformColumns(const complex_t<typename detail
   constexpr int kRead = kLeading / L;  // values per lane that may be nonzero
 #pragma unroll
   for (int p = kRead; p < P; ++p) y[p] = C{Real(0), Real(0)};
+  static_assert(!kSwappedPairs || L == 1, "swapped pairs: one lane per transform");
+  // Whether row h is its pair's imaginary part (second row, or first of a swapped pair).
+  const auto imaginary_part = [&](int h) {
+    return ((h & 1) != 0) != (kSwappedPairs && detail::TensorCopyStage<S, G, L>::SwapsRows(h >> 1));
+  };
   if (c == 0) {
     // Row spectra of real rows at kx = 0 and kx = S/2 are real: pack them as (kx=0, kx=S/2).
 #pragma unroll
     for (int p = 0; p < kRead; ++p) {
       const int h = Layout::InputIndex(p, l);
       const C u = spec_u[(h >> 1) * G], m = spec_m[(h >> 1) * G];
-      y[p] = (h & 1) ? C{u.y, m.y} : C{u.x, m.x};
+      y[p] = imaginary_part(h) ? C{u.y, m.y} : C{u.x, m.x};
     }
   } else {
     // Split the packed pair: 2A = u + conj(m) (row 2j), 2B = (u - conj(m)) / i (row 2j+1); the
@@ -327,7 +342,7 @@ __device__ __forceinline__ void TransformColumns(const complex_t<typename detail
     for (int p = 0; p < kRead; ++p) {
       const int h = Layout::InputIndex(p, l);
       const C u = spec_u[(h >> 1) * G], m = spec_m[(h >> 1) * G];
-      y[p] = (h & 1) ? C{u.y + m.y, m.x - u.x} : C{u.x + m.x, u.y - m.y};
+      y[p] = imaginary_part(h) ? C{u.y + m.y, m.x - u.x} : C{u.x + m.x, u.y - m.y};
     }
   }
   detail::DistributedFft<Real, false, S, L, kLeading>(y, l, G, group_mask);
@@ -614,17 +629,32 @@ __device__ __forceinline__ void StageGroupAsync(const float* __restrict__ input,
   }
 }
 
-template <int S, typename Shape, bool kPixelMajor>
+// The tensor map of plan 0's tensor copies (TensorCopyStage) is a kernel parameter kept in the
+// parameter space (__grid_constant__: the copy reads it there; compute_70+ only, where the body runs).
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 700
+#define FFTCONV_GRID_CONSTANT
+#else
+#define FFTCONV_GRID_CONSTANT __grid_constant__
+#endif
+
+// Plan 0: persistent blocks over groups of G images, two buffers (stage, then row spectra). The stage
+// is image-major (NCHW), pixel-major (NHWC, kPixelMajor) or, with kTensorCopy (NHWC on sm_90+),
+// column-major and filled by one tensor copy of `map` per group; map is unused otherwise.
+template <int S, typename Shape, bool kPixelMajor, bool kTensorCopy>
 __global__ void __launch_bounds__(Shape::kThreads, (detail::PipelinedMinBlocks<S, Shape>()))
-    Rfft2dPipelinedKernel(const float* __restrict__ input, float2* __restrict__ spectrum, const Rfft2dArgs a) {
+    Rfft2dPipelinedKernel(const float* __restrict__ input, float2* __restrict__ spectrum, const Rfft2dArgs a,
+                          const FFTCONV_GRID_CONSTANT CUtensorMap map) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   detail::AwaitPrecedingGrids();
   using C = float2;
   constexpr int L = Shape::kLanes, G = Shape::kImagesPerBlock, kThreads = Shape::kThreads;
   using Layout = detail::FftLayout<S, L>;
+  using CopyStage = detail::TensorCopyStage<S, G, L>;
+  static_assert(!kTensorCopy || (kPixelMajor && CopyStage::kUsable), "tensor copies fill NHWC stages of L = 1");
   constexpr int P = S / L;
-  extern __shared__ __align__(16) unsigned char smem_raw[];
-  float* const buffers = reinterpret_cast<float*>(smem_raw);  // two of a.buffer_elements
+  extern __shared__ __align__(128) unsigned char pipelined_smem[];
+  // Two buffers of a.buffer_elements floats (then, with kTensorCopy, their two barriers).
+  float* const buffers = reinterpret_cast<float*>(pipelined_smem);
 
   const int tid = threadIdx.x;
   const int i = tid % G;
@@ -634,67 +664,102 @@ __global__ void __launch_bounds__(Shape::kThreads, (detail::PipelinedMinBlocks<S
   const int j = q;
   const bool row_active = j >= a.pair_begin && j < a.pair_end;
 
-  detail::RunPipelinedGroups<FFTCONV_RFFT_COPY_PARTS, FFTCONV_RFFT_FIRST_ALONE != 0>(
-      buffers, a.buffer_elements, a.groups,
-      [&](float* buffer, int g, int part) {
-        StageGroupAsync<kPixelMajor, G, S, L, kThreads>(input, buffer, a, g, part, tid);
-      },
-      [&](float* buffer, int g, auto&& copy_rest) {
-        const int n = g * G + i;
-        const bool image_valid = n < a.images;
-        C* row_specs = reinterpret_cast<C*>(buffer);
-        // Row pass over the frame's first kCols columns (the rest zero, not read: the zero fill
-        // stops at a.read_cols).
-        const auto row_pass = [&](auto cols) {
-          constexpr int kCols = decltype(cols)::value;
-          C x[P];
-          if (row_active) {
-            const int r = 2 * j - a.stage_row0;  // stage rows r and r + 1
-            if constexpr (kPixelMajor) {
-              // Lane l's values p sit in column p * L + l (FftLayout::InputIndex), stored at
-              // (p ^ m) * L + l (m the rows' swizzle): one pointer per residue p % J, so that every
-              // load is a pointer plus a constant (the row stride too, where the stage is swizzled;
-              // PixelMajorStage's ReadPointer and ReadStep).
-              using Stage = detail::PixelMajorStage<S, G, L>;
-              constexpr int J = Stage::kReadPointers;
-              const int row_stride = Stage::RowStride(a.stage);
-              const int m = Stage::Swizzle(r);
-              const float* lane = buffer + Stage::LaneStart(row_stride, r, l, i);
-              const float* base[J];
+  // Transforms group g from its stage in `buffer`; copy_rest() issues the next group's other copy
+  // pieces (RunPipelinedGroups; nothing with tensor copies).
+  const auto process = [&](float* buffer, int g, auto&& copy_rest) {
+    const int n = g * G + i;
+    const bool image_valid = n < a.images;
+    C* row_specs = reinterpret_cast<C*>(buffer);
+    // Row pass over the frame's first kCols columns (the rest zero, not read: the zero fill
+    // stops at a.read_cols).
+    const auto row_pass = [&](auto cols) {
+      constexpr int kCols = decltype(cols)::value;
+      C x[P];
+      if (row_active) {
+        const int r = 2 * j - a.stage_row0;  // stage rows r and r + 1
+        if constexpr (kTensorCopy) {
+          // Column p of rows r and r + 1 (L = 1), G floats apart; a job of SwapsRows loads row r + 1
+          // first and packs it as the real part (32 banks per load; TensorCopyStage).
+          const int column_stride = CopyStage::ColumnStride(a.stage_rows);
+          const bool swap = CopyStage::SwapsRows(j);
+          const float* first = buffer + CopyStage::At(a.stage_rows, i, r + (swap ? 1 : 0), 0);
+          const float* second = buffer + CopyStage::At(a.stage_rows, i, r + (swap ? 0 : 1), 0);
 #pragma unroll
-              for (int k = 0; k < J; ++k) base[k] = lane + Stage::ReadPointer(k, m);
-#pragma unroll
-              for (int p = 0; p < P; ++p) {
-                const float* at = base[p % J] + Stage::ReadStep(p);
-                x[p] = p < kCols / L ? C{at[0], at[row_stride]} : C{0.f, 0.f};
-              }
-            } else {
-              const float* row_a = buffer + a.stage.At(i, r, 0);
-              const float* row_b = row_a + a.stage.row_stride;
-#pragma unroll
-              for (int p = 0; p < P; ++p) {
-                x[p] = p < kCols / L ? C{row_a[Layout::InputIndex(p, l)], row_b[Layout::InputIndex(p, l)]}
-                                     : C{0.f, 0.f};
-              }
-            }
+          for (int p = 0; p < P; ++p) {
+            x[p] = p < kCols ? C{first[p * column_stride], second[p * column_stride]} : C{0.f, 0.f};
           }
-          __syncthreads();  // the stage is overwritten by row_specs
-          TransformRowPair<float, S, L, G, kCols>(x, row_active, j, i, l, group_mask, a, 0, row_specs);
-        };
-        constexpr int kLeading = detail::LeadingValues<S, L>();
-        if (kLeading < S && a.leading_cols) {
-          row_pass(std::integral_constant<int, kLeading>{});
+        } else if constexpr (kPixelMajor) {
+          // Lane l's values p sit in column p * L + l (FftLayout::InputIndex), stored at
+          // (p ^ m) * L + l (m the rows' swizzle): one pointer per residue p % J, so that every
+          // load is a pointer plus a constant (the row stride too, where the stage is swizzled;
+          // PixelMajorStage's ReadPointer and ReadStep).
+          using Stage = detail::PixelMajorStage<S, G, L>;
+          constexpr int J = Stage::kReadPointers;
+          const int row_stride = Stage::RowStride(a.stage);
+          const int m = Stage::Swizzle(r);
+          const float* lane = buffer + Stage::LaneStart(row_stride, r, l, i);
+          const float* base[J];
+#pragma unroll
+          for (int k = 0; k < J; ++k) base[k] = lane + Stage::ReadPointer(k, m);
+#pragma unroll
+          for (int p = 0; p < P; ++p) {
+            const float* at = base[p % J] + Stage::ReadStep(p);
+            x[p] = p < kCols / L ? C{at[0], at[row_stride]} : C{0.f, 0.f};
+          }
         } else {
-          row_pass(std::integral_constant<int, S>{});
+          const float* row_a = buffer + a.stage.At(i, r, 0);
+          const float* row_b = row_a + a.stage.row_stride;
+#pragma unroll
+          for (int p = 0; p < P; ++p) {
+            x[p] = p < kCols / L ? C{row_a[Layout::InputIndex(p, l)], row_b[Layout::InputIndex(p, l)]}
+                                 : C{0.f, 0.f};
+          }
         }
-        copy_rest();  // the next group's other pieces, between this group's two passes
-        __syncthreads();
-        if (kLeading < S && a.leading_rows) {
-          TransformColumns<float, S, L, G, kLeading>(row_specs, spectrum, a, q, i, l, n, image_valid, group_mask, 0);
-        } else {
-          TransformColumns<float, S, L, G, S>(row_specs, spectrum, a, q, i, l, n, image_valid, group_mask, 0);
-        }
-      });
+      }
+      __syncthreads();  // the stage is overwritten by row_specs
+      TransformRowPair<float, S, L, G, kCols>(x, row_active, j, i, l, group_mask, a, 0, row_specs);
+    };
+    constexpr int kLeading = detail::LeadingValues<S, L>();
+    if (kLeading < S && a.leading_cols) {
+      row_pass(std::integral_constant<int, kLeading>{});
+    } else {
+      row_pass(std::integral_constant<int, S>{});
+    }
+    copy_rest();  // the next group's other pieces, between this group's two passes
+    __syncthreads();
+    if (kLeading < S && a.leading_rows) {
+      TransformColumns<float, S, L, G, kLeading, kTensorCopy>(row_specs, spectrum, a, q, i, l, n, image_valid,
+                                                              group_mask, 0);
+    } else {
+      TransformColumns<float, S, L, G, S, kTensorCopy>(row_specs, spectrum, a, q, i, l, n, image_valid, group_mask,
+                                                       0);
+    }
+  };
+
+  if constexpr (kTensorCopy) {
+#if __CUDA_ARCH__ >= 900
+    unsigned long long* const barriers = reinterpret_cast<unsigned long long*>(buffers + 2 * a.buffer_elements);
+    const unsigned copy_bytes = static_cast<unsigned>(sizeof(float) * G * a.stage_rows * a.read_cols);
+    detail::RunTensorCopyGroups(
+        buffers, a.buffer_elements, barriers, a.groups,
+        [&](float* buffer, int g, unsigned long long* barrier) {
+          // Group g: channels c .. c + G - 1 of image b (channels % G == 0), the box from frame row
+          // stage_row0 and frame column 0, in image coordinates.
+          int b, c;
+          a.div_channels.DivMod(g * G, b, c);
+          detail::BarrierExpectBytes(barrier, copy_bytes);
+          detail::TensorCopy4d(buffer, &map, barrier, c, a.stage_row0 - a.offset_h, -a.offset_w, b);
+        },
+        [&](float* buffer, int g) { process(buffer, g, [] {}); });
+#endif
+  } else {
+    detail::RunPipelinedGroups<FFTCONV_RFFT_COPY_PARTS, FFTCONV_RFFT_FIRST_ALONE != 0>(
+        buffers, a.buffer_elements, a.groups,
+        [&](float* buffer, int g, int part) {
+          StageGroupAsync<kPixelMajor, G, S, L, kThreads>(input, buffer, a, g, part, tid);
+        },
+        process);
+  }
 #endif
 }
 
@@ -731,6 +796,7 @@ Rfft2dArgs PlanRfft2d(const Rfft2dParams& p, const void* input, int compute_capa
   a.chunk_jobs = kHalf;
   a.use_stage = true;
   a.vector_io = false;
+  a.tensor_copy = false;
   a.stage_row0 = 0;
   a.stage_rows = S;
   a.buffer_elements = 0;
@@ -759,12 +825,20 @@ Rfft2dArgs PlanRfft2d(const Rfft2dParams& p, const void* input, int compute_capa
           detail::PipelineBufferBytes(sizeof(float) * std::max(a.stage_elements, specs_elements), p.nhwc) /
           sizeof(float));
       *smem = 2 * sizeof(float) * static_cast<size_t>(a.buffer_elements);
+      // Tensor copies: whole groups of one image's channels, the box's rows whole 16-byte units of a
+      // 16-byte aligned tensor (the column-major stage is no larger than the pixel-major one, whose
+      // layout a launch falls back to: LaunchRfft2dShaped). Two barriers after the buffers.
+      a.tensor_copy = FFTCONV_RFFT_TENSOR_COPY && p.nhwc && detail::TensorCopyStage<S, G, L>::kUsable &&
+                      compute_capability >= 90 && p.channels % G == 0 &&
+                      (reinterpret_cast<uintptr_t>(input) & 15) == 0;
+      if (a.tensor_copy) *smem += 2 * sizeof(unsigned long long);
       a.persistent_blocks = detail::PipelinedGrid<S, Shape>(a.groups, multiprocessors, max_smem, *smem);
       if (a.persistent_blocks > 0) {
         a.pipelined = true;
         return a;
       }
       a.vector_io = false;
+      a.tensor_copy = false;
       a.stage_row0 = 0;
       a.stage_rows = S;
     }
@@ -793,9 +867,29 @@ int LaunchRfft2dShaped(const Rfft2dArgs& a, size_t smem, const Io* input, Io* sp
   constexpr int kHalf = S / 2;
   if constexpr (std::is_same<Io, float>::value && detail::kPipelinable<S, Shape>) {
     if (a.pipelined) {
-      const auto kernel = a.nhwc ? Rfft2dPipelinedKernel<S, Block, true> : Rfft2dPipelinedKernel<S, Block, false>;
+      CUtensorMap map{};
+      if constexpr (detail::TensorCopyStage<S, Block::kImagesPerBlock, Block::kLanes>::kUsable) {
+        const auto kernel = Rfft2dPipelinedKernel<S, Block, true, true>;
+        if (a.tensor_copy && detail::TensorCopyAllowed(reinterpret_cast<const void*>(kernel))) {
+          // NHWC input as a 4-D tensor ordered (channel, row, column, image): the box lands
+          // column-major (TensorCopyStage).
+          const cuuint64_t c = a.channels, h = a.height, w = a.width;
+          const cuuint64_t dims[4] = {c, h, w, a.images / c};
+          const cuuint64_t strides[3] = {4 * w * c, 4 * c, 4 * h * w * c};
+          const cuuint32_t box[4] = {static_cast<cuuint32_t>(Block::kImagesPerBlock),
+                                     static_cast<cuuint32_t>(a.stage_rows), static_cast<cuuint32_t>(a.read_cols), 1};
+          if (detail::EncodeTensorMap4d(&map, input, dims, strides, box) == 0) {
+            return detail::LaunchWithSharedMemory(kernel, dim3(a.persistent_blocks), Shape::kThreads, smem, stream,
+                                                  input, reinterpret_cast<float2*>(spectrum), a, map);
+          }
+        }
+      }
+      Rfft2dArgs copies = a;  // the pixel-major stage, filled by every thread's copies
+      copies.tensor_copy = false;
+      const auto kernel =
+          a.nhwc ? Rfft2dPipelinedKernel<S, Block, true, false> : Rfft2dPipelinedKernel<S, Block, false, false>;
       return detail::LaunchWithSharedMemory(kernel, dim3(a.persistent_blocks), Shape::kThreads, smem, stream, input,
-                                            reinterpret_cast<float2*>(spectrum), a);
+                                            reinterpret_cast<float2*>(spectrum), copies, map);
     }
   }
   // Chunks of column jobs; the last one may be partial (S / 2 = 3 * 2^(k-1) halves to odd counts).

@@ -4,9 +4,10 @@ no GPU needed) for the default swizzled layout and, with VARIANT=n20_stage_padde
 The program checks, for every forward block shape, that each stage row's columns are a permutation
 that keeps the leading columns and the lanes, that the row pass's pointers find each value where the
 copies put it, that a warp's row-pass loads hit 32 distinct banks, and the alignment of rows and
-16-byte quads; for every inverse block shape that takes plan 0, that the inverse's pixel-major NHWC
-stage (InverseStageAt) puts each warp's row-pass stores on 32 distinct banks with its quads 16-byte
-aligned; that the NHWC copy loops' PixelWalk agrees with division; and that plan 0's copy pieces
+16-byte quads; for the shapes whose NHWC stage a tensor copy fills (TensorCopyStage), that each of
+a warp's two row-pass loads reads its job's rows on 32 distinct banks; for every inverse block shape
+that takes plan 0, that the inverse's pixel-major NHWC stage (InverseStageAt) puts each warp's
+row-pass stores on 32 distinct banks with its quads 16-byte aligned; that the NHWC copy loops' PixelWalk agrees with division; and that plan 0's copy pieces
 (CopyPiece) visit each thread's indices of the whole copy loop, once and in order."""
 
 import os
@@ -34,5 +35,9 @@ def test_stage_layout_holds_for_every_forward_shape(tmp_path, variant, layout):
     assert any(line.startswith("S=32 ") and layout in line for line in done.stdout.splitlines())
     # The inverse's stage of Mathieu's layer (the 32 frame's plan 0), and the pixel walk.
     assert any(line.startswith("S=32 ") and "inverse pixel-major" in line for line in done.stdout.splitlines())
+    # The tensor copies' column-major stage of the 32 frame's forward (one lane, 8 images: two
+    # pairs per 128-byte line, the second half of each warp's jobs swapped).
+    assert any(line.startswith("S=32 ") and "tensor-copy column-major stage, 2 pairs" in line
+               for line in done.stdout.splitlines())
     assert "walks checked against division" in done.stdout
     assert "copy loops checked against the whole loop" in done.stdout

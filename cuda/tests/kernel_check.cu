@@ -1707,6 +1707,10 @@ int main(int argc, char** argv) {
       fftconv::cuda::detail::SetPersistentBlocksCapForTesting(0);
       fftconv::cuda::detail::SetComputeCapabilityCapForTesting(75);
       FftSuite<float>(true, "sm75  ");
+      // Plan 0's NHWC stage filled by every thread's copies, as on sm_80 to sm_89 (sm_90+: one
+      // tensor copy per group where the block shape allows it).
+      fftconv::cuda::detail::SetComputeCapabilityCapForTesting(80);
+      FftSuite<float>(true, "sm80  ");
       fftconv::cuda::detail::SetComputeCapabilityCapForTesting(0);
       // Plans for devices with less shared memory (sm_75: 64 KiB, sm_60: 48 KiB).
       for (int cap : {64 * 1024, 48 * 1024}) {

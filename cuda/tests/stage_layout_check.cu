@@ -10,12 +10,15 @@
 //     every value p, whatever frame row pair the warp starts at;
 //   - swizzled stages keep rows 128-byte aligned, and a pixel's four-channel quads (G a multiple of
 //     4: the 16-byte copies) stay together and 16-byte aligned.
+// For the shapes whose stage a tensor copy fills (TensorCopyStage: one lane per transform), that a
+// warp's two row-pass loads of a column read each job's two rows and hit 32 distinct banks each.
 // And for every inverse block shape, the inverse's pixel-major NHWC stage (InverseStageAt,
 // MakePixelMajorInverseStage): each warp's row-pass stores, for every output register, on 32
 // distinct banks; quads 16-byte aligned where the rows allow the 16-byte loads. And the NHWC copy
 // loops' PixelWalk against division, for widths 1..130 and the loops' steps; and plan 0's copy
 // pieces (CopyPiece): each thread's indices over the pieces are its indices of the whole loop.
 // Prints one line per shape and a SUMMARY; exits 1 on any failure.
+#include <algorithm>
 #include <cstdio>
 #include <set>
 #include <utility>
@@ -37,6 +40,7 @@ using fftconv::cuda::detail::LeadingValues;
 using fftconv::cuda::detail::PixelMajorStage;
 using fftconv::cuda::detail::StageAt;
 using fftconv::cuda::detail::StageIndex;
+using fftconv::cuda::detail::TensorCopyStage;
 
 int failures = 0, checked = 0;
 
@@ -50,6 +54,47 @@ int failures = 0, checked = 0;
       }                                         \
     }                                           \
   } while (0)
+
+// The column-major stage of tensor copies (TensorCopyStage), for shapes that take it: a warp's two
+// row-pass loads of each column p (its jobs' first loads, then their second loads; jobs of
+// SwapsRows load their pair's second row first) each hit 32 distinct banks, for every first pair
+// of the stage (pair_begin) and every warp, and together read each job's two rows.
+template <int S, typename Shape>
+void CheckTensorCopyStage(const char* which) {
+  constexpr int G = Shape::kImagesPerBlock, L = Shape::kLanes;
+  using Stage = TensorCopyStage<S, G, L>;
+  if constexpr (Stage::kUsable) {
+    for (int pair_begin = 0; pair_begin < S / 2; ++pair_begin) {
+      const int stage_rows = S - 2 * pair_begin;  // the pairs from pair_begin to the frame's end
+      for (int warp = 0; warp < Shape::kThreads / 32; ++warp) {
+        for (int p = 0; p < S; p += S / 4 > 1 ? S / 4 - 1 : 1) {  // columns at a few places
+          std::set<int> banks_first, banks_second;
+          int active = 0;
+          for (int lane = 0; lane < 32; ++lane) {
+            const int t = 32 * warp + lane, i = t % G, j = t / G;
+            if (j < pair_begin || j >= S / 2) continue;
+            ++active;
+            const int r = 2 * (j - pair_begin);
+            const bool swap = Stage::SwapsRows(j);
+            const int first = Stage::At(stage_rows, i, r + (swap ? 1 : 0), p);
+            const int second = Stage::At(stage_rows, i, r + (swap ? 0 : 1), p);
+            EXPECT(first != second && std::min(first, second) == Stage::At(stage_rows, i, r, p) &&
+                       std::max(first, second) == Stage::At(stage_rows, i, r + 1, p),
+                   "pair %d image %d column %d: the loads miss the pair's rows", j, i, p);
+            banks_first.insert(first % 32);
+            banks_second.insert(second % 32);
+          }
+          EXPECT(static_cast<int>(banks_first.size()) == active && static_cast<int>(banks_second.size()) == active,
+                 "pair_begin %d warp %d column %d: %zu and %zu distinct banks for %d lanes", pair_begin, warp, p,
+                 banks_first.size(), banks_second.size(), active);
+        }
+      }
+    }
+    ++checked;
+    std::printf("S=%-3d G=%-3d L=%d %-8s tensor-copy column-major stage, %d pairs per 128-byte line\n", S, G, L, which,
+                Stage::kPairsPerLine);
+  }
+}
 
 template <int S, typename Shape>
 void CheckShape(const char* which) {
@@ -117,6 +162,7 @@ void CheckShape(const char* which) {
     std::printf("S=%-3d G=%-3d L=%d %-8s %s, row stride %d\n", S, G, L, which,
                 Stage::kSwizzled ? "swizzled" : "padded", s.row_stride);
   }
+  CheckTensorCopyStage<S, Shape>(which);
 }
 
 // The inverse's pixel-major stage, in the shapes that take plan 0 (kPipelinable): thread t of the
