@@ -126,9 +126,14 @@ int EncodeTensorMap4d(CUtensorMap* map, const void* base, const cuuint64_t dims[
   static const Encode encode = [] {
     void* function = nullptr;
     cudaDriverEntryPointQueryResult found;
-    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &function, 12000, cudaEnableDefault, &found) !=
-            cudaSuccess ||
-        found != cudaDriverEntryPointSuccess) {
+    // The function as CUDA 12.0 defined it; toolkits before 12.5 only have the unversioned query.
+#if CUDART_VERSION >= 12050
+    const cudaError_t err =
+        cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &function, 12000, cudaEnableDefault, &found);
+#else
+    const cudaError_t err = cudaGetDriverEntryPoint("cuTensorMapEncodeTiled", &function, cudaEnableDefault, &found);
+#endif
+    if (err != cudaSuccess || found != cudaDriverEntryPointSuccess) {
       (void)cudaGetLastError();
       function = nullptr;
     }
