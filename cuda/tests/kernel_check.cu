@@ -581,6 +581,16 @@ void FftSuite(bool quick, const char* tag) {
       CheckIrfft2d<T>(RandomIrfft2dParams(S, batch, channels, true, rep == 0), tag);
     }
   }
+  // NHWC forwards of 2 x 64 images, 64 channels a multiple of every block shape's G, in each frame
+  // up to 32 (the shapes of one lane per transform): under the persistent-block caps (grid1,
+  // grid3) they take plan 0, whose stage one tensor copy per group fills on sm_90+ (TensorCopyStage).
+  for (const int S : fftconv::kFftSizes) {
+    if (S > 32) continue;
+    Rfft2dParams p{2, 64, RandInt(1, S), RandInt(1, S), S, 0, 0, true};
+    p.offset_h = RandInt(0, S - p.height);
+    p.offset_w = RandInt(0, S - p.width);
+    CheckRfft2d<T>(p, tag);
+  }
 }
 
 template <typename T>
