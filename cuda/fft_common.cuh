@@ -303,9 +303,15 @@ __device__ __forceinline__ void AwaitPrecedingGrids() {
 
 // Asynchronous copy (cp.async, sm_80+) of kBytes (4, 8 or 16) from global to shared memory;
 // src_bytes = 0 writes zeros. 16-byte copies bypass L1 (.cg), smaller ones cannot (.ca).
+// The shared-memory address (state space .shared) of a generic pointer into shared memory, as the
+// asynchronous copies and barriers below take it.
+__device__ __forceinline__ unsigned SharedAddress(const void* p) {
+  return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+
 template <int kBytes>
 __device__ __forceinline__ void CpAsync(void* smem, const void* gmem, int src_bytes) {
-  const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  const unsigned dst = SharedAddress(smem);
   if constexpr (kBytes == 16) {
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(gmem), "r"(src_bytes));
   } else if constexpr (kBytes == 8) {
@@ -327,9 +333,6 @@ __device__ __forceinline__ void CpAsyncWait() {
 // one instruction that copies a box of a tensor (described by a CUtensorMap, EncodeTensorMap4d) into
 // shared memory, writing zeros where the box reaches outside the tensor. Compile to nothing before
 // sm_90; only kernels launched on sm_90 code call them (TensorCopyAllowed).
-__device__ __forceinline__ unsigned SharedAddress(const void* p) {
-  return static_cast<unsigned>(__cvta_generic_to_shared(p));
-}
 // One arrival expected per phase (the issuing thread's), plus the copy's bytes.
 __device__ __forceinline__ void BarrierInit(unsigned long long* barrier) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900

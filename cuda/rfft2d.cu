@@ -44,7 +44,8 @@ struct Rfft2dArgs {
   bool use_stage;             // plan 0 or 1: frames staged in shared memory, one chunk
   bool pipelined;             // plan 0: persistent blocks, two buffers, cp.async (Rfft2dPipelinedKernel)
   bool vector_io;             // 16-byte global loads in the stage copy (float4; plan 0: NHWC only)
-  bool tensor_copy;           // plan 0, NHWC: one tensor copy per group fills the stage (TensorCopyStage, sm_90+)
+  bool tensor_copy;           // plan 0, NHWC: one tensor copy per group fills the stage where the launch
+                              // can (TensorCopyStage, sm_90+); read by the launcher, not the kernels
   detail::StageIndex stage;   // plan 1: frames, S x S; plan 0: stage_rows frame rows x S columns,
                               // pixel-major for NHWC (PixelMajorStage)
   int stage_elements;         // G * stage.image_stride
@@ -884,12 +885,11 @@ int LaunchRfft2dShaped(const Rfft2dArgs& a, size_t smem, const Io* input, Io* sp
           }
         }
       }
-      Rfft2dArgs copies = a;  // the pixel-major stage, filled by every thread's copies
-      copies.tensor_copy = false;
+      // Otherwise the pixel-major stage (a's, planned alongside), filled by every thread's copies.
       const auto kernel =
           a.nhwc ? Rfft2dPipelinedKernel<S, Block, true, false> : Rfft2dPipelinedKernel<S, Block, false, false>;
       return detail::LaunchWithSharedMemory(kernel, dim3(a.persistent_blocks), Shape::kThreads, smem, stream, input,
-                                            reinterpret_cast<float2*>(spectrum), copies, map);
+                                            reinterpret_cast<float2*>(spectrum), a, map);
     }
   }
   // Chunks of column jobs; the last one may be partial (S / 2 = 3 * 2^(k-1) halves to odd counts).
