@@ -217,7 +217,7 @@ VARIANTS := n0_default n1_f3_i2 n2_lanes2 n3_mixed n4_no_large n5_loads32 n6_str
             n13_large_before n14_lanes2_g8 n15_lanes2_g4 n16_no_leading n17_no_kept n18_no_dependent n19_job0_apart \
             n20_stage_padded n21_twiddle_bank n22_inv_stage_image_major n23_inv_copies_whole \
             n24_fwd_copies_split n25_inv_first_with_next n26_fwd_first_alone n27_store_index \
-            n28_no_tensor_copy
+            n28_no_tensor_copy n29_cluster n30_cluster_minb4 n31_cluster_k2
 VARIANT_FLAGS_n0_default :=
 VARIANT_FLAGS_n1_f3_i2   := -DFFTCONV_SHAPE_float_32_FWD=10803 -DFFTCONV_SHAPE_float_32_INV=21602
 VARIANT_FLAGS_n2_lanes2  := -DFFTCONV_SHAPE_float_32_FWD=20804 -DFFTCONV_SHAPE_float_32_INV=20804 \
@@ -279,6 +279,14 @@ VARIANT_FLAGS_n27_store_index := -DFFTCONV_RFFT_STORE_WALK=0
 # The forward's NHWC stage of plan 0 filled by every thread's cp.async copies and zero fill on sm_90
 # too, as before the tensor copies (FFTCONV_RFFT_TENSOR_COPY in cuda/rfft2d.cu).
 VARIANT_FLAGS_n28_no_tensor_copy := -DFFTCONV_RFFT_TENSOR_COPY=0
+# The 40, 48 and 64 frames' forward on the cluster plan (FFTCONV_RFFT_CLUSTER in cuda/rfft2d.cu, off
+# by default until the GPU has checked and timed it); the same with four blocks per SM promised to
+# the compiler (64 registers), and with clusters of two blocks.
+VARIANT_FLAGS_n29_cluster := -DFFTCONV_RFFT_CLUSTER=1
+VARIANT_FLAGS_n30_cluster_minb4 := -DFFTCONV_RFFT_CLUSTER=1 -DFFTCONV_SHAPE_float_40_FWD_CLUSTER=440804 \
+    -DFFTCONV_SHAPE_float_48_FWD_CLUSTER=440804 -DFFTCONV_SHAPE_float_64_FWD_CLUSTER=440804
+VARIANT_FLAGS_n31_cluster_k2 := -DFFTCONV_RFFT_CLUSTER=1 -DFFTCONV_SHAPE_float_40_FWD_CLUSTER=240803 \
+    -DFFTCONV_SHAPE_float_48_FWD_CLUSTER=240802 -DFFTCONV_SHAPE_float_64_FWD_CLUSTER=240802
 VARIANT_FLAGS_m2_tile32  := -DFFTCONV_TF32_TILE=32
 VARIANT_FLAGS_m3_tile48  := -DFFTCONV_TF32_TILE=48
 VARIANT_FLAGS_m4_tile64  := -DFFTCONV_TF32_TILE=64

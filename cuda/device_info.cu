@@ -21,6 +21,7 @@ std::atomic<int> g_multiprocessors[kMaxDevices];
 std::atomic<int> g_shared_cap{0};
 std::atomic<int> g_compute_capability_cap{0};
 std::atomic<int> g_persistent_blocks_cap{0};
+std::atomic<long long> g_cluster_launches{0};
 std::atomic<bool> g_dependent_launch{true};
 
 // (device, kernel) -> whether the kernel's code on that device was compiled for sm_90+.
@@ -117,6 +118,12 @@ bool DependentLaunchAllowed(const void* kernel) {
 }
 
 bool TensorCopyAllowed(const void* kernel) { return RunsSm90Code(kernel); }
+
+bool ClusterLaunchAllowed(const void* kernel) { return RunsSm90Code(kernel); }
+
+void CountClusterLaunch() { g_cluster_launches.fetch_add(1, std::memory_order_relaxed); }
+
+long long ClusterLaunches() { return g_cluster_launches.load(std::memory_order_relaxed); }
 
 int EncodeTensorMap4d(CUtensorMap* map, const void* base, const cuuint64_t dims[4],
                       const cuuint64_t strides[3], const cuuint32_t box[4]) {

@@ -46,6 +46,16 @@ void SetDependentLaunchForTesting(bool enabled);
 // (capped as above) running code compiled for sm_90 or later (as for DependentLaunchAllowed).
 bool TensorCopyAllowed(const void* kernel);
 
+// Launches of the forward's cluster plan (plan 3) in this process, counted by its launcher, so that
+// the kernel check shows whether a build took the plan.
+void CountClusterLaunch();
+long long ClusterLaunches();
+
+// Whether `kernel` may be launched in thread-block clusters on the current device: sm_90 or later
+// (capped as above) running code compiled for sm_90 or later (as for DependentLaunchAllowed), where
+// its cluster instructions exist.
+bool ClusterLaunchAllowed(const void* kernel);
+
 // Describes a 4-D float tensor for tensor copies (cuTensorMapEncodeTiled, found through the runtime
 // once per process): dims innermost first, strides in bytes of dims 1..3 (multiples of 16, any
 // order), a box of `box` elements per dimension, zeros outside the tensor. Returns 0, or nonzero

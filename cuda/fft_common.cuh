@@ -381,6 +381,61 @@ __device__ __forceinline__ void FenceBeforeTensorCopy() {
 #endif
 }
 
+// Thread-block clusters (sm_90+): the blocks of a cluster run at once and each may read and write
+// the others' shared memory. Compile to nothing before sm_90; only kernels launched in clusters on
+// sm_90 code call them (ClusterLaunchAllowed).
+// This block's rank in its cluster.
+__device__ __forceinline__ int ClusterRank() {
+  unsigned rank = 0;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(rank));
+#endif
+  return static_cast<int>(rank);
+}
+// The cluster barrier in two halves, every thread of every block of the cluster taking both:
+// ClusterArrive(), other work, ClusterWait(). After the wait, what any thread of the cluster wrote
+// before its arrive (shared memory of any block included) is visible.
+__device__ __forceinline__ void ClusterArrive() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("barrier.cluster.arrive.release.aligned;\n" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void ClusterWait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("barrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+#endif
+}
+// The address (state space .shared::cluster) of the float2 at shared address `local` of this block
+// in the shared memory of the cluster's block `rank`, whose layout is this block's.
+__device__ __forceinline__ unsigned ClusterSharedAddress(unsigned local, int rank) {
+  unsigned remote = local;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(local), "r"(rank));
+#endif
+  return remote;
+}
+__device__ __forceinline__ void StoreClusterShared(unsigned address, float2 v) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("st.shared::cluster.v2.f32 [%0], {%1, %2};\n" ::"r"(address), "f"(v.x), "f"(v.y) : "memory");
+#endif
+}
+
+// The column job that reads bin k of a packed row pair's spectrum Z_j (the forward's row pass), and
+// which of its two parts: Z_j[k] for 0 < k < S/2 is part 0 of job k, for k > S/2 part 1 of job S - k;
+// job 0 packs the real columns, Z_j[0] as part 0 and Z_j[S/2] as part 1.
+template <int S>
+__host__ __device__ __forceinline__ void RowSpectrumJobOf(int k, int& job, int& which) {
+  if (k == 0) {
+    job = 0, which = 0;
+  } else if (k == S / 2) {
+    job = 0, which = 1;
+  } else if (k < S / 2) {
+    job = k, which = 0;
+  } else {
+    job = S - k, which = 1;
+  }
+}
+
 __host__ __device__ constexpr int BitReverse(int v, int n) {
   int r = 0;
   for (int b = 1; b < n; b <<= 1) {
@@ -901,6 +956,7 @@ struct BlockShape {
   static constexpr int kImagesPerBlock = G;
   static constexpr int kMinBlocks = MINB;
   static constexpr int kThreads = G * L * S / 2;
+  static constexpr int kClusterBlocks = 1;  // blocks per group of G images (ClusterBlockShape)
   static_assert((L == 1 || G * L <= 32) && (G & (G - 1)) == 0, "shape");
 };
 template <typename Real, int S, bool kInverse>
@@ -1088,6 +1144,54 @@ FFTCONV_LARGE_SHAPE(40, true, true, FFTCONV_SHAPE_float_40_INV_LARGE)
 FFTCONV_LARGE_SHAPE(64, true, false, FFTCONV_SHAPE_float_64_INV_LARGE)
 #undef FFTCONV_LARGE_SHAPE
 
+// Shapes of the forward's cluster plan (plan 3, sm_90+, float: Rfft2dClusterKernel in rfft2d.cu):
+// the K blocks of a thread-block cluster transform one group of G images together, each block S/2/K
+// of the row pairs and S/2/K of the column jobs (kJobs), with L lanes per transform; kThreads =
+// G * L * kJobs. For the 40, 48 and 64 frames, whose plan 0 does not fit two blocks per SM and whose
+// plan 1 keeps one block of up to 1024 threads per SM, where a build turns the plan on
+// (FFTCONV_RFFT_CLUSTER in rfft2d.cu, off by default until checked on a GPU; benchmarks/NOTES.md). Written
+// K * 100000 + L * 10000 + G * 100 + MINB, overridden as FFTCONV_SHAPE_float_<S>_FWD_CLUSTER; 0 leaves
+// the frame to the other plans.
+template <int S, int L, int G, int MINB, int K>
+struct ClusterBlockShape : BlockShape<S, L, G, MINB> {
+  static constexpr int kClusterBlocks = K;
+  static constexpr int kJobs = S / 2 / K;
+  static constexpr int kThreads = G * L * kJobs;
+  static_assert(K > 1 && K <= 8 && (S / 2) % K == 0, "cluster shape");
+  // Row pair of job index q in block `rank` (interleaved, so that the pairs holding pixels are
+  // spread over the blocks); the block that runs column job `job`; the slot there of its part
+  // `which` (row_specs' [slot][pair][image] layout, as plan 2's chunk). Checked on the host by
+  // cuda/tests/stage_layout_check.cu: each block's slots of every pair written once.
+  __host__ __device__ __forceinline__ static int Pair(int q, int rank) { return q * K + rank; }
+  __host__ __device__ __forceinline__ static int Owner(int job) { return job / kJobs; }
+  __host__ __device__ __forceinline__ static int Slot(int job, int which) { return 2 * (job % kJobs) + which; }
+};
+template <int S, int CODE>
+struct ClusterShapeOfCode {
+  static constexpr bool kUsed = CODE != 0;
+  using type = ClusterBlockShape<S, (CODE ? CODE / 10000 % 10 : 1), (CODE ? CODE / 100 % 100 : 2),
+                                 (CODE ? CODE % 100 : 1), (CODE ? CODE / 100000 : 2)>;
+};
+template <int S>
+struct ClusterShape {
+  static constexpr bool kUsed = false;
+};
+#ifndef FFTCONV_SHAPE_float_40_FWD_CLUSTER
+#define FFTCONV_SHAPE_float_40_FWD_CLUSTER 440803
+#endif
+#ifndef FFTCONV_SHAPE_float_48_FWD_CLUSTER
+#define FFTCONV_SHAPE_float_48_FWD_CLUSTER 440803
+#endif
+#ifndef FFTCONV_SHAPE_float_64_FWD_CLUSTER
+#define FFTCONV_SHAPE_float_64_FWD_CLUSTER 440803
+#endif
+template <>
+struct ClusterShape<40> : ClusterShapeOfCode<40, FFTCONV_SHAPE_float_40_FWD_CLUSTER> {};
+template <>
+struct ClusterShape<48> : ClusterShapeOfCode<48, FFTCONV_SHAPE_float_48_FWD_CLUSTER> {};
+template <>
+struct ClusterShape<64> : ClusterShapeOfCode<64, FFTCONV_SHAPE_float_64_FWD_CLUSTER> {};
+
 // The kernels are instantiated with the plain BlockShape of a shape, so that equal shapes share one
 // kernel whichever name they came by.
 template <int S, typename Shape>
@@ -1227,7 +1331,7 @@ constexpr int PipelinedMinBlocks() {
   return kFit < Shape::kMinBlocks ? kFit : Shape::kMinBlocks;
 }
 template <int S, typename Shape>
-constexpr bool kPipelinable = PipelinedMinBlocks<S, Shape>() >= 2;
+constexpr bool kPipelinable = Shape::kClusterBlocks == 1 && PipelinedMinBlocks<S, Shape>() >= 2;
 
 // The launchers' entry: the device's shared memory (limits, CurrentDeviceLimits), then LargeShape or
 // FftShape of the transform's direction and layout (LaunchWithShapes).
@@ -1287,30 +1391,43 @@ int AllowSharedMemory(void (*kernel)(Params...), size_t smem) {
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
 }
 
-// Launches `kernel` on `stream`, every kernel of the package; returns the launch's error code.
+// Launches `kernel` on `stream`, every kernel of the package, in clusters of `cluster_blocks` blocks
+// along x where that is more than 1 (sm_90+: ClusterLaunchAllowed); returns the launch's error code.
 // Where DependentLaunchAllowed (sm_90+), the launch is a programmatic dependent one: the kernel is
 // launched once the grid before it on the stream has no block left running, and waits in
 // AwaitPrecedingGrids until that grid has completed and its writes are visible, so its launch
 // overlaps that grid's completion instead of following it (Mathieu's train step, nine launches:
 // 0.700 -> 0.683 ms per step in kernel check --time-chain; benchmarks/NOTES.md).
 template <typename... Params, typename... Args>
-int LaunchKernel(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
-                 Args... args) {
-  cudaLaunchAttribute dependent;
-  dependent.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  dependent.val.programmaticStreamSerializationAllowed = 1;
+int LaunchKernelInClusters(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
+                           int cluster_blocks, Args... args) {
+  cudaLaunchAttribute attributes[2];
   cudaLaunchConfig_t config = {};
   config.gridDim = grid;
   config.blockDim = block;
   config.dynamicSmemBytes = smem;
   config.stream = stream;
+  config.attrs = attributes;
   if (FFTCONV_DEPENDENT_LAUNCH && DependentLaunchAllowed(reinterpret_cast<const void*>(kernel))) {
-    config.attrs = &dependent;
-    config.numAttrs = 1;
+    attributes[config.numAttrs].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attributes[config.numAttrs].val.programmaticStreamSerializationAllowed = 1;
+    ++config.numAttrs;
+  }
+  if (cluster_blocks > 1) {
+    attributes[config.numAttrs].id = cudaLaunchAttributeClusterDimension;
+    attributes[config.numAttrs].val.clusterDim.x = static_cast<unsigned>(cluster_blocks);
+    attributes[config.numAttrs].val.clusterDim.y = 1;
+    attributes[config.numAttrs].val.clusterDim.z = 1;
+    ++config.numAttrs;
   }
   const cudaError_t err = cudaLaunchKernelEx(&config, kernel, static_cast<Params>(args)...);
   const cudaError_t last = cudaGetLastError();  // cleared, as a <<<>>> launch's check would
   return static_cast<int>(err != cudaSuccess ? err : last);
+}
+template <typename... Params, typename... Args>
+int LaunchKernel(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
+                 Args... args) {
+  return LaunchKernelInClusters(kernel, grid, block, smem, stream, 1, args...);
 }
 
 // Launches `kernel` with `smem` bytes of dynamic shared memory; returns the launch's error code.

@@ -120,6 +120,15 @@ struct Rfft2dArgs {
 #define FFTCONV_RFFT_TENSOR_COPY 1
 #endif
 
+// Plan 3 (Rfft2dClusterKernel: a group shared by the blocks of a thread-block cluster, sm_90+) for
+// the frames with a detail::ClusterShape; 0, as here, leaves them to plans 0-2: plan 3 is built and
+// checked on the host (cuda/tests/stage_layout_check.cu) but has not yet run on a GPU, and is taken
+// only where a build turns it on (make kernel-variants: n29_cluster, n30_cluster_minb4,
+// n31_cluster_k2; benchmarks/NOTES.md).
+#ifndef FFTCONV_RFFT_CLUSTER
+#define FFTCONV_RFFT_CLUSTER 0
+#endif
+
 // Scalar loads in flight per thread in the stage copy (make kernel-variants).
 #ifndef FFTCONV_RFFT_LOADS
 #define FFTCONV_RFFT_LOADS 16
@@ -256,36 +265,70 @@ __device__ __forceinline__ void LoadStage(const Io* __restrict__ input, Real* st
   }
 }
 
-// Row pass, after the loads: transforms the packed rows x of pair j (all zero where the pair holds
-// no pixels; zero from column kLeading on) and writes the row spectra of the block's column jobs
-// [c0, c0 + a.chunk_jobs) to row_specs ([slot][pair j][image i], see Rfft2dKernel).
+// Row pass, after the loads: transforms the packed rows x of pair j in place (all zero where the pair
+// holds no pixels; zero from column kLeading on).
 template <typename Real, int S, int L, int G, int kLeading>
-__device__ __forceinline__ void TransformRowPair(complex_t<Real> (&x)[S / L], bool row_active, int j, int i,
-                                                 int l, unsigned group_mask, const Rfft2dArgs& a, int c0,
-                                                 complex_t<Real>* row_specs) {
+__device__ __forceinline__ void TransformRowPairInPlace(complex_t<Real> (&x)[S / L], bool row_active, int l,
+                                                        unsigned group_mask) {
   using C = complex_t<Real>;
-  using Layout = detail::FftLayout<S, L>;
-  constexpr int P = S / L, kHalf = S / 2;
+  constexpr int P = S / L;
   if (row_active) {
     detail::DistributedFft<Real, false, S, L, kLeading>(x, l, G, group_mask);
   } else {
 #pragma unroll
     for (int r = 0; r < P; ++r) x[r] = C{Real(0), Real(0)};
   }
+}
+
+// Hands each row spectrum value of a transformed pair (register r of lane l) to place(r, job, which),
+// the column job that reads it and which of its parts (detail::RowSpectrumJobOf).
+template <int S, int L, typename Place>
+__device__ __forceinline__ void ForEachRowSpectrum(int l, Place&& place) {
+  using Layout = detail::FftLayout<S, L>;
+  constexpr int P = S / L;
 #pragma unroll
   for (int r = 0; r < P; ++r) {
-    const int k = Layout::OutputIndex(r, l);
     int job, which;
-    if (k == 0) {
-      job = 0, which = 0;
-    } else if (k == kHalf) {
-      job = 0, which = 1;
-    } else if (k < kHalf) {
-      job = k, which = 0;
-    } else {
-      job = S - k, which = 1;
-    }
+    detail::RowSpectrumJobOf<S>(Layout::OutputIndex(r, l), job, which);
+    place(r, job, which);
+  }
+}
+
+// Row pass, after the loads: transforms the packed rows x of pair j and writes the row spectra of
+// the block's column jobs [c0, c0 + a.chunk_jobs) to row_specs ([slot][pair j][image i], see
+// Rfft2dKernel).
+template <typename Real, int S, int L, int G, int kLeading>
+__device__ __forceinline__ void TransformRowPair(complex_t<Real> (&x)[S / L], bool row_active, int j, int i,
+                                                 int l, unsigned group_mask, const Rfft2dArgs& a, int c0,
+                                                 complex_t<Real>* row_specs) {
+  TransformRowPairInPlace<Real, S, L, G, kLeading>(x, row_active, l, group_mask);
+  ForEachRowSpectrum<S, L>(l, [&](int r, int job, int which) {
     if (job >= c0 && job - c0 < a.chunk_jobs) row_specs[(2 * (job - c0) + which) * a.slot_stride + j * G + i] = x[r];
+  });
+}
+
+// Plan 2's loads (and plan 3's): the packed rows 2j and 2j + 1 of image n straight from global
+// memory, lane l's columns p L + l, zeros outside the image (and for an invalid image or an inactive
+// pair).
+template <typename Io, int S, int L>
+__device__ __forceinline__ void LoadRowPairFromGlobal(const Io* __restrict__ input, const Rfft2dArgs& a, int n,
+                                                      bool image_valid, int j, bool row_active, int l,
+                                                      complex_t<typename detail::Storage<Io>::Compute> (&x)[S / L]) {
+  using Real = typename detail::Storage<Io>::Compute;
+  using C = complex_t<Real>;
+  using Layout = detail::FftLayout<S, L>;
+  constexpr int P = S / L;
+  const detail::ImageIndex image =
+      detail::ImageIndex::Make(image_valid ? n : 0, a.channels, a.height, a.width, a.nhwc);
+  const int ha = 2 * j - a.offset_h, hb = ha + 1;  // image rows of the pair
+  const bool load_a = row_active && image_valid && ha >= 0 && ha < a.height;
+  const bool load_b = row_active && image_valid && hb >= 0 && hb < a.height;
+#pragma unroll
+  for (int p = 0; p < P; ++p) {
+    const int w = Layout::InputIndex(p, l) - a.offset_w;
+    const bool in_w = w >= 0 && w < a.width;
+    x[p] = C{load_a && in_w ? detail::ToCompute(input[image.At(ha, w)]) : Real(0),
+             load_b && in_w ? detail::ToCompute(input[image.At(hb, w)]) : Real(0)};
   }
 }
 
@@ -481,18 +524,7 @@ __global__ void __launch_bounds__(Shape::kThreads, Shape::kMinBlocks)
     for (int p = 0; p < P; ++p) x[p] = C{row_a[Layout::InputIndex(p, l)], row_b[Layout::InputIndex(p, l)]};
     __syncthreads();  // the stage is overwritten by row_specs below
   } else {
-    const detail::ImageIndex image =
-        detail::ImageIndex::Make(image_valid ? n : 0, a.channels, a.height, a.width, a.nhwc);
-    const int ha = 2 * j - a.offset_h, hb = ha + 1;  // image rows of the pair
-    const bool load_a = row_active && image_valid && ha >= 0 && ha < a.height;
-    const bool load_b = row_active && image_valid && hb >= 0 && hb < a.height;
-#pragma unroll
-    for (int p = 0; p < P; ++p) {
-      const int w = Layout::InputIndex(p, l) - a.offset_w;
-      const bool in_w = w >= 0 && w < a.width;
-      x[p] = C{load_a && in_w ? detail::ToCompute(input[image.At(ha, w)]) : Real(0),
-               load_b && in_w ? detail::ToCompute(input[image.At(hb, w)]) : Real(0)};
-    }
+    LoadRowPairFromGlobal<Io, S, L>(input, a, n, image_valid, j, row_active, l, x);
   }
   // Where the image lies in the frame's first kLeading columns (rows), x (the row spectra) are zero
   // past them, as loaded: the pruned transforms take them so.
@@ -764,6 +796,73 @@ __global__ void __launch_bounds__(Shape::kThreads, (detail::PipelinedMinBlocks<S
 #endif
 }
 
+// Plan 3 (sm_90+, float): the K blocks of a thread-block cluster (Shape: a detail::ClusterBlockShape)
+// transform one group of G images together, so that each holds a K-th of the group's row spectra:
+// where plan 0's two buffers of a group's spectrum leave one block per SM and plan 1 keeps one block
+// of up to 1024 threads per SM, idle at each of its barriers, a block here takes a fraction of the
+// shared memory (about 33 KB at S = 64, G = 8, K = 4) and several run on an SM. Block k of a cluster
+// (blockIdx.x = K * group + k):
+//   row pass : pairs j = q K + k (q = 0 .. kJobs - 1, the block's threads' job index; interleaved so
+//              that the pairs holding pixels are spread over the blocks), rows read straight from
+//              global memory as in plan 2; each row spectrum value is stored into the shared memory
+//              of the block whose column jobs read it;
+//   columns  : after the cluster's barrier, column jobs [k kJobs, (k + 1) kJobs) from its own shared
+//              memory, as plan 2's chunk k.
+// Shared memory, the same layout in every block of the cluster:
+//   row_specs : complex [slot][pair j][image i], slot stride a.slot_stride, slots 2 (c - c0) and
+//               2 (c - c0) + 1 for the block's column jobs c (c0 = k kJobs), every pair j < S/2
+template <int S, typename Shape>
+__global__ void __launch_bounds__(Shape::kThreads, Shape::kMinBlocks)
+    Rfft2dClusterKernel(const float* __restrict__ input, float2* __restrict__ spectrum, const Rfft2dArgs a) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  // This block has started; no block writes another's shared memory before every block of the
+  // cluster has (the wait below).
+  detail::ClusterArrive();
+  detail::AwaitPrecedingGrids();
+  using C = float2;
+  constexpr int L = Shape::kLanes, G = Shape::kImagesPerBlock, K = Shape::kClusterBlocks, kJobs = Shape::kJobs;
+  constexpr int P = S / L;
+  extern __shared__ __align__(16) unsigned char cluster_smem[];
+  C* const row_specs = reinterpret_cast<C*>(cluster_smem);
+
+  const int rank = detail::ClusterRank();
+  const int tid = threadIdx.x;
+  const int i = tid % G;
+  const int l = (tid / G) % L;
+  const int q = tid / (G * L);
+  const int n = blockIdx.x / K * G + i;
+  const bool image_valid = n < a.images;
+  const unsigned group_mask = detail::LaneGroupMask(G * L);
+  const int j = Shape::Pair(q, rank);
+  const bool row_active = j >= a.pair_begin && j < a.pair_end;
+
+  C x[P];
+  LoadRowPairFromGlobal<float, S, L>(input, a, n, image_valid, j, row_active, l, x);
+  constexpr int kLeading = detail::LeadingValues<S, L>();
+  if (kLeading < S && a.leading_cols) {
+    TransformRowPairInPlace<float, S, L, G, kLeading>(x, row_active, l, group_mask);
+  } else {
+    TransformRowPairInPlace<float, S, L, G, S>(x, row_active, l, group_mask);
+  }
+  detail::ClusterWait();
+  // Value (job, which) of pair j goes to the block that runs the job, at its slot there.
+  const unsigned pair_address = detail::SharedAddress(row_specs + j * G + i);
+  ForEachRowSpectrum<S, L>(l, [&](int r, int job, int which) {
+    const unsigned local =
+        pair_address + static_cast<unsigned>(sizeof(C) * Shape::Slot(job, which) * a.slot_stride);
+    detail::StoreClusterShared(detail::ClusterSharedAddress(local, Shape::Owner(job)), x[r]);
+  });
+  detail::ClusterArrive();  // every row spectrum of the group has been stored ...
+  detail::ClusterWait();    // ... and is visible to this block
+  if (kLeading < S && a.leading_rows) {
+    TransformColumns<float, S, L, G, kLeading>(row_specs, spectrum, a, q, i, l, n, image_valid, group_mask,
+                                               rank * kJobs);
+  } else {
+    TransformColumns<float, S, L, G, S>(row_specs, spectrum, a, q, i, l, n, image_valid, group_mask, rank * kJobs);
+  }
+#endif
+}
+
 // The launch plan of one block shape: shared memory, chunks of column jobs, the kernel's arguments.
 template <typename Io, int S, typename Shape>
 Rfft2dArgs PlanRfft2d(const Rfft2dParams& p, const void* input, int compute_capability, int multiprocessors,
@@ -845,6 +944,14 @@ Rfft2dArgs PlanRfft2d(const Rfft2dParams& p, const void* input, int compute_capa
     }
   }
 
+  // Plan 3: a cluster's blocks share each group (no stage, a K-th of the column jobs per block).
+  if constexpr (Shape::kClusterBlocks > 1) {
+    a.use_stage = false;
+    a.chunk_jobs = Shape::kJobs;
+    *smem = 2 * a.chunk_jobs * slot_bytes;
+    return a;
+  }
+
   // Plan 1: frames staged in shared memory, all column jobs in one block (stage and row spectra
   // share the memory).
   a.stage = detail::MakeStageIndex(S, S, G, L);
@@ -898,6 +1005,20 @@ int LaunchRfft2dShaped(const Rfft2dArgs& a, size_t smem, const Io* input, Io* sp
                                         reinterpret_cast<Pair*>(spectrum), a);
 }
 
+// Plan 3: groups * K blocks in clusters of K (Shape: a detail::ClusterBlockShape).
+template <int S, typename Shape>
+int LaunchRfft2dClustered(const Rfft2dArgs& a, size_t smem, const float* input, float* spectrum,
+                          cudaStream_t stream) {
+  const auto kernel = Rfft2dClusterKernel<S, Shape>;
+  int err = detail::AllowSharedMemory(kernel, smem);
+  if (err != 0) return err;
+  err = detail::LaunchKernelInClusters(kernel, dim3(static_cast<unsigned>(a.groups * Shape::kClusterBlocks)),
+                                       dim3(Shape::kThreads), smem, stream, Shape::kClusterBlocks, input,
+                                       reinterpret_cast<float2*>(spectrum), a);
+  if (err == 0) detail::CountClusterLaunch();
+  return err;
+}
+
 // spectrum: [bins, images] pairs, as Io values (re, im).
 template <typename Io, int S>
 int LaunchRfft2dSized(const Rfft2dParams& p, const Io* input, Io* spectrum, cudaStream_t stream) {
@@ -905,6 +1026,19 @@ int LaunchRfft2dSized(const Rfft2dParams& p, const Io* input, Io* spectrum, cuda
   detail::DeviceLimits limits;
   const int err = detail::CurrentDeviceLimits(&limits);
   if (err != 0) return err;
+  if constexpr (FFTCONV_RFFT_CLUSTER && std::is_same<Io, float>::value && detail::ClusterShape<S>::kUsed) {
+    // Plan 3 on sm_90 code, where the group's row spectra fit the block's shared memory.
+    using Cluster = typename detail::ClusterShape<S>::type;
+    if (limits.compute_capability >= 90 &&
+        detail::ClusterLaunchAllowed(reinterpret_cast<const void*>(Rfft2dClusterKernel<S, Cluster>))) {
+      size_t smem = 0;
+      const Rfft2dArgs a = PlanRfft2d<Io, S, Cluster>(p, input, limits.compute_capability, limits.multiprocessors,
+                                                     static_cast<size_t>(limits.max_shared_per_block), &smem);
+      if (smem <= static_cast<size_t>(limits.max_shared_per_block)) {
+        return LaunchRfft2dClustered<S, Cluster>(a, smem, input, spectrum, stream);
+      }
+    }
+  }
   return detail::LaunchPreferringLarge<Real, S, false>(
       limits, p.nhwc, p.channels,
       [&](auto tag, size_t max_smem, size_t* smem) {

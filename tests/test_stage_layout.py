@@ -7,8 +7,9 @@ copies put it, that a warp's row-pass loads hit 32 distinct banks, and the align
 16-byte quads; for the shapes whose NHWC stage a tensor copy fills (TensorCopyStage), that each of
 a warp's two row-pass loads reads its job's rows on 32 distinct banks; for every inverse block shape
 that takes plan 0, that the inverse's pixel-major NHWC stage (InverseStageAt) puts each warp's
-row-pass stores on 32 distinct banks with its quads 16-byte aligned; that the NHWC copy loops' PixelWalk agrees with division; and that plan 0's copy pieces
-(CopyPiece) visit each thread's indices of the whole copy loop, once and in order."""
+row-pass stores on 32 distinct banks with its quads 16-byte aligned; that the NHWC copy loops' PixelWalk agrees with division; that plan 0's copy pieces
+(CopyPiece) visit each thread's indices of the whole copy loop, once and in order; and that the
+forward's cluster plan (ClusterShape) stores every block's row spectrum slots of every pair once."""
 
 import os
 import shutil
@@ -38,6 +39,9 @@ def test_stage_layout_holds_for_every_forward_shape(tmp_path, variant, layout):
     # The tensor copies' column-major stage of the 32 frame's forward (one lane, 8 images: two
     # pairs per 128-byte line, the second half of each warp's jobs swapped).
     assert any(line.startswith("S=32 ") and "tensor-copy column-major stage, 2 pairs" in line
+               for line in done.stdout.splitlines())
+    # The cluster plan of the 64 frame's forward: every block's row spectrum slots stored once.
+    assert any(line.startswith("S=64 cluster plan:") and "every slot of every pair stored once" in line
                for line in done.stdout.splitlines())
     assert "walks checked against division" in done.stdout
     assert "copy loops checked against the whole loop" in done.stdout

@@ -16,8 +16,8 @@
 #            fft    --time-fft of every build, $ROUNDS rounds (default 3) in turns
 #            chain  --time-chain of every build, $ROUNDS rounds in turns
 #            ncu    Nsight Compute (warp states, source counters, speed of light, memory) of the
-#                   transforms $PROFILE of Mathieu's step (any of x, y, dx; default "x dx") in every
-#                   build of $PROFILE_BUILDS (default all)
+#                   transforms $PROFILE of Mathieu's step (any of x, y, dx; default "x dx"; x64: x in a
+#                   64 frame) in every build of $PROFILE_BUILDS (default all)
 # Each part writes its log to $OUT (default build/gpu_logs) and prints its key lines, so that what a
 # call's output brings back holds the result even where a file is left behind.
 set -uo pipefail
@@ -58,6 +58,7 @@ declare -A selection=(
   [x]="--kernel-name regex:Rfft2dPipelined --launch-count 1"
   [y]="--kernel-name regex:Irfft2dPipelined --launch-count 1"
   [dx]="--kernel-name regex:Irfft2dPipelined --launch-skip 1 --launch-count 1"
+  [x64]="--kernel-name regex:Rfft2d(Cluster)?Kernel --launch-count 1"
 )
 profile() {  # BUILD TRANSFORM
   local report="/tmp/ncu_$2_$1"

@@ -1339,10 +1339,10 @@ void TimeCopy() {
 // weights [kh, kw, Cin, Cout] as one NHWC image of Cin * Cout channels): rfft x, rfft w, irfft y |
 // rfft dy, irfft dx, irfft dw.
 void MathieuTransforms(bool time) {
-  const auto rfft = [&](int B, int C, int H, int W, bool nhwc) {
-    if (time) return TimeRfft(B, C, H, W, 32, nhwc);
-    Rfft2dParams p{B, C, H, W, 32, 0, 0, nhwc};
-    const size_t n_in = static_cast<size_t>(B) * C * H * W, n_out = 544ull * B * C * 2;
+  const auto rfft = [&](int B, int C, int H, int W, bool nhwc, int S = 32) {
+    if (time) return TimeRfft(B, C, H, W, S, nhwc);
+    Rfft2dParams p{B, C, H, W, S, 0, 0, nhwc};
+    const size_t n_in = static_cast<size_t>(B) * C * H * W, n_out = 2ull * S * (S / 2 + 1) * B * C;
     DeviceBuffer<float> x(n_in), y(n_out);
     x.Upload(RandomVector<float>(n_in));
     CheckLaunch(fftconv::cuda::LaunchRfft2d<float>(p, x.ptr, y.ptr, nullptr));
@@ -1369,6 +1369,9 @@ void MathieuTransforms(bool time) {
   // The same activations in NCHW, for comparison.
   irfft(128, 256, 26, 26, false);
   rfft(128, 256, 26, 26, false);
+  // Profiling only: x in a 64 frame, the forward of the frames above 32 (plan 1, or plan 3 where a
+  // build turns it on; tools/kernel_turns.sh's x64).
+  if (!time) rfft(128, 96, 32, 32, true, 64);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1705,6 +1708,10 @@ int main(int argc, char** argv) {
     if (run_fft) {
       FastDivmodSuite();
       FftSuite<float>(quick, "      ");
+      // Zero unless the build turns the forward's cluster plan on (FFTCONV_RFFT_CLUSTER) and the GPU
+      // is sm_90+: then the suite's 40, 48 and 64 frame forwards took it.
+      std::printf("forward's cluster plan (40, 48 and 64 frames): %lld launches in the float suite\n",
+                  fftconv::cuda::detail::ClusterLaunches());
       FftSuite<double>(quick, "      ");
       // The pipelined transforms with grids of one and of three blocks, each block then looping over
       // several groups of images (the three-block grid on the suite's batches, whose up to 300 images
