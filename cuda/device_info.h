@@ -46,6 +46,12 @@ void SetDependentLaunchForTesting(bool enabled);
 // (capped as above) running code compiled for sm_90 or later (as for DependentLaunchAllowed).
 bool TensorCopyAllowed(const void* kernel);
 
+// Turns the forward's cluster plan (plan 3) off (false) or back on where the build has it, so that
+// the kernel check's shared-memory-capped suites keep checking the plans of smaller GPUs for the
+// frames it takes on an sm_90+ device.
+void SetClusterPlanForTesting(bool enabled);
+bool ClusterPlanEnabled();
+
 // Launches of the forward's cluster plan (plan 3) in this process, counted by its launcher, so that
 // the kernel check shows whether a build took the plan.
 void CountClusterLaunch();

@@ -1029,7 +1029,7 @@ int LaunchRfft2dSized(const Rfft2dParams& p, const Io* input, Io* spectrum, cuda
   if constexpr (FFTCONV_RFFT_CLUSTER && std::is_same<Io, float>::value && detail::ClusterShape<S>::kUsed) {
     // Plan 3 on sm_90 code, where the group's row spectra fit the block's shared memory.
     using Cluster = typename detail::ClusterShape<S>::type;
-    if (limits.compute_capability >= 90 &&
+    if (limits.compute_capability >= 90 && detail::ClusterPlanEnabled() &&
         detail::ClusterLaunchAllowed(reinterpret_cast<const void*>(Rfft2dClusterKernel<S, Cluster>))) {
       size_t smem = 0;
       const Rfft2dArgs a = PlanRfft2d<Io, S, Cluster>(p, input, limits.compute_capability, limits.multiprocessors,

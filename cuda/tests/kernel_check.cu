@@ -565,6 +565,10 @@ void FftSuite(bool quick, const char* tag) {
     CheckRfft2d<T>(Rfft2dParams{32, 96, 32, 31, 48, 8, 7, false}, tag);
     CheckRfft2d<T>(Rfft2dParams{16, 96, 56, 56, 64, 4, 3, true}, tag);
     CheckRfft2d<T>(Rfft2dParams{16, 64, 56, 55, 64, 0, 9, false}, tag);
+    // 39 images of 13 channels in 64 frames (a last group of 7, groups across images in NHWC), the
+    // image at an odd offset: the cluster plan's partial last cluster and its interleaved pairs.
+    CheckRfft2d<T>(Rfft2dParams{3, 13, 37, 40, 64, 11, 20, true}, tag);
+    CheckRfft2d<T>(Rfft2dParams{3, 13, 37, 40, 64, 11, 20, false}, tag);
     CheckIrfft2d<T>(Irfft2dParams{64, 96, 40, 32, 32, 3, 4, false}, tag);
     CheckIrfft2d<T>(Irfft2dParams{32, 96, 48, 32, 31, 8, 7, true}, tag);
     CheckIrfft2d<T>(Irfft2dParams{16, 96, 64, 56, 56, 4, 3, false}, tag);
@@ -1732,7 +1736,9 @@ int main(int argc, char** argv) {
       FftSuite<float>(quick, "sm80  ");
       fftconv::cuda::detail::SetPersistentBlocksCapForTesting(0);
       fftconv::cuda::detail::SetComputeCapabilityCapForTesting(0);
-      // Plans for devices with less shared memory (sm_75: 64 KiB, sm_60: 48 KiB).
+      // Plans for devices with less shared memory (sm_75: 64 KiB, sm_60: 48 KiB), with the forward's
+      // cluster plan off: its blocks fit those caps, and the suites are there for the other plans.
+      fftconv::cuda::detail::SetClusterPlanForTesting(false);
       for (int cap : {64 * 1024, 48 * 1024}) {
         fftconv::cuda::detail::SetSharedMemoryCapForTesting(cap);
         const char* tag = cap == 64 * 1024 ? "cap64K" : "cap48K";
@@ -1742,6 +1748,7 @@ int main(int argc, char** argv) {
         }
       }
       fftconv::cuda::detail::SetSharedMemoryCapForTesting(0);
+      fftconv::cuda::detail::SetClusterPlanForTesting(true);
       Tf32SpectraSuite(quick);
     }
     if (run_matmul) {
