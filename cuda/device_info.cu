@@ -91,9 +91,6 @@ void SetPersistentBlocksCapForTesting(int blocks) {
 
 int PersistentBlocksCap() { return g_persistent_blocks_cap.load(std::memory_order_relaxed); }
 
-namespace {
-
-// Whether the current device is sm_90+ (capped) and runs `kernel` from code compiled for sm_90+.
 bool RunsSm90Code(const void* kernel) {
   DeviceLimits limits;
   if (CurrentDeviceLimits(&limits) != 0 || limits.compute_capability < 90) return false;
@@ -112,15 +109,9 @@ bool RunsSm90Code(const void* kernel) {
   return sm90;
 }
 
-}  // namespace
-
 bool DependentLaunchAllowed(const void* kernel) {
   return g_dependent_launch.load(std::memory_order_relaxed) && RunsSm90Code(kernel);
 }
-
-bool TensorCopyAllowed(const void* kernel) { return RunsSm90Code(kernel); }
-
-bool ClusterLaunchAllowed(const void* kernel) { return RunsSm90Code(kernel); }
 
 void SetClusterPlanForTesting(bool enabled) { g_cluster_plan.store(enabled, std::memory_order_relaxed); }
 

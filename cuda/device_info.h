@@ -42,9 +42,10 @@ bool DependentLaunchAllowed(const void* kernel);
 // process.
 void SetDependentLaunchForTesting(bool enabled);
 
-// Whether `kernel` may copy with the tensor memory accelerator on the current device: sm_90 or later
-// (capped as above) running code compiled for sm_90 or later (as for DependentLaunchAllowed).
-bool TensorCopyAllowed(const void* kernel);
+// Whether the current device is sm_90 or later (capped as above) and runs `kernel` from code compiled
+// for sm_90 or later (as for DependentLaunchAllowed): where its sm_90 instructions exist, so that it
+// may take tensor copies (the tensor memory accelerator) or be launched in thread-block clusters.
+bool RunsSm90Code(const void* kernel);
 
 // Turns the forward's cluster plan (plan 3) off (false) or back on where the build has it, so that
 // the kernel check's shared-memory-capped suites keep checking the plans of smaller GPUs for the
@@ -56,11 +57,6 @@ bool ClusterPlanEnabled();
 // the kernel check shows whether a build took the plan.
 void CountClusterLaunch();
 long long ClusterLaunches();
-
-// Whether `kernel` may be launched in thread-block clusters on the current device: sm_90 or later
-// (capped as above) running code compiled for sm_90 or later (as for DependentLaunchAllowed), where
-// its cluster instructions exist.
-bool ClusterLaunchAllowed(const void* kernel);
 
 // Describes a 4-D float tensor for tensor copies (cuTensorMapEncodeTiled, found through the runtime
 // once per process): dims innermost first, strides in bytes of dims 1..3 (multiples of 16, any

@@ -332,7 +332,7 @@ __device__ __forceinline__ void CpAsyncWait() {
 // The tensor memory accelerator (sm_90+): a shared-memory barrier that counts a copy's bytes, and
 // one instruction that copies a box of a tensor (described by a CUtensorMap, EncodeTensorMap4d) into
 // shared memory, writing zeros where the box reaches outside the tensor. Compile to nothing before
-// sm_90; only kernels launched on sm_90 code call them (TensorCopyAllowed).
+// sm_90; only kernels launched on sm_90 code call them (RunsSm90Code).
 // One arrival expected per phase (the issuing thread's), plus the copy's bytes.
 __device__ __forceinline__ void BarrierInit(unsigned long long* barrier) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -383,7 +383,7 @@ __device__ __forceinline__ void FenceBeforeTensorCopy() {
 
 // Thread-block clusters (sm_90+): the blocks of a cluster run at once and each may read and write
 // the others' shared memory. Compile to nothing before sm_90; only kernels launched in clusters on
-// sm_90 code call them (ClusterLaunchAllowed).
+// sm_90 code call them (RunsSm90Code).
 // This block's rank in its cluster.
 __device__ __forceinline__ int ClusterRank() {
   unsigned rank = 0;
@@ -1169,8 +1169,8 @@ struct ClusterBlockShape : BlockShape<S, L, G, MINB> {
 template <int S, int CODE>
 struct ClusterShapeOfCode {
   static constexpr bool kUsed = CODE != 0;
-  using type = ClusterBlockShape<S, (CODE ? CODE / 10000 % 10 : 1), (CODE ? CODE / 100 % 100 : 2),
-                                 (CODE ? CODE % 100 : 1), (CODE ? CODE / 100000 : 2)>;
+  // Named (and so checked) only where kUsed.
+  using type = ClusterBlockShape<S, CODE / 10000 % 10, CODE / 100 % 100, CODE % 100, CODE / 100000>;
 };
 template <int S>
 struct ClusterShape {
@@ -1392,7 +1392,7 @@ int AllowSharedMemory(void (*kernel)(Params...), size_t smem) {
 }
 
 // Launches `kernel` on `stream`, every kernel of the package, in clusters of `cluster_blocks` blocks
-// along x where that is more than 1 (sm_90+: ClusterLaunchAllowed); returns the launch's error code.
+// along x where that is more than 1 (sm_90+: RunsSm90Code); returns the launch's error code.
 // Where DependentLaunchAllowed (sm_90+), the launch is a programmatic dependent one: the kernel is
 // launched once the grid before it on the stream has no block left running, and waits in
 // AwaitPrecedingGrids until that grid has completed and its writes are visible, so its launch
@@ -1430,13 +1430,19 @@ int LaunchKernel(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, 
   return LaunchKernelInClusters(kernel, grid, block, smem, stream, 1, args...);
 }
 
-// Launches `kernel` with `smem` bytes of dynamic shared memory; returns the launch's error code.
+// Launches `kernel` with `smem` bytes of dynamic shared memory, in clusters of `cluster_blocks`
+// blocks (LaunchKernelInClusters); returns the launch's error code.
+template <typename... Params, typename... Args>
+int LaunchWithSharedMemoryInClusters(void (*kernel)(Params...), dim3 grid, int threads, size_t smem,
+                                     cudaStream_t stream, int cluster_blocks, Args... args) {
+  const int err = AllowSharedMemory(kernel, smem);
+  if (err != 0) return err;
+  return LaunchKernelInClusters(kernel, grid, dim3(threads), smem, stream, cluster_blocks, args...);
+}
 template <typename... Params, typename... Args>
 int LaunchWithSharedMemory(void (*kernel)(Params...), dim3 grid, int threads, size_t smem,
                            cudaStream_t stream, Args... args) {
-  const int err = AllowSharedMemory(kernel, smem);
-  if (err != 0) return err;
-  return LaunchKernel(kernel, grid, dim3(threads), smem, stream, args...);
+  return LaunchWithSharedMemoryInClusters(kernel, grid, threads, smem, stream, 1, args...);
 }
 
 // Blocks of a persistent kernel's grid with `blocks_per_sm` resident on each of `multiprocessors`

@@ -978,7 +978,7 @@ int LaunchRfft2dShaped(const Rfft2dArgs& a, size_t smem, const Io* input, Io* sp
       CUtensorMap map{};
       if constexpr (detail::TensorCopyStage<S, Block::kImagesPerBlock, Block::kLanes>::kUsable) {
         const auto kernel = Rfft2dPipelinedKernel<S, Block, true, true>;
-        if (a.tensor_copy && detail::TensorCopyAllowed(reinterpret_cast<const void*>(kernel))) {
+        if (a.tensor_copy && detail::RunsSm90Code(reinterpret_cast<const void*>(kernel))) {
           // NHWC input as a 4-D tensor ordered (channel, row, column, image): the box lands
           // column-major (TensorCopyStage).
           const cuuint64_t c = a.channels, h = a.height, w = a.width;
@@ -1009,12 +1009,9 @@ int LaunchRfft2dShaped(const Rfft2dArgs& a, size_t smem, const Io* input, Io* sp
 template <int S, typename Shape>
 int LaunchRfft2dClustered(const Rfft2dArgs& a, size_t smem, const float* input, float* spectrum,
                           cudaStream_t stream) {
-  const auto kernel = Rfft2dClusterKernel<S, Shape>;
-  int err = detail::AllowSharedMemory(kernel, smem);
-  if (err != 0) return err;
-  err = detail::LaunchKernelInClusters(kernel, dim3(static_cast<unsigned>(a.groups * Shape::kClusterBlocks)),
-                                       dim3(Shape::kThreads), smem, stream, Shape::kClusterBlocks, input,
-                                       reinterpret_cast<float2*>(spectrum), a);
+  const int err = detail::LaunchWithSharedMemoryInClusters(
+      Rfft2dClusterKernel<S, Shape>, dim3(static_cast<unsigned>(a.groups * Shape::kClusterBlocks)), Shape::kThreads,
+      smem, stream, Shape::kClusterBlocks, input, reinterpret_cast<float2*>(spectrum), a);
   if (err == 0) detail::CountClusterLaunch();
   return err;
 }
@@ -1030,7 +1027,7 @@ int LaunchRfft2dSized(const Rfft2dParams& p, const Io* input, Io* spectrum, cuda
     // Plan 3 on sm_90 code, where the group's row spectra fit the block's shared memory.
     using Cluster = typename detail::ClusterShape<S>::type;
     if (limits.compute_capability >= 90 && detail::ClusterPlanEnabled() &&
-        detail::ClusterLaunchAllowed(reinterpret_cast<const void*>(Rfft2dClusterKernel<S, Cluster>))) {
+        detail::RunsSm90Code(reinterpret_cast<const void*>(Rfft2dClusterKernel<S, Cluster>))) {
       size_t smem = 0;
       const Rfft2dArgs a = PlanRfft2d<Io, S, Cluster>(p, input, limits.compute_capability, limits.multiprocessors,
                                                      static_cast<size_t>(limits.max_shared_per_block), &smem);
