@@ -1384,14 +1384,17 @@ void MathieuTransforms(bool time) {
 // stored rounded to TF32 and the TF32 products. Forward: rfft x, rfft w, Y = X conj(W'), irfft y;
 // gradients: rfft dy, dX = dY W'^T, irfft dx, dW' = X^T conj(dY), irfft dw.
 struct ConvStep {
-  static constexpr int S = 32, kBins = S * (S / 2 + 1);
-  int batch, cin, cout, size, kernel, out;
+  // pad = 0: VALID in a 32 frame; pad = (k - 1) / 2: SAME, the frame the smallest of fft_conv2d's
+  // sizes that holds size + k - 1 (40 for Mathieu's SAME layer).
+  int batch, cin, cout, size, kernel, pad, out, S, kBins;
   // Images: x [batch, size, size, cin], w [kernel, kernel, cin, cout], dy, y [batch, out, out, cout],
   // dx like x, dw like w. Spectra [kBins, rows, cols] complex: xs [., batch, cin], ws [., cin, cout],
   // ys and dys [., batch, cout], dxs [., batch, cin], dws [., cin, cout].
   DeviceBuffer<float> x, w, dy, xs, ws, ys, dys, dxs, dws, y, dx, dw;
-  ConvStep(int b, int ci, int co, int h, int k)
-      : batch(b), cin(ci), cout(co), size(h), kernel(k), out(h - k + 1),
+  static int FrameFor(int h, int k, int pad) { return pad == 0 ? 32 : (h + k - 1 <= 32 ? 32 : 40); }
+  ConvStep(int b, int ci, int co, int h, int k, int p = 0)
+      : batch(b), cin(ci), cout(co), size(h), kernel(k), pad(p), out(h + 2 * p - k + 1),
+        S(FrameFor(h, k, p)), kBins(S * (S / 2 + 1)),
         x(static_cast<size_t>(b) * h * h * ci), w(static_cast<size_t>(k) * k * ci * co),
         dy(static_cast<size_t>(b) * out * out * co), xs(2ull * kBins * b * ci), ws(2ull * kBins * ci * co),
         ys(2ull * kBins * b * co), dys(2ull * kBins * b * co), dxs(2ull * kBins * b * ci),
@@ -1401,11 +1404,10 @@ struct ConvStep {
     dy.Upload(RandomVector<float>(dy.count));
     for (DeviceBuffer<float>* b : {&y, &dx, &dw}) b->Fill(0);  // their canaries, which Results checks
   }
-  // The launches in order; `each` runs after every launch (a synchronisation, or nothing).
   template <typename After>
   void Run(bool gradients, cudaStream_t stream, After each) {
     using namespace fftconv::cuda;
-    Rfft2dParams fx{batch, cin, size, size, S, 0, 0, true, true};
+    Rfft2dParams fx{batch, cin, size, size, S, pad, pad, true, true};
     Rfft2dParams fw{1, cin * cout, kernel, kernel, S, 0, 0, true, true};
     SpectralMatmulParams forward{kBins, batch, cout, cin, false, false, false, false, true};
     forward.conjugate_b = true;
@@ -1419,7 +1421,7 @@ struct ConvStep {
     Rfft2dParams fdy{batch, cout, out, out, S, 0, 0, true, true};
     SpectralMatmulParams input_grad{kBins, batch, cin, cout, false, false, true, false, true};
     input_grad.tf32_operands = true;
-    Irfft2dParams idx{batch, cin, S, size, size, 0, 0, true};
+    Irfft2dParams idx{batch, cin, S, size, size, pad, pad, true};
     SpectralMatmulParams weight_grad{kBins, cin, cout, batch, true, false, false, false, true};
     weight_grad.conjugate_b = true;
     weight_grad.tf32_operands = true;
@@ -1498,7 +1500,8 @@ void DependentLaunchSuite(bool quick) {
 // Mathieu's forward and train step as launch sequences, 20 steps per timed sample, with dependent
 // launches off and on, in turns (three rounds).
 void ChainTimingSuite() {
-  ConvStep step(128, 96, 256, 32, 7);
+  for (const int pad : {0, 3}) {
+  ConvStep step(128, 96, 256, 32, 7, pad);
   cudaStream_t stream;
   CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   constexpr int kSteps = 20;
@@ -1521,14 +1524,15 @@ void ChainTimingSuite() {
         CUDA_OK(cudaEventDestroy(start));
         CUDA_OK(cudaEventDestroy(stop));
         std::sort(ms.begin(), ms.end());
-        std::printf("TIME chain %-8s Mathieu k7, %d launches, dependent=%d, round %d : %8.4f ms per step (best %.4f)\n",
-                    gradients ? "train" : "forward", gradients ? 9 : 4, dependent ? 1 : 0, round,
+        std::printf("TIME chain %-8s Mathieu k7 %s S=%d, %d launches, dependent=%d, round %d : %8.4f ms per step (best %.4f)\n",
+                    gradients ? "train" : "forward", pad ? "SAME" : "VALID", step.S, gradients ? 9 : 4, dependent ? 1 : 0, round,
                     ms[ms.size() / 2] / kSteps, ms[0] / kSteps);
       }
     }
   }
-  fftconv::cuda::detail::SetDependentLaunchForTesting(true);
   CUDA_OK(cudaStreamDestroy(stream));
+  }
+  fftconv::cuda::detail::SetDependentLaunchForTesting(true);
 }
 
 void FftTimingSuite() {
