@@ -1,7 +1,7 @@
 """Concurrent eager calls of the raw ops see their own size inputs (tools/concurrency_probe.py) on
 the CPU. On a GPU, TensorFlow's eager runtime crosses the host-memory inputs and statuses of
-concurrent calls, its own tf.raw_ops.Range's too (benchmarks/NOTES.md, "Concurrent eager calls"):
-`tools/gpu_session.sh concurrency` runs the probe there to watch it, not as a test."""
+concurrent calls, its own tf.raw_ops.Range's too (on an H200 Range returned 52 elements where 53
+were asked): `tools/gpu_session.sh concurrency` runs the probe there to watch it, not as a test."""
 
 import importlib.util
 from pathlib import Path

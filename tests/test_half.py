@@ -313,8 +313,8 @@ def test_fft_conv2d_float16_at_the_edges_of_the_range_within_twice_conv2d(rng, d
     inputs, within 2.5 times. There
     cuDNN rounds once (float32 accumulation) and the FFT path four times (X, W and the product
     spectrum, then y), which gives about 2x: 2.2-2.3x measured on random draws in 16 and 24
-    frames, 1.99x at the fixed inputs below in the 20 frame the case now takes (benchmarks/NOTES.md,
-    "Half precision"). 2x is the target; the bound keeps a loss of accuracy visible."""
+    frames, 1.99x at the fixed inputs below in the 20 frame the case now takes. 2x is the target;
+    the bound keeps a loss of accuracy visible."""
     factor = 2.0
     if device == "/GPU:0":
         # Fixed inputs on the GPU, where the ratio is near 2 and depends on the draw.

@@ -36,7 +36,7 @@ def _h200(batch, cin, cout, size, k, padding, tf32=True):
 
 
 # Forward + both gradients on one H200, median ms: conv2d, our FFT path, with the pipelined TF32
-# matmul (benchmarks/results/h200-2026-11-30-ffb53bd/bench_mathieu.json and bench_tf32off.json).
+# matmul (bench_mathieu.json and bench_tf32off.json of the run at ffb53bd, in git at 856306e).
 H200_MEASURED = [
     ((128, 96, 256, 32, 5, "VALID", True), 1.996, 0.927),
     ((128, 96, 256, 32, 7, "VALID", True), 2.845, 0.921),
@@ -60,8 +60,8 @@ def test_model_reproduces_the_h200_measurements(case, conv2d_ms, fft_ms):
 
 
 # Forward + both gradients of the FFT path on 2 CPU cores (the SIMD-lane kernels), median ms, the
-# frame forced: benchmarks/results/cpu-2026-11-30-69b8bcb/ (VALID) and cpu-2026-11-30-4eef031/
-# (SAME, --fft-size 40 / 48 / 64). The CPU constants are a fit to these ten (RMS of the log 0.06).
+# frame forced: the runs at 69b8bcb (VALID) and 4eef031 (SAME, --fft-size 40 / 48 / 64), in git at
+# 856306e. The CPU constants are a fit to these ten (RMS of the log 0.06).
 CPU_MEASURED = [
     (((16, 32, 32, 32), (7, 7, 32, 64), "VALID"), 32, 7.817),
     (((16, 32, 32, 32), (13, 13, 32, 64), "VALID"), 32, 8.733),
