@@ -86,7 +86,7 @@ def test_model_reproduces_the_cpu_measurements(case, fft_size, fft_ms):
 
 def test_cpu_model_takes_the_fft_path_where_it_measured_faster():
     """16 images, 32 -> 64 channels, 32x32, SAME k7 on 2 cores: conv2d 42.4 ms, the FFT path in a
-    40 frame 12.4 ms (cpu-2026-11-30-4eef031); the constants fitted to the first CPU kernels
+    40 frame 12.4 ms (the run at 4eef031, in git at 856306e); the constants fitted to the first CPU kernels
     left it to conv2d."""
     made = planning.plan(planning.make_problem((16, 32, 32, 32), (7, 7, 32, 64), "SAME", "NHWC",
                                                "float32", "CPU"))
@@ -94,7 +94,7 @@ def test_cpu_model_takes_the_fft_path_where_it_measured_faster():
 
 
 def test_model_takes_the_fft_path_for_mathieus_k3_layer_since_the_pipelined_matmul():
-    """conv2d 1.304 ms, the FFT path 0.942 ms (h200-2026-11-30-ffb53bd); before the matmul's
+    """conv2d 1.304 ms, the FFT path 0.942 ms (H200, the run at ffb53bd); before the matmul's
     pipeline the FFT path took 1.392 ms against 1.319 and the model left k = 3 to conv2d."""
     assert planning.plan(_h200(128, 96, 256, 32, 3, "VALID")).label == "fft S=32 single keep"
 
@@ -104,8 +104,8 @@ def test_model_takes_the_fft_path_for_mathieus_k3_layer_since_the_pipelined_matm
     ((32, 256, 512, 16, 5, "SAME"), 0.766, 0.618),
 ])
 def test_the_models_misses_on_the_grid_are_close_calls(case, conv2d_ms, fft_ms):
-    """The two grid shapes where the model left a faster FFT path to conv2d (h200-2026-11-30-803e124,
-    forward + both gradients, ms) are close calls of the model, which FFTConv2D times when built."""
+    """The two grid shapes where the model left a faster FFT path to conv2d (H200, the grid at
+    803e124, forward + both gradients, ms) are close calls of the model, which FFTConv2D times when built."""
     plan_made = planning.plan(_h200(*case))
     assert plan_made.algorithm == "spatial" and fft_ms < conv2d_ms
     assert planning.is_close_call(plan_made)
@@ -724,7 +724,7 @@ def test_half_precision_spatial_estimates_follow_the_measured_factors():
     # TensorFlow's CPU convolution is about 8x slower in float16 than in float32 and faster in
     # bfloat16 (README, "Half precision"). On 2 cores the FFT path in a 40 frame measured 12.4,
     # 15.3 and 16.2 ms in float32, float16 and bfloat16 against conv2d's 42.4, 331 and 23.3
-    # (cpu-2026-11-30-4eef031): auto takes the FFT path in all three.
+    # (the run at 4eef031): auto takes the FFT path in all three.
     chosen = {}
     for dtype in ("float32", "float16", "bfloat16"):
         problem = planning.make_problem((16, 32, 32, 32), (7, 7, 32, 64), "SAME", "NHWC", dtype,

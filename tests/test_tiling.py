@@ -141,9 +141,9 @@ def test_cut_tiles_against_numpy(rng, data_format):
 def test_one_frame_beats_tiles_where_it_holds_the_image(rng):
     """64x64 SAME with k = 3 needs S = 80 in one frame (128 with powers of two only). Tiles of 8
     or 16 move fewer bytes but run more ops and TensorFlow's copies to cut and join them. On the
-    H200 the tiled path took 3.017 ms (h200x2-2026-11-30-9ae4f9b, 64 images, 64 channels) where
-    one 80 frame now takes 1.887 ms (h200-2026-11-30-ffb53bd); on 2 CPU cores 23.4 ms in 16 tiles
-    against 7.6 ms in the 80 frame (cpu-2026-11-30-4eef031). The model ranks them so on both."""
+    H200 the tiled path took 3.017 ms (the run at 9ae4f9b, 64 images, 64 channels) where one 80
+    frame took 1.887 ms (at ffb53bd); on 2 CPU cores 23.4 ms in 16 tiles against 7.6 ms in the 80
+    frame (at 4eef031). The model ranks them so on both. Those runs are in git at 856306e."""
     for device in ("GPU", "CPU"):
         problem = planning.make_problem((8, 64, 64, 16), (3, 3, 16, 16), "SAME", device=device)
         found = planning.candidates(problem, "fft")
