@@ -2,8 +2,12 @@
 # BUILD's copts for the Bazel build mirror CXXFLAGS; tools/ scripts call the targets below).
 #
 #   make build          the op library. With a GPU on this host (nvidia-smi -L or /dev/nvidia0) and
-#                       nvcc: CUDA kernels for every architecture nvcc supports out of CUDA_ARCHS.
-#                       Without a GPU: the CPU kernels only, with a message (WITH_CUDA=1 forces CUDA)
+#                       nvcc: CUDA kernels for the GPUs this host shows (CUDA_ARCHS=all or a list:
+#                       others). Without a GPU: the CPU kernels only, with a message (WITH_CUDA=1
+#                       forces CUDA, for every architecture unless CUDA_ARCHS says otherwise)
+#   make wheel          dist/tf_fftconv-<version>+tf<TensorFlow>-py3-none-<platform>.whl, installable
+#                       with no compiler: CUDA kernels for WHEEL_ARCHS (default all: every one this
+#                       nvcc builds) and the CPU kernels; WITH_CUDA=0, or no nvcc, for CPU kernels only
 #   make cpu            CPU kernels only
 #   make dev            CUDA for one architecture (DEV_ARCH, default 90): fast rebuilds while developing
 #   make cuda-check     compile the CUDA sources, GPU OpKernels and kernel check for DEV_ARCH only,
@@ -33,9 +37,12 @@ PYTHON    ?= python3
 CXX       ?= g++
 NVCC      ?= $(shell command -v nvcc 2>/dev/null)
 JOBS      ?= $(shell nproc 2>/dev/null || echo 2)
-# Architectures wanted; the ones this nvcc cannot build (e.g. 60/70 with CUDA >= 13, 100/120 before
-# 12.8) are dropped with a message. PTX of the newest one is embedded too, for newer GPUs.
-CUDA_ARCHS ?= 60 70 75 80 86 89 90 100 120
+# Architectures wanted (CUDA_ARCHS): unset, those of the GPUs this host shows (nvidia-smi's compute
+# capability), or every one in ALL_ARCHS where it shows none; `all`, every one; or a list ("75 90").
+# The ones this nvcc cannot build (e.g. 60/70 with CUDA >= 13, 100/120 before 12.8) are dropped with
+# a message. PTX of the newest one is embedded too, so that the library runs on newer GPUs.
+ALL_ARCHS := 60 70 75 80 86 89 90 100 120
+CUDA_ARCHS ?=
 DEV_ARCH  ?= 90
 # auto: CUDA when nvcc is there and this host has a GPU; 1: CUDA (e.g. to build for another host); 0: CPU.
 WITH_CUDA ?= auto
@@ -88,10 +95,32 @@ CC_OBJS   := $(CC_OPS:%.cc=$(BUILD)/%.o)
 GPU_CC_OBJS := $(CC_GPU:%.cc=$(BUILD)/%.o)
 CU_DEPS   := $(wildcard cuda/*.h cuda/*.cuh cuda/*.inc) cc/fftconv_params.h
 
+ifeq ($(strip $(CUDA_ARCHS)),)
+  # "9.0" -> 90, one line per GPU.
+  GPU_ARCHS := $(shell nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | tr -d '. ' | grep -E '^[0-9]+$$' | sort -un)
+  ifneq ($(GPU_ARCHS),)
+    WANTED_ARCHS := $(GPU_ARCHS)
+    ARCH_REASON  := the GPUs of this host; CUDA_ARCHS=all builds every architecture
+  else
+    WANTED_ARCHS := $(ALL_ARCHS)
+    ARCH_REASON  := no GPU shown by nvidia-smi, so every architecture; CUDA_ARCHS="..." picks some
+  endif
+else ifeq ($(strip $(CUDA_ARCHS)),all)
+  WANTED_ARCHS := $(ALL_ARCHS)
+  ARCH_REASON  := CUDA_ARCHS=all
+else
+  WANTED_ARCHS := $(CUDA_ARCHS)
+  ARCH_REASON  := CUDA_ARCHS
+endif
+
 ifneq ($(NVCC),)
   NVCC_CODES := $(shell $(NVCC) --list-gpu-code 2>/dev/null | sed 's/sm_//')
-  ARCHS     := $(filter $(NVCC_CODES),$(CUDA_ARCHS))
-  DROPPED   := $(filter-out $(NVCC_CODES),$(CUDA_ARCHS))
+  ARCHS     := $(filter $(NVCC_CODES),$(WANTED_ARCHS))
+  DROPPED   := $(filter-out $(NVCC_CODES),$(WANTED_ARCHS))
+  # A GPU newer than every architecture this nvcc builds runs the PTX of the newest one below it.
+  ifeq ($(ARCHS),)
+    ARCHS := $(lastword $(foreach a,$(NVCC_CODES),$(if $(shell test $(a) -le $(lastword $(WANTED_ARCHS)) && echo y),$(a))))
+  endif
   NEWEST    := $(shell printf '%s\n' $(ARCHS) | sort -n | tail -1)
   # CUDA objects per architecture set, so that builds for different sets never mix objects.
   CU_DIR    := $(BUILD)/sm_$(subst $() $(),-,$(ARCHS))
@@ -114,7 +143,7 @@ else
   CONFIG    := cpu
 endif
 
-.PHONY: setup build cpu dev cuda-check kernel-check kernel-variants lib-variants cpu-kernel-check stage-layout-check test clean info
+.PHONY: setup build cpu dev wheel cuda-check kernel-check kernel-variants lib-variants cpu-kernel-check stage-layout-check test clean info
 .DEFAULT_GOAL := build
 
 build: info $(LIB) $(INFO)
@@ -125,12 +154,22 @@ cpu:
 dev:
 	$(MAKE) WITH_CUDA=1 CUDA_ARCHS=$(DEV_ARCH) build
 
+# The wheel: setup.py's build step runs `make build`, which takes these two from the environment.
+# WITH_CUDA=0 on the command line makes a CPU wheel; otherwise CUDA whenever nvcc is there, GPU or not.
+WHEEL_ARCHS ?= all
+WHEEL_CUDA  := $(if $(filter command line,$(origin WITH_CUDA)),$(WITH_CUDA),$(if $(NVCC),1,0))
+wheel:
+	rm -f dist/tf_fftconv-*.whl
+	WITH_CUDA=$(WHEEL_CUDA) CUDA_ARCHS="$(WHEEL_ARCHS)" $(PYTHON) -m pip wheel -q --no-build-isolation --no-deps -w dist .
+	@ls -1 dist/tf_fftconv-*.whl
+
 info:
 	@test -n "$(TF_VERSION)" || { echo "error: TensorFlow is not importable by $(PYTHON); install it first (pip install 'tensorflow==2.21.*')"; exit 1; }
 ifeq ($(WITH_CUDA),1)
 	@test -n "$(NVCC)" || { echo "error: WITH_CUDA=1 but nvcc is not found"; exit 1; }
 	@test -n "$(CUDART_STATIC)" || { echo "error: libcudart_static.a not found under $(CUDA_HOME)"; exit 1; }
-	@echo "tf_fftconv: TensorFlow $(TF_VERSION), CUDA kernels for sm_$(subst $() $(),/sm_,$(ARCHS)) + PTX $(NEWEST) ($(NVCC))"
+	@test -n "$(ARCHS)" || { echo "error: this nvcc builds none of sm_$(subst $() $(),/sm_,$(WANTED_ARCHS))"; exit 1; }
+	@echo "tf_fftconv: TensorFlow $(TF_VERSION), CUDA kernels for sm_$(subst $() $(),/sm_,$(ARCHS)) + PTX $(NEWEST) ($(ARCH_REASON); $(NVCC))"
 	@$(if $(DROPPED),echo "tf_fftconv: note: this nvcc cannot build sm_$(subst $() $(),/sm_,$(DROPPED)); build with another CUDA toolkit for those GPUs",true)
 else
 	@echo "tf_fftconv: TensorFlow $(TF_VERSION), CPU kernels only$(if $(CPU_REASON), ($(CPU_REASON)))"

@@ -90,3 +90,30 @@ def test_notebook_runs_with_tiny_settings(tmp_path, monkeypatch):
     assert result["dataset"]["name"] == "mnist" and result["settings"]["epochs"] == 2
     assert len(result["baseline_accuracy_over_seeds"]["accuracies"]) == 2
     assert len(result["fft_accuracy_over_seeds"]["accuracies"]) == 2
+
+
+def _install_functions():
+    """The install cell's functions, defined without running the install."""
+    notebook = _read()
+    cell = next(c.source for c in notebook.cells if "def find_wheel" in c.source)
+    import glob
+    import shutil
+    import subprocess
+    import sys
+
+    namespace = {"glob": glob, "os": os, "re": __import__("re"), "shutil": shutil,
+                 "subprocess": subprocess, "sys": sys}  # what the notebook's first code cell imports
+    exec(cell.split("\nif INSTALL:")[0], namespace)  # the definitions before the install itself
+    return namespace
+
+
+def test_install_takes_the_attached_wheel_built_for_this_tensorflow(tmp_path, monkeypatch, capsys):
+    wheels = tmp_path / "input" / "tf-fftconv-wheels"
+    wheels.mkdir(parents=True)
+    for version in ("2.20.0", "2.21.0", "2.2.0"):
+        (wheels / f"tf_fftconv-0.1.0+tf{version}-py3-none-linux_x86_64.whl").write_bytes(b"")
+    monkeypatch.setenv("TF_FFTCONV_INPUT_ROOT", str(tmp_path / "input"))
+    find_wheel = _install_functions()["find_wheel"]
+    assert find_wheel("2.20.0") == str(wheels / "tf_fftconv-0.1.0+tf2.20.0-py3-none-linux_x86_64.whl")
+    assert "skipping" in capsys.readouterr().out
+    assert find_wheel("2.19.0") is None  # none built for it: the cell builds from source
