@@ -51,7 +51,7 @@ from tf_fftconv import ops
 from tf_fftconv import planning
 from tf_fftconv.geometry import (  # noqa: F401  (conv_geometry: public here, as before)
     FFT_SIZES, MAX_FFT_SIZE, ConvGeometry, check_padding, conv_geometry)
-from tf_fftconv.ops import invalid_argument as _invalid
+from tf_fftconv.errors import invalid_argument as _invalid
 
 _DTYPES = (tf.float32, tf.float64, tf.float16, tf.bfloat16)
 

@@ -47,7 +47,7 @@ import threading
 import tensorflow as tf
 
 from tf_fftconv import geometry
-from tf_fftconv.ops import invalid_argument as _invalid
+from tf_fftconv.errors import invalid_argument as _invalid
 
 ALGORITHMS = ("auto", "fft", "spatial")
 MEMORY_MODES = ("keep", "recompute")

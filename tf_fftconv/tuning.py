@@ -28,7 +28,7 @@ import tensorflow as tf
 from tf_fftconv import conv
 from tf_fftconv import geometry
 from tf_fftconv import planning
-from tf_fftconv.ops import invalid_argument as _invalid
+from tf_fftconv.errors import invalid_argument as _invalid
 
 # A timed sample: calls of the step between two device syncs, enough to last about SAMPLE_S.
 SAMPLE_S = 0.01
