@@ -215,7 +215,7 @@ def test_max_fft_size_matches_the_ops():
     with open(header) as f:
         found = re.findall(r"constexpr int kMaxFftSize = (\d+);", f.read())
     assert found, "kMaxFftSize not found in %s" % header
-    assert int(found[0]) == fc.conv.MAX_FFT_SIZE
+    assert int(found[0]) == fc.geometry.MAX_FFT_SIZE
 
 
 def test_fft_sizes_match_the_ops():

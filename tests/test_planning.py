@@ -17,7 +17,7 @@ import tensorflow as tf
 
 import tf_fftconv as fc
 from conftest import rel_error
-from tf_fftconv import conv, planning, tuning
+from tf_fftconv import conv, execute, planning, tuning
 
 
 @pytest.fixture(autouse=True)
@@ -529,7 +529,7 @@ def test_is_close_call_compares_the_best_fft_and_spatial_estimates():
 
 
 def test_allocator_refusal_in_eager_mode_falls_back(rng, monkeypatch):
-    real = conv.run_plan
+    real = execute.run_plan
     refused = []
 
     def refuse_fft(chosen, x, w):
@@ -539,7 +539,7 @@ def test_allocator_refusal_in_eager_mode_falls_back(rng, monkeypatch):
             raise tf.errors.ResourceExhaustedError(None, None, "out of memory")
         return real(chosen, x, w)
 
-    monkeypatch.setattr(conv, "run_plan", refuse_fft)
+    monkeypatch.setattr(execute, "run_plan", refuse_fft)
     x = tf.constant(rng.standard_normal((2, 16, 16, 3)))
     w = tf.constant(rng.standard_normal((5, 5, 3, 2)))
     expected = tf.nn.conv2d(x, w, 1, "SAME").numpy()
@@ -553,13 +553,13 @@ def test_allocator_refusal_in_eager_mode_falls_back(rng, monkeypatch):
 
 
 def _record_spectra(monkeypatch):
-    """A list that receives a weak reference to every spectrum `conv` makes from now on: each
+    """A list that receives a weak reference to every spectrum `execute` makes from now on: each
     rfft2d of an image, and each weight spectrum as `_weight_spectrum` returns it (a reshape of its
     rfft2d's result, which holds the same memory; the result itself is not recorded)."""
     import weakref  # noqa: PLC0415
 
     made, in_weight_spectrum = [], []
-    real_rfft2d, real_weight_spectrum = conv.ops.rfft2d, conv._weight_spectrum
+    real_rfft2d, real_weight_spectrum = execute.ops.rfft2d, execute._weight_spectrum
 
     def rfft2d(*args, **kwargs):
         spectrum = real_rfft2d(*args, **kwargs)
@@ -576,8 +576,8 @@ def _record_spectra(monkeypatch):
         made.append(weakref.ref(spectrum))
         return spectrum
 
-    monkeypatch.setattr(conv.ops, "rfft2d", rfft2d)
-    monkeypatch.setattr(conv, "_weight_spectrum", weight_spectrum)
+    monkeypatch.setattr(execute.ops, "rfft2d", rfft2d)
+    monkeypatch.setattr(execute, "_weight_spectrum", weight_spectrum)
     return made
 
 
@@ -603,7 +603,7 @@ def test_a_refused_keep_attempt_leaves_no_spectra_on_an_active_tape(rng, monkeyp
     forward pass frees that attempt's spectra before the lower-memory plan runs (the tape must not
     hold them), and the gradients and second-order gradients stay right."""
     made, refused_after = _record_spectra(monkeypatch), []
-    real_irfft2d = conv.ops.irfft2d
+    real_irfft2d = execute.ops.irfft2d
 
     def irfft2d(*args, **kwargs):
         if not refused_after:             # the keeping plan's inverse: X and W exist by now
@@ -611,7 +611,7 @@ def test_a_refused_keep_attempt_leaves_no_spectra_on_an_active_tape(rng, monkeyp
             raise tf.errors.ResourceExhaustedError(None, None, "out of memory")
         return real_irfft2d(*args, **kwargs)
 
-    monkeypatch.setattr(conv.ops, "irfft2d", irfft2d)
+    monkeypatch.setattr(execute.ops, "irfft2d", irfft2d)
     x = tf.constant(rng.standard_normal((3, 13, 11, 2)))
     w = tf.Variable(rng.standard_normal((5, 3, 2, 4)))
     with tf.GradientTape() as tape:

@@ -25,7 +25,7 @@ import time
 
 import tensorflow as tf
 
-from tf_fftconv import conv
+from tf_fftconv import execute
 from tf_fftconv import geometry
 from tf_fftconv import planning
 from tf_fftconv.errors import invalid_argument as _invalid
@@ -52,7 +52,7 @@ def _train_step(timed_plan):
     def step(x, w, dy):
         with tf.GradientTape() as tape:
             tape.watch([x, w])
-            y = conv.run_plan(timed_plan, x, w)
+            y = execute.run_plan(timed_plan, x, w)
         dx, dw = tape.gradient(y, [x, w], output_gradients=dy)
         return y, dx, dw
     return step
