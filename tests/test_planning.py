@@ -1,4 +1,4 @@
-"""The choice of algorithm (tf_fftconv/planning.py, autotune.py): the cost model against the H200
+"""The choice of algorithm (tf_fftconv/cost_model.py, planning.py, tuning.py): the cost model against the H200
 measurements it is calibrated on, determinism, explain, the memory budget, timings and their
 cache, and the fallback when the allocator refuses."""
 
@@ -17,7 +17,7 @@ import tensorflow as tf
 
 import tf_fftconv as fc
 from conftest import rel_error
-from tf_fftconv import conv, execute, planning, tuning
+from tf_fftconv import conv, cost_model, execute, planning, tuning
 
 
 @pytest.fixture(autouse=True)
@@ -31,7 +31,7 @@ def fresh_plans(monkeypatch):
 
 
 def _h200(batch, cin, cout, size, k, padding, tf32=True):
-    return planning.Problem(batch, size, size, cin, cout, k, k, padding, "NHWC", "float32", "GPU",
+    return cost_model.Problem(batch, size, size, cin, cout, k, k, padding, "NHWC", "float32", "GPU",
                             "NVIDIA H200", tf32)
 
 
@@ -134,9 +134,9 @@ def test_model_takes_a_40_frame_for_mathieus_same_layer():
 
 
 def test_every_frame_costs_5_s_log2_s_per_line_and_every_size_is_a_candidate():
-    assert planning._transform_flops(48, 48) == pytest.approx(5 * 48 * np.log2(48) * (24 + 25))
-    assert planning._transform_flops(40, 40) == pytest.approx(5 * 40 * np.log2(40) * (20 + 21))
-    assert planning._transform_flops(64, 64) == pytest.approx(5 * 64 * 6 * (32 + 33))
+    assert cost_model._transform_flops(48, 48) == pytest.approx(5 * 48 * np.log2(48) * (24 + 25))
+    assert cost_model._transform_flops(40, 40) == pytest.approx(5 * 40 * np.log2(40) * (20 + 21))
+    assert cost_model._transform_flops(64, 64) == pytest.approx(5 * 64 * 6 * (32 + 33))
     sizes = {c.config.tiles.fft_size for c in planning.candidates(_h200(8, 4, 4, 90, 5, "SAME"))
              if c.config is not None}
     assert {12, 24, 48, 96} <= sizes and {10, 20, 40, 80} <= sizes and {16, 32, 64} <= sizes
@@ -729,7 +729,7 @@ def test_half_precision_spatial_estimates_follow_the_measured_factors():
     for dtype in ("float32", "float16", "bfloat16"):
         problem = planning.make_problem((16, 32, 32, 32), (7, 7, 32, 64), "SAME", "NHWC", dtype,
                                         device="/CPU:0")
-        spatial = planning.estimate_spatial(problem, planning.DEVICE_COSTS["CPU"]).time_s
+        spatial = cost_model.estimate_spatial(problem, cost_model.DEVICE_COSTS["CPU"]).time_s
         chosen[dtype] = (planning.plan(problem, "auto").algorithm, spatial)
     assert chosen["float16"][1] > 5 * chosen["float32"][1] > 5 * chosen["bfloat16"][1]
     assert [chosen[dtype][0] for dtype in ("float32", "float16", "bfloat16")] == ["fft"] * 3
@@ -751,9 +751,9 @@ def test_half_spectra_where_they_save_time_on_the_gpu(dtype):
     mathieu = planning.plan(_half_problem((128, 32, 32, 96), (7, 7, 96, 256), "VALID", dtype,
                                           "GPU"), "fft")
     assert mathieu.config.spectra == "native" and mathieu.label == "fft S=32 single keep"
-    costs = planning.DEVICE_COSTS["GPU"]
+    costs = cost_model.DEVICE_COSTS["GPU"]
     wide = dataclasses.replace(mathieu.config, spectra="float32")
-    assert (planning.estimate_fft(mathieu.problem, wide, costs).time_s
+    assert (cost_model.estimate_fft(mathieu.problem, wide, costs).time_s
             > 2 * mathieu.candidate(mathieu.label).estimate.time_s)
     for x_shape, w_shape in (((128, 32, 32, 1), (5, 5, 1, 6)), ((128, 14, 14, 6), (5, 5, 6, 16))):
         lenet = planning.plan(_half_problem(x_shape, w_shape, "VALID", dtype, "GPU"), "fft")

@@ -1,6 +1,6 @@
 """One-time timing of a convolution's best candidates on the device (``tf_fftconv.autotune``).
 
-The cost model (``planning``) ranks the candidates; this times spatial convolution and the best
+The cost model (``cost_model``, through ``planning``) ranks the candidates; this times spatial convolution and the best
 FFT configurations by the model, forward + both gradients, each as its own ``tf.function`` called
 from eager Python (never inside a function being traced), the calls rotating over input sets as a
 training step meets a new batch each time, their samples taken in turns, and stores the medians
@@ -25,6 +25,7 @@ import time
 
 import tensorflow as tf
 
+from tf_fftconv import cost_model
 from tf_fftconv import execute
 from tf_fftconv import geometry
 from tf_fftconv import planning
@@ -165,7 +166,7 @@ def tune_problem(problem, fft_size=None, tile=None, memory_budget=None, algorith
         raise _invalid("autotune needs the height and width, got %s" % problem.describe())
     planning.check_algorithm(algorithm)
     budget = planning.resolve_budget(memory_budget)
-    batch = problem.batch or batch_size or planning.ASSUMED_BATCH
+    batch = problem.batch or batch_size or cost_model.ASSUMED_BATCH
     concrete = dataclasses.replace(problem, batch=batch)
     found = planning.candidates(concrete, algorithm, fft_size, tile)
     within = planning.within_budget(found, budget)
@@ -226,7 +227,7 @@ def autotune(layer_or_shape, w_shape=None, *, batch_size=None, input_shape=None,
 
     ``autotune(model_or_layer, batch_size=...)``: every ``FFTConv2D`` in a Keras model (or one
     layer), at the input shape it was built for (``input_shape`` overrides a single layer's);
-    ``batch_size`` stands for an unknown batch (default ``planning.ASSUMED_BATCH``).
+    ``batch_size`` stands for an unknown batch (default ``cost_model.ASSUMED_BATCH``).
     ``autotune(x_shape, w_shape, padding=..., ...)``: one problem, arguments as ``explain``.
     ``device``: "CPU" or "GPU" (default: where an op would run here).
     """
