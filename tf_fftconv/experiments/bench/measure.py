@@ -328,7 +328,7 @@ def copy_bandwidth(device, *, warmup, repeats, gpu_bytes=GPU_COPY_BYTES):
     bandwidth the floors are taken at. On a GPU the buffer is `gpu_bytes` (1 GiB), halved while the
     device has no room for it and its result: a call costs the host about 0.2 ms, so over 256 MB
     the H200's add waited on the host and read 2.2-2.7 TB/s, over 1 GiB 4.0 TB/s, a device copy's
-    rate (benchmarks/NOTES.md). On a CPU, two buffers of 64 MB taken in turns (one would stay in a
+    rate. On a CPU, two buffers of 64 MB taken in turns (one would stay in a
     large last-level cache)."""
     gpu = "GPU" in device.upper()
     size = gpu_bytes if gpu else 64 * 2 ** 20
