@@ -230,6 +230,28 @@ def test_explain_a_shape():
         fc.explain((1, 8, 8, 1))
 
 
+@pytest.mark.parametrize("device", ["CPU", "GPU"])
+@pytest.mark.parametrize("w_shape", [(3, 3, 0, 4), (3, 3, 2, 0), (3, 3, 0, 0)],
+                         ids=["cin0", "cout0", "both0"])
+def test_no_channels_are_priced_and_planned_as_the_outputs_fill(device, w_shape):
+    """The cost model prices a problem with no input or no output channels (no arithmetic: its
+    ops' least times and the output's bytes), and every algorithm's plan for it is the output's
+    fill, nothing to time; explain says so."""
+    x_shape = (8, 16, 16, w_shape[2])
+    problem = planning.make_problem(x_shape, w_shape, "SAME", device=device)
+    found = planning.candidates(problem)
+    assert len(found) > 1 and all(np.isfinite(c.estimate.time_s) and c.estimate.time_s > 0
+                                  for c in found)
+    assert next(c for c in found if c.config is None).estimate.flops == 0
+    for algorithm in planning.ALGORITHMS:
+        made = planning.plan(problem, algorithm)
+        assert made.algorithm == planning.NO_CHANNELS and made.label == "no channels"
+        assert not planning.is_close_call(made) and made.candidates == ()
+    text = fc.explain(x_shape, w_shape, padding="SAME", device=device)
+    assert "chosen: no convolution op, only the output's fill" in text
+    assert ("the output is empty" if w_shape[3] == 0 else "the output is zeros") in text
+
+
 def test_explain_a_layer(rng):
     layer = fc.FFTConv2D(4, 5, padding="same", algorithm="fft", tile=6)
     with pytest.raises(ValueError, match="is not built: call it, build it, or pass input_shape"):

@@ -159,6 +159,12 @@ class Problem:
         return self.in_h is not None and self.in_w is not None
 
     @property
+    def no_channels(self):
+        """No input or no output channels: the output is zeros (a sum over no input channels) or
+        empty, and there is nothing to compute."""
+        return self.in_channels == 0 or self.out_channels == 0
+
+    @property
     def model_batch(self):
         return self.batch if self.batch is not None else ASSUMED_BATCH
 
@@ -253,7 +259,8 @@ def estimate_spatial(problem, costs):
     rate = (min(costs.spatial_flops_per_s * math.sqrt(problem.k_h * problem.k_w),
                 costs.spatial_max_flops_per_s)
             * channels / (channels + costs.spatial_half_channels) / slow)
-    per_pass = max(costs.spatial_overhead_s, flops / rate,
+    # No channels: no arithmetic (and a rate of 0), only the output's bytes.
+    per_pass = max(costs.spatial_overhead_s, flops / rate if flops else 0.0,
                    moved * slow / costs.spatial_bytes_per_s)
     return Estimate(3 * per_pass, 0, 0, 3 * flops, 3 * moved)
 

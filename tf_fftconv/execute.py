@@ -196,6 +196,8 @@ def _run_time_geometry(x, data_format, k_h, k_w, padding):
 def run_plan(chosen, x, w):
     """Computes the convolution of ``x`` and ``w`` as ``chosen`` says."""
     problem = chosen.problem
+    if problem.no_channels:   # whatever the plan: nothing to compute
+        return _without_channels(x, w, problem)
     if chosen.algorithm == "spatial":
         return _spatial_conv(x, w, problem)
     kernel_size = (problem.k_h, problem.k_w)
@@ -241,6 +243,44 @@ def _run_config(config, problem, x, w, allow_tf32=True):
                              problem.data_format, allow_tf32)(
                                  cut_tiles(x, tiles, problem.data_format), w)
     return join_tiles(y_tiles, tiles, problem.data_format)
+
+
+def _without_channels(x, w, problem):
+    """The convolution of a problem with no input or no output channels (``Problem.no_channels``):
+    zeros of the output's shape (a sum over no input channels) or an empty output, with zeros of
+    ``x``'s and ``w``'s shapes as gradients (empty where they have no channels), as the definition
+    gives them and ``tf.nn.conv2d`` where it accepts such a filter (TensorFlow's conv2d refuses one
+    with no input channels, and oneDNN's CPU kernels one with no output channels).
+
+    The zeros are sums over none of ``x``'s channels (and ``w``'s), so that the gradients follow
+    from TensorFlow's, and the output is a computed tensor, never a constant of the graph: a bias
+    added to a constant in NCHW (Keras' channels_first) fails in TensorFlow's constant folding.
+    """
+    def size(t, axis):   # static where known
+        return t.shape[axis] if t.shape[axis] is not None else tf.shape(t)[axis]
+
+    channel_axis = 3 if problem.data_format == "NHWC" else 1
+    h_axis, w_axis = _spatial_axes(problem.data_format)
+    none_of = [slice(None)] * 4
+    none_of[channel_axis] = slice(0, 0)
+    if problem.padding == "VALID":   # the output's window of the input: [0, in - k + 1)
+        none_of[h_axis] = slice(0, size(x, h_axis) - problem.k_h + 1)
+        none_of[w_axis] = slice(0, size(x, w_axis) - problem.k_w + 1)
+    # [B, Ho, Wo, 1] (NCHW: [B, 1, Ho, Wo]) zeros, plus w's sum over no channels (a scalar 0)
+    zeros = (tf.reduce_sum(x[tuple(none_of)], axis=channel_axis, keepdims=True)
+             + tf.reduce_sum(w[:, :, :0, :0]))
+    shape = [size(zeros, axis) for axis in range(4)]
+    shape[channel_axis] = problem.out_channels
+    y = tf.broadcast_to(zeros, shape)
+    # The static sizes of tf.nn.conv2d's output (those the slice above, with a size known only at
+    # run time among its bounds, leaves unknown).
+    static = x.shape.as_list()
+    static[channel_axis] = problem.out_channels
+    for axis, k in ((h_axis, problem.k_h), (w_axis, problem.k_w)):
+        if problem.padding == "VALID" and static[axis] is not None:
+            static[axis] -= k - 1
+    y.set_shape(static)
+    return y
 
 
 def _spatial_conv(x, w, problem):

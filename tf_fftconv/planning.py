@@ -66,6 +66,10 @@ AUTOTUNE_ENV = "TF_FFTCONV_AUTOTUNE"
 CACHE_SCHEMA = "tf_fftconv.autotune/1"
 # The label of spatial convolution among the candidates, and a plan's algorithm.
 SPATIAL = "spatial"
+# The algorithm of a problem with no input or no output channels (``Problem.no_channels``): its
+# output is zeros or empty, made without a convolution op (TensorFlow's conv2d refuses a filter
+# with no input channels, and oneDNN's CPU kernels one with no output channels).
+NO_CHANNELS = "no channels"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -83,8 +87,8 @@ class Plan:
     """What computes one convolution, and why. ``str(plan)`` is ``explain``'s text."""
 
     problem: Problem
-    algorithm: str                  # "fft" or "spatial"
-    config: object                  # FftConfig, or None (spatial, or sizes unknown)
+    algorithm: str                  # "fft", "spatial" or "no channels"
+    config: object                  # FftConfig, or None (not the FFT path, or sizes unknown)
     source: str                     # what decided: cost model, timing, rule, argument
     requested: str                  # the algorithm argument
     budget: object                  # bytes, or None
@@ -94,8 +98,9 @@ class Plan:
 
     @property
     def label(self):
-        return self.config.label if self.config is not None else (
-            SPATIAL if self.algorithm == SPATIAL else "fft single (run-time size)")
+        if self.config is not None:
+            return self.config.label
+        return "fft single (run-time size)" if self.algorithm == "fft" else self.algorithm
 
     def candidate(self, label):
         return next((c for c in self.candidates if c.label == label), None)
@@ -347,6 +352,13 @@ def plan(problem, algorithm="auto", fft_size=None, tile=None, memory_budget=None
 
 def _make_plan(problem, algorithm, fft_size, tile, budget):
     common = dict(problem=problem, requested=algorithm, budget=budget)
+    if problem.no_channels:
+        return Plan(algorithm=NO_CHANNELS, config=None, source=(
+            "no %s channels (w [%d, %d, %d, %d]): the output is %s, whatever the algorithm"
+            % ("output" if problem.out_channels == 0 else "input", problem.k_h, problem.k_w,
+               problem.in_channels, problem.out_channels,
+               "empty" if problem.out_channels == 0 else "zeros (a sum over no channels)")),
+            **common)
     if algorithm == SPATIAL:
         return Plan(algorithm=SPATIAL, config=None, source='the argument algorithm="spatial"',
                     **common)
@@ -534,6 +546,8 @@ def explain_plan(p):
     lines = ["fft_conv2d: " + p.problem.describe()]
     if p.algorithm == SPATIAL:
         lines.append("  chosen: spatial convolution (tf.nn.conv2d)")
+    elif p.algorithm == NO_CHANNELS:
+        lines.append("  chosen: no convolution op, only the output's fill")
     elif p.config is None:
         lines.append("  chosen: FFT, one frame per image sized at run time")
     else:

@@ -165,6 +165,8 @@ def tune_problem(problem, fft_size=None, tile=None, memory_budget=None, algorith
     if not problem.sizes_known:
         raise _invalid("autotune needs the height and width, got %s" % problem.describe())
     planning.check_algorithm(algorithm)
+    if problem.no_channels:      # nothing to compute, so nothing to time
+        return planning.plan(problem, algorithm, fft_size, tile, memory_budget)
     budget = planning.resolve_budget(memory_budget)
     batch = problem.batch or batch_size or cost_model.ASSUMED_BATCH
     concrete = dataclasses.replace(problem, batch=batch)
