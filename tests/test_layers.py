@@ -71,9 +71,12 @@ def test_matches_conv2d_outputs_and_gradients(rng, run, padding, data_format, ke
 def test_input_without_channels_gives_the_bias(rng, run, data_format):
     """An input with no channels: the convolution is zeros, so the output is the bias; the input
     and kernel gradients are empty and the bias gradient sums the cotangent, as tf.nn.conv2d gives
-    them (computed with a channel of zeros more, which Conv2D's own call cannot do).
-    (keras.layers.Conv2D itself refuses filters=0, and so does FFTConv2D.)"""
+    them (computed with a channel of zeros more, which Conv2D's own call cannot do). No output
+    channels is Keras' to refuse: Conv2D takes no filters=0, and so neither does FFTConv2D."""
     from test_conv import conv2d_with_a_zero_channel  # noqa: PLC0415
+
+    with pytest.raises(ValueError, match="filters"):
+        FFTConv2D(0, 3)
 
     layer = FFTConv2D(4, 3, padding="same", data_format=data_format, dtype="float64",
                       bias_initializer="random_normal")

@@ -1,6 +1,6 @@
-"""The choice of algorithm (tf_fftconv/cost_model.py, planning.py, tuning.py): the cost model against the H200
-measurements it is calibrated on, determinism, explain, the memory budget, timings and their
-cache, and the fallback when the allocator refuses."""
+"""The choice of algorithm (tf_fftconv/cost_model.py, planning.py, tuning.py): the cost model
+against the H200 measurements it is calibrated on, determinism, explain, the memory budget,
+timings and their cache, and the fallback when the allocator refuses."""
 
 import dataclasses
 import json

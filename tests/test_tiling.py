@@ -135,7 +135,8 @@ def test_cut_tiles_against_numpy(rng, data_format):
     ones = geometry.tile_geometry(13, 11, 1, 1, "VALID", 4)
     y = tf.constant(to(x))
     np.testing.assert_array_equal(
-        execute.join_tiles(execute.cut_tiles(y, ones, data_format), ones, data_format).numpy(), to(x))
+        execute.join_tiles(execute.cut_tiles(y, ones, data_format), ones, data_format).numpy(),
+        to(x))
 
 
 def test_one_frame_beats_tiles_where_it_holds_the_image(rng):

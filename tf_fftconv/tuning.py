@@ -1,11 +1,11 @@
 """One-time timing of a convolution's best candidates on the device (``tf_fftconv.autotune``).
 
-The cost model (``cost_model``, through ``planning``) ranks the candidates; this times spatial convolution and the best
-FFT configurations by the model, forward + both gradients, each as its own ``tf.function`` called
-from eager Python (never inside a function being traced), the calls rotating over input sets as a
-training step meets a new batch each time, their samples taken in turns, and stores the medians
-per problem in the process (and in ``$TF_FFTCONV_AUTOTUNE_CACHE`` when set). Later plans for that
-problem take the fastest timed candidate within the memory budget.
+The cost model (``cost_model``, through ``planning``) ranks the candidates; this times spatial
+convolution and the best FFT configurations by the model, forward + both gradients, each as its
+own ``tf.function`` called from eager Python (never inside a function being traced), the calls
+rotating over input sets as a training step meets a new batch each time, their samples taken in
+turns, and stores the medians per problem in the process (and in ``$TF_FFTCONV_AUTOTUNE_CACHE``
+when set). Later plans for that problem take the fastest timed candidate within the memory budget.
 
 When it runs: ``tf_fftconv.autotune(...)`` before training; ``TF_FFTCONV_AUTOTUNE=1`` to time
 every problem an eager ``fft_conv2d(algorithm="auto")`` call meets for the first time; and, unless
