@@ -15,9 +15,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tf_fftconv import conv as conv_module
+from tf_fftconv import execute
 from tf_fftconv import planning
-from tf_fftconv.conv import conv_geometry, fft_conv2d
+from tf_fftconv.conv import fft_conv2d
+from tf_fftconv.geometry import conv_geometry
 from tf_fftconv.experiments import environment
 from tf_fftconv.experiments.bench import cli, measure
 from tf_fftconv.experiments.bench import report as report_module
@@ -582,14 +583,14 @@ def test_auto_times_a_close_call_as_an_fft_conv2d_layer_does(monkeypatch, timed_
     monkeypatch.setattr(planning, "is_close_call", lambda made: not made.timings_ms)
     tuned_problems = timed_problems
     traced = []   # the plans the steps' traces ran, not those of the candidates' timings
-    run_plan = conv_module.run_plan
+    run_plan = execute.run_plan
 
     def recording_run_plan(chosen, x, w):
         if chosen.source != "autotune":
             traced.append(chosen)
         return run_plan(chosen, x, w)
 
-    monkeypatch.setattr(conv_module, "run_plan", recording_run_plan)
+    monkeypatch.setattr(execute, "run_plan", recording_run_plan)
     case = measure.Case(2, 3, 4, 12, 5, "VALID")
     with tf.device("/CPU:0"):
         generator = tf.random.Generator.from_seed(2)

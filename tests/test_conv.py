@@ -123,6 +123,101 @@ def test_empty_batch(device):
     assert y.shape == (0, 8, 8, 2)
 
 
+def conv2d_with_a_zero_channel(x, w, dy, padding, data_format="NHWC"):
+    """tf.nn.conv2d's y, dx and dw for x and w with any number of channels, none included: computed
+    with one more input channel (x and w) and one more output channel (w), all zeros, which add
+    nothing; the extra output channel is cut off y, and the extra channels' gradients off dx and dw
+    (TensorFlow's conv2d refuses a filter with no input channels, and oneDNN's CPU kernels one with
+    no output channels). NumPy arrays in x's layout."""
+    to_nhwc, from_nhwc = ((_nhwc, _nchw) if data_format == "NCHW" else
+                          ((lambda a: a), (lambda a: a)))
+    x, w, dy = tf.constant(to_nhwc(x)), tf.constant(w), tf.constant(to_nhwc(dy))
+    with tf.GradientTape() as tape:
+        tape.watch([x, w])
+        y = tf.nn.conv2d(tf.pad(x, [[0, 0], [0, 0], [0, 0], [0, 1]]),
+                         tf.pad(w, [[0, 0], [0, 0], [0, 1], [0, 1]]), 1, padding)
+        y = y[..., :w.shape[3]]
+        loss = tf.reduce_sum(y * dy)
+    dx, dw = tape.gradient(loss, [x, w])
+    return from_nhwc(y.numpy()), from_nhwc(dx.numpy()), dw.numpy()
+
+
+def _no_channel_case(rng, c_in, c_out, padding, data_format, dtype=np.float32):
+    """x, w and dy (NumPy, x's layout) of a 3x5 kernel over 2 images of 7x9."""
+    k_h, k_w, batch, height, width = 3, 5, 2, 7, 9
+    out_h, out_w = (height - k_h + 1, width - k_w + 1) if padding == "VALID" else (height, width)
+    to_layout = _nchw if data_format == "NCHW" else (lambda a: a)
+    return (to_layout(rng.standard_normal((batch, height, width, c_in)).astype(dtype)),
+            rng.standard_normal((k_h, k_w, c_in, c_out)).astype(dtype),
+            to_layout(rng.standard_normal((batch, out_h, out_w, c_out)).astype(dtype)))
+
+
+def _assert_same(got, want):
+    for name, g, v in zip(("y", "dx", "dw"), got, want):
+        g = g.numpy() if tf.is_tensor(g) else g
+        assert g.shape == v.shape and g.dtype == v.dtype, (name, g.shape, v.shape, g.dtype)
+        assert np.array_equal(g, v), name
+
+
+@pytest.mark.parametrize("channels", [(0, 3), (2, 0), (0, 0)], ids=["cin0", "cout0", "both0"])
+@pytest.mark.parametrize("data_format", ["NHWC", "NCHW"])
+@pytest.mark.parametrize("padding", ["VALID", "SAME"])
+@pytest.mark.parametrize("algorithm", ["auto", "fft", "spatial"])
+@pytest.mark.parametrize("mode", ["eager", "function", "jit"])
+def test_no_input_or_output_channels_give_conv2d_result(rng, channels, data_format, padding,
+                                                        algorithm, mode):
+    """With no input channels the output is zeros (a sum over no channels), with no output
+    channels it is empty; the gradients are zeros or empty: what tf.nn.conv2d gives, exactly."""
+    x, w, dy = _no_channel_case(rng, *channels, padding, data_format)
+    conv = lambda a, b, d: _conv_and_grads(
+        lambda p, q: fc.fft_conv2d(p, q, padding, data_format, algorithm=algorithm), a, b, d)
+    if mode != "eager":
+        conv = tf.function(conv, jit_compile=mode == "jit")
+    with tf.device("/CPU:0"):
+        got = conv(tf.constant(x), tf.constant(w), tf.constant(dy))
+    _assert_same(got, conv2d_with_a_zero_channel(x, w, dy, padding, data_format))
+
+
+@pytest.mark.parametrize("data_format", ["NHWC", "NCHW"])
+@pytest.mark.parametrize("padding", ["VALID", "SAME"])
+def test_no_output_channels_under_xla_equal_conv2d_itself(rng, data_format, padding):
+    """Under XLA tf.nn.conv2d itself takes a filter with no output channels (its CPU kernel with
+    oneDNN does not): the same empty output, zero input gradient and empty weight gradient."""
+    x, w, dy = (tf.constant(a) for a in _no_channel_case(rng, 3, 0, padding, data_format))
+    compiled = lambda conv: tf.function(
+        lambda a, b, d: _conv_and_grads(conv, a, b, d), jit_compile=True)(x, w, dy)
+    with tf.device("/CPU:0"):
+        want = compiled(lambda p, q: tf.nn.conv2d(p, q, 1, padding, data_format=data_format))
+        got = compiled(lambda p, q: fc.fft_conv2d(p, q, padding, data_format, algorithm="fft"))
+    _assert_same(got, [t.numpy() for t in want])
+
+
+def test_no_input_channels_with_sizes_unknown_while_tracing(rng):
+    """Batch, height and width unknown while tracing: the zeros take their shape at run time."""
+    x, w, dy = _no_channel_case(rng, 0, 4, "VALID", "NHWC", np.float64)
+    conv = tf.function(lambda a, b, d: _conv_and_grads(
+        lambda p, q: fc.fft_conv2d(p, q, "VALID", algorithm="fft"), a, b, d), input_signature=[
+            tf.TensorSpec([None, None, None, 0], tf.float64), tf.TensorSpec(w.shape, tf.float64),
+            tf.TensorSpec([None, None, None, 4], tf.float64)])
+    _assert_same(conv(x, w, dy), conv2d_with_a_zero_channel(x, w, dy, "VALID"))
+
+
+@pytest.mark.parametrize("sizes", [(2, 7, 9), (None, 7, None)], ids=["known", "some_unknown"])
+@pytest.mark.parametrize("data_format", ["NHWC", "NCHW"])
+def test_no_output_channels_have_conv2ds_static_shape(sizes, data_format):
+    """Traced, the output's static shape is tf.nn.conv2d's, with sizes known or not."""
+    batch, height, width = sizes
+    x_spec = tf.TensorSpec([batch, height, width, 3] if data_format == "NHWC" else
+                           [batch, 3, height, width])
+
+    def traced(conv):
+        return tf.function(conv).get_concrete_function(
+            x_spec, tf.TensorSpec([3, 5, 3, 0])).structured_outputs.shape.as_list()
+
+    assert traced(lambda x, w: fc.fft_conv2d(x, w, "VALID", data_format)) == traced(
+        lambda x, w: tf.nn.conv2d(x, w, 1, "VALID", data_format=data_format))
+
+
 def test_dynamic_batch_in_tf_function(rng):
     conv = tf.function(lambda x, w: fc.fft_conv2d(x, w, "VALID", algorithm="fft"),
                        input_signature=[tf.TensorSpec([None, 12, 10, 3]), tf.TensorSpec([3, 3, 3, 5])])
@@ -215,7 +310,7 @@ def test_max_fft_size_matches_the_ops():
     with open(header) as f:
         found = re.findall(r"constexpr int kMaxFftSize = (\d+);", f.read())
     assert found, "kMaxFftSize not found in %s" % header
-    assert int(found[0]) == fc.conv.MAX_FFT_SIZE
+    assert int(found[0]) == fc.geometry.MAX_FFT_SIZE
 
 
 def test_fft_sizes_match_the_ops():

@@ -67,6 +67,40 @@ def test_matches_conv2d_outputs_and_gradients(rng, run, padding, data_format, ke
     assert rel_error(got[3], want[3]) <= 5e-6  # d bias
 
 
+@pytest.mark.parametrize("data_format", ["channels_last", "channels_first"])
+def test_input_without_channels_gives_the_bias(rng, run, data_format):
+    """An input with no channels: the convolution is zeros, so the output is the bias; the input
+    and kernel gradients are empty and the bias gradient sums the cotangent, as tf.nn.conv2d gives
+    them (computed with a channel of zeros more, which Conv2D's own call cannot do). No output
+    channels is Keras' to refuse: Conv2D takes no filters=0, and so neither does FFTConv2D."""
+    from test_conv import conv2d_with_a_zero_channel  # noqa: PLC0415
+
+    with pytest.raises(ValueError, match="filters"):
+        FFTConv2D(0, 3)
+
+    layer = FFTConv2D(4, 3, padding="same", data_format=data_format, dtype="float64",
+                      bias_initializer="random_normal")
+    x = rng.standard_normal((2, 6, 5, 0) if data_format == "channels_last" else (2, 0, 6, 5))
+    layer.build(x.shape)
+    dy = rng.standard_normal(layer.compute_output_shape(x.shape))
+
+    def forward_and_grads(inputs):
+        with tf.GradientTape() as tape:
+            tape.watch(inputs)
+            y = layer(inputs)
+            loss = tf.reduce_sum(y * dy)
+        return [y] + tape.gradient(loss, [inputs, layer.kernel, layer.bias])
+
+    y, dx, d_kernel, d_bias = run(forward_and_grads, tf.constant(x))
+    nhwc = data_format == "channels_last"
+    conv, want_dx, want_d_kernel = conv2d_with_a_zero_channel(
+        x, layer.kernel.numpy(), dy, "SAME", "NHWC" if nhwc else "NCHW")
+    bias = layer.bias.numpy().reshape((1, 1, 1, 4) if nhwc else (1, 4, 1, 1))
+    for got, want in [(y, conv + bias), (dx, want_dx), (d_kernel, want_d_kernel)]:
+        assert got.shape == want.shape and np.array_equal(got, want)
+    assert np.allclose(d_bias, dy.sum(axis=(0, 1, 2) if nhwc else (0, 2, 3)), rtol=1e-12)
+
+
 def test_float32_matches_conv2d(rng):
     fft, spatial = _twins(rng, "same", "channels_last", 5, in_channels=6, filters=16,
                           dtype="float32", activation="relu")

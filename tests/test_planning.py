@@ -1,6 +1,6 @@
-"""The choice of algorithm (tf_fftconv/planning.py, autotune.py): the cost model against the H200
-measurements it is calibrated on, determinism, explain, the memory budget, timings and their
-cache, and the fallback when the allocator refuses."""
+"""The choice of algorithm (tf_fftconv/cost_model.py, planning.py, tuning.py): the cost model
+against the H200 measurements it is calibrated on, determinism, explain, the memory budget,
+timings and their cache, and the fallback when the allocator refuses."""
 
 import dataclasses
 import json
@@ -17,7 +17,7 @@ import tensorflow as tf
 
 import tf_fftconv as fc
 from conftest import rel_error
-from tf_fftconv import conv, planning, tuning
+from tf_fftconv import conv, cost_model, execute, planning, tuning
 
 
 @pytest.fixture(autouse=True)
@@ -31,7 +31,7 @@ def fresh_plans(monkeypatch):
 
 
 def _h200(batch, cin, cout, size, k, padding, tf32=True):
-    return planning.Problem(batch, size, size, cin, cout, k, k, padding, "NHWC", "float32", "GPU",
+    return cost_model.Problem(batch, size, size, cin, cout, k, k, padding, "NHWC", "float32", "GPU",
                             "NVIDIA H200", tf32)
 
 
@@ -134,9 +134,9 @@ def test_model_takes_a_40_frame_for_mathieus_same_layer():
 
 
 def test_every_frame_costs_5_s_log2_s_per_line_and_every_size_is_a_candidate():
-    assert planning._transform_flops(48, 48) == pytest.approx(5 * 48 * np.log2(48) * (24 + 25))
-    assert planning._transform_flops(40, 40) == pytest.approx(5 * 40 * np.log2(40) * (20 + 21))
-    assert planning._transform_flops(64, 64) == pytest.approx(5 * 64 * 6 * (32 + 33))
+    assert cost_model._transform_flops(48, 48) == pytest.approx(5 * 48 * np.log2(48) * (24 + 25))
+    assert cost_model._transform_flops(40, 40) == pytest.approx(5 * 40 * np.log2(40) * (20 + 21))
+    assert cost_model._transform_flops(64, 64) == pytest.approx(5 * 64 * 6 * (32 + 33))
     sizes = {c.config.tiles.fft_size for c in planning.candidates(_h200(8, 4, 4, 90, 5, "SAME"))
              if c.config is not None}
     assert {12, 24, 48, 96} <= sizes and {10, 20, 40, 80} <= sizes and {16, 32, 64} <= sizes
@@ -228,6 +228,28 @@ def test_explain_a_shape():
     assert "tiles of" in text and "batch unknown while tracing: estimates assume 64" in text
     with pytest.raises(tf.errors.InvalidArgumentError, match="explain needs a layer"):
         fc.explain((1, 8, 8, 1))
+
+
+@pytest.mark.parametrize("device", ["CPU", "GPU"])
+@pytest.mark.parametrize("w_shape", [(3, 3, 0, 4), (3, 3, 2, 0), (3, 3, 0, 0)],
+                         ids=["cin0", "cout0", "both0"])
+def test_no_channels_are_priced_and_planned_as_the_outputs_fill(device, w_shape):
+    """The cost model prices a problem with no input or no output channels (no arithmetic: its
+    ops' least times and the output's bytes), and every algorithm's plan for it is the output's
+    fill, nothing to time; explain says so."""
+    x_shape = (8, 16, 16, w_shape[2])
+    problem = planning.make_problem(x_shape, w_shape, "SAME", device=device)
+    found = planning.candidates(problem)
+    assert len(found) > 1 and all(np.isfinite(c.estimate.time_s) and c.estimate.time_s > 0
+                                  for c in found)
+    assert next(c for c in found if c.config is None).estimate.flops == 0
+    for algorithm in planning.ALGORITHMS:
+        made = planning.plan(problem, algorithm)
+        assert made.algorithm == planning.NO_CHANNELS and made.label == "no channels"
+        assert not planning.is_close_call(made) and made.candidates == ()
+    text = fc.explain(x_shape, w_shape, padding="SAME", device=device)
+    assert "chosen: no convolution op, only the output's fill" in text
+    assert ("the output is empty" if w_shape[3] == 0 else "the output is zeros") in text
 
 
 def test_explain_a_layer(rng):
@@ -529,7 +551,7 @@ def test_is_close_call_compares_the_best_fft_and_spatial_estimates():
 
 
 def test_allocator_refusal_in_eager_mode_falls_back(rng, monkeypatch):
-    real = conv.run_plan
+    real = execute.run_plan
     refused = []
 
     def refuse_fft(chosen, x, w):
@@ -539,7 +561,7 @@ def test_allocator_refusal_in_eager_mode_falls_back(rng, monkeypatch):
             raise tf.errors.ResourceExhaustedError(None, None, "out of memory")
         return real(chosen, x, w)
 
-    monkeypatch.setattr(conv, "run_plan", refuse_fft)
+    monkeypatch.setattr(execute, "run_plan", refuse_fft)
     x = tf.constant(rng.standard_normal((2, 16, 16, 3)))
     w = tf.constant(rng.standard_normal((5, 5, 3, 2)))
     expected = tf.nn.conv2d(x, w, 1, "SAME").numpy()
@@ -553,13 +575,13 @@ def test_allocator_refusal_in_eager_mode_falls_back(rng, monkeypatch):
 
 
 def _record_spectra(monkeypatch):
-    """A list that receives a weak reference to every spectrum `conv` makes from now on: each
+    """A list that receives a weak reference to every spectrum `execute` makes from now on: each
     rfft2d of an image, and each weight spectrum as `_weight_spectrum` returns it (a reshape of its
     rfft2d's result, which holds the same memory; the result itself is not recorded)."""
     import weakref  # noqa: PLC0415
 
     made, in_weight_spectrum = [], []
-    real_rfft2d, real_weight_spectrum = conv.ops.rfft2d, conv._weight_spectrum
+    real_rfft2d, real_weight_spectrum = execute.ops.rfft2d, execute._weight_spectrum
 
     def rfft2d(*args, **kwargs):
         spectrum = real_rfft2d(*args, **kwargs)
@@ -576,8 +598,8 @@ def _record_spectra(monkeypatch):
         made.append(weakref.ref(spectrum))
         return spectrum
 
-    monkeypatch.setattr(conv.ops, "rfft2d", rfft2d)
-    monkeypatch.setattr(conv, "_weight_spectrum", weight_spectrum)
+    monkeypatch.setattr(execute.ops, "rfft2d", rfft2d)
+    monkeypatch.setattr(execute, "_weight_spectrum", weight_spectrum)
     return made
 
 
@@ -603,7 +625,7 @@ def test_a_refused_keep_attempt_leaves_no_spectra_on_an_active_tape(rng, monkeyp
     forward pass frees that attempt's spectra before the lower-memory plan runs (the tape must not
     hold them), and the gradients and second-order gradients stay right."""
     made, refused_after = _record_spectra(monkeypatch), []
-    real_irfft2d = conv.ops.irfft2d
+    real_irfft2d = execute.ops.irfft2d
 
     def irfft2d(*args, **kwargs):
         if not refused_after:             # the keeping plan's inverse: X and W exist by now
@@ -611,7 +633,7 @@ def test_a_refused_keep_attempt_leaves_no_spectra_on_an_active_tape(rng, monkeyp
             raise tf.errors.ResourceExhaustedError(None, None, "out of memory")
         return real_irfft2d(*args, **kwargs)
 
-    monkeypatch.setattr(conv.ops, "irfft2d", irfft2d)
+    monkeypatch.setattr(execute.ops, "irfft2d", irfft2d)
     x = tf.constant(rng.standard_normal((3, 13, 11, 2)))
     w = tf.Variable(rng.standard_normal((5, 3, 2, 4)))
     with tf.GradientTape() as tape:
@@ -729,7 +751,7 @@ def test_half_precision_spatial_estimates_follow_the_measured_factors():
     for dtype in ("float32", "float16", "bfloat16"):
         problem = planning.make_problem((16, 32, 32, 32), (7, 7, 32, 64), "SAME", "NHWC", dtype,
                                         device="/CPU:0")
-        spatial = planning.estimate_spatial(problem, planning.DEVICE_COSTS["CPU"]).time_s
+        spatial = cost_model.estimate_spatial(problem, cost_model.DEVICE_COSTS["CPU"]).time_s
         chosen[dtype] = (planning.plan(problem, "auto").algorithm, spatial)
     assert chosen["float16"][1] > 5 * chosen["float32"][1] > 5 * chosen["bfloat16"][1]
     assert [chosen[dtype][0] for dtype in ("float32", "float16", "bfloat16")] == ["fft"] * 3
@@ -751,9 +773,9 @@ def test_half_spectra_where_they_save_time_on_the_gpu(dtype):
     mathieu = planning.plan(_half_problem((128, 32, 32, 96), (7, 7, 96, 256), "VALID", dtype,
                                           "GPU"), "fft")
     assert mathieu.config.spectra == "native" and mathieu.label == "fft S=32 single keep"
-    costs = planning.DEVICE_COSTS["GPU"]
+    costs = cost_model.DEVICE_COSTS["GPU"]
     wide = dataclasses.replace(mathieu.config, spectra="float32")
-    assert (planning.estimate_fft(mathieu.problem, wide, costs).time_s
+    assert (cost_model.estimate_fft(mathieu.problem, wide, costs).time_s
             > 2 * mathieu.candidate(mathieu.label).estimate.time_s)
     for x_shape, w_shape in (((128, 32, 32, 1), (5, 5, 1, 6)), ((128, 14, 14, 6), (5, 5, 6, 16))):
         lenet = planning.plan(_half_problem(x_shape, w_shape, "VALID", dtype, "GPU"), "fft")

@@ -10,7 +10,7 @@ import pytest
 import tensorflow as tf
 
 import tf_fftconv as fc
-from tf_fftconv import conv as conv_module
+from tf_fftconv import execute
 
 
 def _complex(rng, shape):
@@ -117,7 +117,7 @@ _PATHS = {"keep": {}, "tiles": {"tile": 8}, "recompute": {"memory_budget": 1 << 
 
 
 def _pre_rounding_off(monkeypatch):
-    monkeypatch.setattr(conv_module, "_tf32_spectra", lambda dtype, allow_tf32: False)
+    monkeypatch.setattr(execute, "_tf32_spectra", lambda dtype, allow_tf32: False)
 
 
 @pytest.mark.parametrize("path", sorted(_PATHS))

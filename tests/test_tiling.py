@@ -10,7 +10,7 @@ import tensorflow as tf
 import tf_fftconv as fc
 from conftest import rel_error
 from test_conv import check_against_conv2d
-from tf_fftconv import conv, geometry, planning
+from tf_fftconv import execute, geometry, planning
 
 
 def _plan(x_shape, w_shape, padding, data_format="NHWC", **options):
@@ -129,13 +129,14 @@ def test_cut_tiles_against_numpy(rng, data_format):
     expected = np.stack([padded[b, 5 * i:5 * i + 8, 6 * j:6 * j + 8]
                          for b in range(2) for i in range(3) for j in range(2)])
     to = (lambda a: a) if data_format == "NHWC" else (lambda a: np.transpose(a, (0, 3, 1, 2)))
-    got = conv.cut_tiles(tf.constant(to(x)), tiles, data_format).numpy()
+    got = execute.cut_tiles(tf.constant(to(x)), tiles, data_format).numpy()
     np.testing.assert_array_equal(got, to(expected))
     # join_tiles puts tiles side by side and crops: with k = 1 the tiles are the image.
     ones = geometry.tile_geometry(13, 11, 1, 1, "VALID", 4)
     y = tf.constant(to(x))
     np.testing.assert_array_equal(
-        conv.join_tiles(conv.cut_tiles(y, ones, data_format), ones, data_format).numpy(), to(x))
+        execute.join_tiles(execute.cut_tiles(y, ones, data_format), ones, data_format).numpy(),
+        to(x))
 
 
 def test_one_frame_beats_tiles_where_it_holds_the_image(rng):

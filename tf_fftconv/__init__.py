@@ -17,7 +17,8 @@ import os as _os
 from tf_fftconv._loader import build_info, library_path, load_library
 from tf_fftconv import ops
 from tf_fftconv.tuning import autotune
-from tf_fftconv.conv import conv_geometry, fft_conv2d
+from tf_fftconv.conv import fft_conv2d
+from tf_fftconv.geometry import conv_geometry
 from tf_fftconv.layers import FFTConv2D
 from tf_fftconv.planning import explain
 

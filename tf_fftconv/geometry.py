@@ -17,7 +17,7 @@ import collections
 import dataclasses
 import math
 
-from tf_fftconv.ops import invalid_argument as _invalid
+from tf_fftconv.errors import invalid_argument as _invalid
 
 # The largest fft_size of the ops: kMaxFftSize in cc/fftconv_params.h (tests/test_conv.py checks).
 MAX_FFT_SIZE = 128

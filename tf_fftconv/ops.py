@@ -12,6 +12,7 @@ import numpy as np
 import tensorflow as tf
 
 from tf_fftconv._loader import load_library
+from tf_fftconv.errors import invalid_argument
 
 _COMPLEX_OF = {tf.float32: tf.complex64, tf.float64: tf.complex128, tf.float16: tf.float16,
                tf.bfloat16: tf.bfloat16}
@@ -24,11 +25,6 @@ def is_half(dtype):
     """Whether ``dtype`` (of images or of a spectrum) is a half-precision type: its spectra are
     ``[bins, rows, cols, 2]`` pairs of that type, mean-normalised (divided by ``S^2``)."""
     return tf.as_dtype(dtype) in HALF_DTYPES
-
-
-def invalid_argument(message):
-    """The InvalidArgumentError the Python side raises for bad input (the kernels raise the same)."""
-    return tf.errors.InvalidArgumentError(None, None, "tf_fftconv: " + message)
 
 
 def _check_dtype(tensor, allowed, what):

@@ -12,7 +12,7 @@ check that path with an independent implementation and to measure it against wha
 
 import tensorflow as tf
 
-from tf_fftconv.conv import conv_geometry
+from tf_fftconv.geometry import conv_geometry
 
 __all__ = ["signal_fft_conv2d"]
 
@@ -38,7 +38,8 @@ def signal_fft_conv2d(x, w, padding="VALID", data_format="NHWC", fft_size=None, 
       padding: "VALID" or "SAME" (case-insensitive).
       data_format: "NHWC" or "NCHW", the layout of `x` and of the result.
       fft_size: side `S` of the square FFT frame; default the smallest size of the ops (a power
-        of two, 3 * 2^k or 5 * 2^k) that avoids wrap-around (see `tf_fftconv.conv.conv_geometry`).
+        of two, 3 * 2^k or 5 * 2^k) that avoids wrap-around (see
+        `tf_fftconv.geometry.conv_geometry`).
       name: optional name scope.
 
     Returns:

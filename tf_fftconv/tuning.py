@@ -1,11 +1,11 @@
 """One-time timing of a convolution's best candidates on the device (``tf_fftconv.autotune``).
 
-The cost model (``planning``) ranks the candidates; this times spatial convolution and the best
-FFT configurations by the model, forward + both gradients, each as its own ``tf.function`` called
-from eager Python (never inside a function being traced), the calls rotating over input sets as a
-training step meets a new batch each time, their samples taken in turns, and stores the medians
-per problem in the process (and in ``$TF_FFTCONV_AUTOTUNE_CACHE`` when set). Later plans for that
-problem take the fastest timed candidate within the memory budget.
+The cost model (``cost_model``, through ``planning``) ranks the candidates; this times spatial
+convolution and the best FFT configurations by the model, forward + both gradients, each as its
+own ``tf.function`` called from eager Python (never inside a function being traced), the calls
+rotating over input sets as a training step meets a new batch each time, their samples taken in
+turns, and stores the medians per problem in the process (and in ``$TF_FFTCONV_AUTOTUNE_CACHE``
+when set). Later plans for that problem take the fastest timed candidate within the memory budget.
 
 When it runs: ``tf_fftconv.autotune(...)`` before training; ``TF_FFTCONV_AUTOTUNE=1`` to time
 every problem an eager ``fft_conv2d(algorithm="auto")`` call meets for the first time; and, unless
@@ -25,10 +25,11 @@ import time
 
 import tensorflow as tf
 
-from tf_fftconv import conv
+from tf_fftconv import cost_model
+from tf_fftconv import execute
 from tf_fftconv import geometry
 from tf_fftconv import planning
-from tf_fftconv.ops import invalid_argument as _invalid
+from tf_fftconv.errors import invalid_argument as _invalid
 
 # A timed sample: calls of the step between two device syncs, enough to last about SAMPLE_S.
 SAMPLE_S = 0.01
@@ -52,7 +53,7 @@ def _train_step(timed_plan):
     def step(x, w, dy):
         with tf.GradientTape() as tape:
             tape.watch([x, w])
-            y = conv.run_plan(timed_plan, x, w)
+            y = execute.run_plan(timed_plan, x, w)
         dx, dw = tape.gradient(y, [x, w], output_gradients=dy)
         return y, dx, dw
     return step
@@ -164,8 +165,10 @@ def tune_problem(problem, fft_size=None, tile=None, memory_budget=None, algorith
     if not problem.sizes_known:
         raise _invalid("autotune needs the height and width, got %s" % problem.describe())
     planning.check_algorithm(algorithm)
+    if problem.no_channels:      # nothing to compute, so nothing to time
+        return planning.plan(problem, algorithm, fft_size, tile, memory_budget)
     budget = planning.resolve_budget(memory_budget)
-    batch = problem.batch or batch_size or planning.ASSUMED_BATCH
+    batch = problem.batch or batch_size or cost_model.ASSUMED_BATCH
     concrete = dataclasses.replace(problem, batch=batch)
     found = planning.candidates(concrete, algorithm, fft_size, tile)
     within = planning.within_budget(found, budget)
@@ -226,7 +229,7 @@ def autotune(layer_or_shape, w_shape=None, *, batch_size=None, input_shape=None,
 
     ``autotune(model_or_layer, batch_size=...)``: every ``FFTConv2D`` in a Keras model (or one
     layer), at the input shape it was built for (``input_shape`` overrides a single layer's);
-    ``batch_size`` stands for an unknown batch (default ``planning.ASSUMED_BATCH``).
+    ``batch_size`` stands for an unknown batch (default ``cost_model.ASSUMED_BATCH``).
     ``autotune(x_shape, w_shape, padding=..., ...)``: one problem, arguments as ``explain``.
     ``device``: "CPU" or "GPU" (default: where an op would run here).
     """

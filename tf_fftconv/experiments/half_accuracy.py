@@ -36,7 +36,7 @@ import numpy as np
 import tensorflow as tf
 
 import tf_fftconv as fc
-from tf_fftconv.conv import _weight_gain
+from tf_fftconv.execute import _weight_gain
 from tf_fftconv.experiments import data, models
 
 LAYERS = ("c1", "c3")
@@ -144,7 +144,7 @@ def emulated_errors(x, w, dy, io, storage, fft_size):
     the exact result once to `io`; x, w, dy already hold `io` values.
 
     As the kernels: spectra mean-normalised (divided by S^2), float16 weights multiplied by
-    conv._weight_gain before their transform, each product scaled by alpha = S^2 (/ gain), the
+    execute._weight_gain before their transform, each product scaled by alpha = S^2 (/ gain), the
     inverse of a product spectrum scaled by S^2 (docs/architecture.md, "Half precision")."""
     spectrum_type, product_type = (io if storage[k] == "io" else storage[k]
                                    for k in ("spectra", "products"))

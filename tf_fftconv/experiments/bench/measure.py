@@ -15,9 +15,9 @@ import time
 
 import tensorflow as tf
 
-from tf_fftconv import conv as conv_module
-from tf_fftconv import ops, planning, tuning
-from tf_fftconv.conv import conv_geometry, fft_conv2d
+from tf_fftconv import execute, ops, planning, tuning
+from tf_fftconv.conv import fft_conv2d
+from tf_fftconv.geometry import conv_geometry
 from tf_fftconv.reference import signal_fft_conv2d
 
 # Also the order in which run_case prepares them, which the columns planned by tf_fftconv depend
@@ -292,7 +292,7 @@ def plan_before_tracing(impl, problem):
     the cost model timed once (tuning.confirm_close_call). The model alone decides a clear call,
     every call on a CPU (planning.CLOSE_CALL_DEVICES) and every call with TF_FFTCONV_AUTOTUNE=0.
     The problem is the case's, batch included, as in an eager call or a layer built for a known
-    batch (a layer built for an unknown batch times at planning.ASSUMED_BATCH images).
+    batch (a layer built for an unknown batch times at cost_model.ASSUMED_BATCH images).
     "tuned": the candidates timed in any case, as tf_fftconv.autotune does.
     """
     if impl == "model":
@@ -328,7 +328,7 @@ def copy_bandwidth(device, *, warmup, repeats, gpu_bytes=GPU_COPY_BYTES):
     bandwidth the floors are taken at. On a GPU the buffer is `gpu_bytes` (1 GiB), halved while the
     device has no room for it and its result: a call costs the host about 0.2 ms, so over 256 MB
     the H200's add waited on the host and read 2.2-2.7 TB/s, over 1 GiB 4.0 TB/s, a device copy's
-    rate (benchmarks/NOTES.md). On a CPU, two buffers of 64 MB taken in turns (one would stay in a
+    rate. On a CPU, two buffers of 64 MB taken in turns (one would stay in a
     large last-level cache)."""
     gpu = "GPU" in device.upper()
     size = gpu_bytes if gpu else 64 * 2 ** 20
@@ -566,7 +566,7 @@ def run_case(case, mode, impls, *, device, generator, data_format, input_sets, w
 # The fft train step op by op: where its time goes.
 
 def fft_op_steps(case, data_format, fft_size=None):
-    """The ops of fft_conv2d's train step (tf_fftconv/conv.py) in one frame, the smallest that
+    """The ops of fft_conv2d's train step (tf_fftconv/execute.py) in one frame, the smallest that
     holds the padded image or `fft_size` (the path `fft_size=` of that size forces), each alone.
     In float16 and bfloat16 these are the half-spectrum ops (`fft_conv2d(..., half_spectra=True)`);
     a plan with float32 spectra runs the float32 ops between two casts.
@@ -581,25 +581,25 @@ def fft_op_steps(case, data_format, fft_size=None):
     # The weight spectrum, the products and the weight gradient as fft_conv2d makes them (for half
     # precision: the float16 weight gain and alpha; for float32 plain rfft2d and spectral_matmul,
     # with the spectra stored rounded to TF32 for the TF32 products, which the ops apply only where
-    # TensorFlow's TF32 switch is on: conv_module._tf32_spectra).
+    # TensorFlow's TF32 switch is on: execute._tf32_spectra).
     def tf32(t):
-        return conv_module._tf32_spectra(t.dtype, True)
+        return execute._tf32_spectra(t.dtype, True)
 
     steps = {
         "rfft x": lambda x: ops.rfft2d(x, size, top, left, data_format, round_to_tf32=tf32(x)),
-        "rfft w": lambda w: conv_module._weight_spectrum(w, size, (k, k), round_to_tf32=tf32(w)),
-        "matmul y = x w^H": lambda xs, ws: conv_module._forward_product(
+        "rfft w": lambda w: execute._weight_spectrum(w, size, (k, k), round_to_tf32=tf32(w)),
+        "matmul y = x w^H": lambda xs, ws: execute._forward_product(
             xs, ws, size, (k, k), tf32_operands=xs.dtype == tf.complex64),
         "irfft y": lambda ys: ops.irfft2d(ys, size, geometry.out_h, geometry.out_w, 0, 0,
                                           data_format),
         "rfft dy": lambda dy: ops.rfft2d(dy, size, 0, 0, data_format, round_to_tf32=tf32(dy)),
-        "matmul dx = dy w": lambda dys, ws: conv_module._input_gradient_product(
+        "matmul dx = dy w": lambda dys, ws: execute._input_gradient_product(
             dys, ws, size, (k, k), tf32_operands=dys.dtype == tf.complex64),
         "irfft dx": lambda dxs: ops.irfft2d(dxs, size, case.size, case.size, top, left,
                                             data_format),
-        "matmul dw = dy^H x": lambda xs, dys: conv_module._weight_gradient_product(
+        "matmul dw = dy^H x": lambda xs, dys: execute._weight_gradient_product(
             xs, dys, size, tf32_operands=xs.dtype == tf.complex64),
-        "irfft dw": lambda dws: conv_module._weight_gradient(dws, size, (k, k)),
+        "irfft dw": lambda dws: execute._weight_gradient(dws, size, (k, k)),
     }
     steps = {name: tf.function(fn) for name, fn in steps.items()}
 

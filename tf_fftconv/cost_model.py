@@ -1,0 +1,381 @@
+"""The cost model: the time and memory that forward + both gradients (what training runs) of one
+convolution take, by spatial convolution (``tf.nn.conv2d``) or by one configuration of the FFT path.
+
+A ``Problem`` is one convolution (shapes, padding, layout, dtype, device kind); an ``FftConfig`` is
+one way of computing it on the FFT path (frame, tiling, memory mode, spectrum type).
+``estimate_spatial`` and ``estimate_fft`` estimate them from the bytes each op moves and the
+arithmetic it does, with per-device-kind constants (``DEVICE_COSTS``); every op costs at least the
+per-op overhead. How the constants were fitted, and how far the estimates are from measured times,
+is in ``docs/performance.md``. ``planning`` ranks the candidates of a problem by these estimates.
+
+Memory: the FFT path's workspace is the complex spectra it holds at once (with tiling, also the
+tiled copies of the input and output), layout
+``[bins, batch, channels]`` (``batch`` counting tiles): ``X`` ``[F, B*tiles, Cin]``, ``W``
+``[F, Cin, Cout]``, ``Y`` and ``dY`` ``[F, B*tiles, Cout]``. Mode "keep" keeps ``X`` and ``W`` from
+the forward pass for the backward pass; mode "recompute" keeps nothing between the passes (the
+backward pass transforms ``x`` and ``w`` again) and runs the batch in ``chunks`` pieces, one after
+the other, so only one piece's spectra are alive at a time. Spatial convolution's workspace is
+counted as zero (cuDNN's own scratch is not modelled).
+"""
+
+import dataclasses
+import math
+
+from tf_fftconv import geometry
+
+MEMORY_MODES = ("keep", "recompute")
+# Batch assumed by the cost model when the batch size is unknown while tracing.
+ASSUMED_BATCH = 64
+
+
+# ---------------------------------------------------------------------------------------------
+# Per-device-kind constants of the cost model.
+
+@dataclasses.dataclass(frozen=True)
+class DeviceCosts:
+    """Rates of one device kind (float32; float64 halves every rate and doubles every byte;
+    float16 and bfloat16 keep the float32 rates and halve the bytes; tf.nn.conv2d's time in them
+    is scaled by ``spatial_dtype_factors``).
+
+    Each op costs ``max(op_overhead_s, bytes / bandwidth, flops / rate)``; the FFT path is a
+    list of such ops per pass, direct convolution one op per pass.
+    """
+
+    op_overhead_s: float           # the least time one of our ops takes (launch and dispatch)
+    transform_bytes_per_s: float   # rfft2d / irfft2d: bytes read + written
+    transform_flops_per_s: float   # rfft2d / irfft2d arithmetic (``_transform_flops``)
+    transform_frame_s: float       # ... plus this much per frame (per-image work of the CPU kernels)
+    matmul_flops_per_s: float      # spectral matmul, 8 flops per complex multiply-add, FP32
+    matmul_tf32_flops_per_s: float  # the same with TensorFlow's TF32 switch on
+    matmul_half_work: float        # per-bin multiply-adds where the TF32 matmul reaches half its
+                                   # rate (the FP32 one at as much less work as its peak is lower:
+                                   # the time below that work is the same latency for both)
+    matmul_bytes_per_s: float
+    copy_bytes_per_s: float        # TensorFlow's pad, slice, concat, transpose (tiles)
+    spatial_flops_per_s: float     # tf.nn.conv2d's effective rate per unit of sqrt(kh * kw)
+    spatial_max_flops_per_s: float  # ... up to this rate
+    spatial_half_channels: float   # min(Cin, Cout) at which it reaches half that rate (0: none)
+    spatial_bytes_per_s: float
+    spatial_overhead_s: float      # the least time one tf.nn.conv2d pass takes
+    calibration: str
+    # tf.nn.conv2d's time in a half type over its float32 time, where measured ((dtype, factor)
+    # pairs; other dtypes 1).
+    spatial_dtype_factors: tuple = ()
+    # tf.nn.conv2d's time in float32 with TensorFlow's TF32 switch off over its time with it on.
+    spatial_no_tf32_factor: float = 1.0
+    # The transforms' time in 3 * 2^k and 5 * 2^k frames over the bandwidth model's ((radix,
+    # factor) pairs): the GPU's lane FFT does an odd factor with more registers and fewer images
+    # per block.
+    transform_radix_factors: tuple = ()
+    # float16 / bfloat16 problems: whether half spectra can pay here (the cost model then decides
+    # per configuration, ``_with_spectra``), and the rate of the casts to and from float32.
+    half_spectra_pay: bool = True
+    cast_bytes_per_s: float = 1.0e12
+
+
+DEVICE_COSTS = {
+    # Calibrated on one H200 (docs/performance.md), TF32 on unless stated. tf.nn.conv2d's rate,
+    # channel term and per-pass overhead were fitted to a 35-case grid of forward + both gradients
+    # (RMS of the log ratio 0.25).
+    # cuDNN is far from its rate at few channels (3 -> 64 channels at 224x224: 4.1 ms for
+    # 88 GFLOP), hence the channel term. The FFT path's constants were refitted to the pipelined
+    # matmul: the TF32 matmul rate, its bytes and the transforms' bandwidth and radix-5 factor to
+    # twelve train steps (Mathieu's layer VALID k3-13 and SAME in a 40
+    # frame, 64x64 SAME k3 in an 80 frame, LeNet's layers, 16x16 SAME layers in 20 and 24 frames;
+    # RMS of the log ratio 0.06), then the op overhead, tile-copy bandwidth and both odd-radix
+    # factors to a 34-case grid. The result: RMS of the log ratio
+    # 0.18 over the grid's 29 FFT times whose samples spread under 30% (0.21 before the second
+    # step), 0.10 over the twelve; FP32 from the TF32-off run.
+    "GPU": DeviceCosts(
+        op_overhead_s=20e-6, transform_bytes_per_s=1.8e12, transform_flops_per_s=20e12,
+        transform_frame_s=0.0,
+        matmul_flops_per_s=40e12, matmul_tf32_flops_per_s=150e12, matmul_half_work=1.2e6,
+        matmul_bytes_per_s=3.0e12, copy_bytes_per_s=0.7e12, spatial_flops_per_s=50e12,
+        spatial_max_flops_per_s=math.inf, spatial_half_channels=64.0,
+        spatial_bytes_per_s=3.0e12, spatial_overhead_s=250e-6,
+        calibration="H200 (docs/performance.md); other GPUs use the same constants",
+        # Mathieu's k = 7 layer, forward + both gradients: 1.950 ms in float16 and 1.808 ms in
+        # bfloat16 (cuDNN on tensor cores) against 2.899 ms with TF32.
+        spatial_dtype_factors=(("float16", 0.67), ("bfloat16", 0.62)),
+        # Mathieu's k = 7 layer: 13.37 ms with TF32 off against 2.85 ms with it on (cuDNN's FP32
+        # kernels without tensor cores).
+        spatial_no_tf32_factor=4.7,
+        transform_radix_factors=((3, 1.4), (5, 1.5)),
+        # Elementwise casts run near copy bandwidth (and fuse into their neighbours under XLA).
+        cast_bytes_per_s=2.0e12),
+    # Measured on the 2-core development CPU (docs/performance.md): op overhead
+    # from a chain of tiny ops in a tf.function; cutting tiles 3-5 GB/s; tf.nn.conv2d (oneDNN)
+    # 118-336 GFLOP/s on 32..64 channels, 21 and 88 GFLOP/s on LeNet's layers (1 and 6 input
+    # channels). The transform rate, per-frame cost and matmul rate were refitted to the SIMD-lane
+    # kernels: ten train steps (VALID k7 and
+    # k13 at 32 -> 64 channels, LeNet's two layers, SAME k5 and k7 in 40, 48 and 64 frames) within
+    # 10% (RMS of the log ratio 0.06; the old constants, fitted to the first kernels, put the FFT
+    # path 2.6-6.6x too slow and auto took conv2d where the FFT path was 3.4x faster).
+    "CPU": DeviceCosts(
+        op_overhead_s=2e-6, transform_bytes_per_s=20e9, transform_flops_per_s=50e9,
+        transform_frame_s=0.05e-6,
+        matmul_flops_per_s=120e9, matmul_tf32_flops_per_s=120e9, matmul_half_work=6e3,
+        matmul_bytes_per_s=10e9, copy_bytes_per_s=4e9, spatial_flops_per_s=50e9,
+        spatial_max_flops_per_s=320e9, spatial_half_channels=8.0, spatial_bytes_per_s=10e9,
+        spatial_overhead_s=20e-6,
+        calibration="2-core development CPU (docs/performance.md)",
+        # 16, 32->64, 32x32, k7 SAME, forward + both gradients: 336 ms in float16 (TensorFlow's
+        # CPU convolution has no fast float16 kernel) and 23.3 ms in bfloat16 against 42.3 ms in
+        # float32 (README, "Half precision").
+        spatial_dtype_factors=(("float16", 7.9), ("bfloat16", 0.55)),
+        # The CPU kernels convert every half value as they load and store it: forward + both
+        # gradients took longer with half spectra than with float32 ones (casts included) on
+        # LeNet's layers and on (16, 32 -> 64, 32x32, k7): float32 spectra 0.42-0.97x the time.
+        half_spectra_pay=False, cast_bytes_per_s=20e9),
+}
+
+
+# ---------------------------------------------------------------------------------------------
+# Problems, FFT configurations and their estimates.
+
+@dataclasses.dataclass(frozen=True)
+class Problem:
+    """One convolution as the planner sees it; ``batch``, ``in_h``, ``in_w`` may be None."""
+
+    batch: object
+    in_h: object
+    in_w: object
+    in_channels: int
+    out_channels: int
+    k_h: int
+    k_w: int
+    padding: str
+    data_format: str
+    dtype: str          # "float32", "float64", "float16" or "bfloat16"
+    device: str         # "CPU" or "GPU"
+    device_name: str    # what the timing cache is keyed on, e.g. "NVIDIA H200"
+    tf32: bool
+    # float16 / bfloat16 only: None lets the cost model choose each configuration's spectra;
+    # True forces half-precision spectra, False float32 ones.
+    half_spectra: object = None
+
+    @property
+    def sizes_known(self):
+        return self.in_h is not None and self.in_w is not None
+
+    @property
+    def no_channels(self):
+        """No input or no output channels: the output is zeros (a sum over no input channels) or
+        empty, and there is nothing to compute."""
+        return self.in_channels == 0 or self.out_channels == 0
+
+    @property
+    def model_batch(self):
+        return self.batch if self.batch is not None else ASSUMED_BATCH
+
+    def key(self):
+        """The timing cache's key: everything that changes which candidate is fastest."""
+        forced = ("" if self.half_spectra is None else
+                  "|%s spectra" % ("half" if self.half_spectra else "float32"))
+        return "|".join(str(v) for v in (
+            self.device_name, self.dtype, "tf32" if self.tf32 else "fp32", self.padding,
+            self.data_format, "B%s" % self.batch, "%sx%s" % (self.in_h, self.in_w),
+            "%d->%d" % (self.in_channels, self.out_channels),
+            "k%dx%d" % (self.k_h, self.k_w))) + forced
+
+    def describe(self):
+        x = ("[%s, %s, %s, %d]" if self.data_format == "NHWC" else "[%s, %d, %s, %s]") % (
+            (self.batch, self.in_h, self.in_w, self.in_channels) if self.data_format == "NHWC"
+            else (self.batch, self.in_channels, self.in_h, self.in_w))
+        return ("x %s %s, kernel %dx%d, %d -> %d channels, %s, %s on %s%s"
+                % (x.replace("None", "?"), self.data_format, self.k_h, self.k_w,
+                   self.in_channels, self.out_channels, self.padding, self.dtype,
+                   self.device_name, ", TF32 on" if self.tf32 and self.device == "GPU" else ""))
+
+
+@dataclasses.dataclass(frozen=True)
+class FftConfig:
+    """The FFT path's frame, tiling, memory mode and (half-precision problems) spectrum type."""
+
+    tiles: geometry.TileGeometry
+    memory: str = "keep"   # "keep" or "recompute"
+    chunks: int = 1        # pieces of the (tiled) batch, one after the other ("recompute")
+    # "native": spectra in the complex type of the input's (float32, float64) or in its half type
+    # (float16, bfloat16); "float32": a half-precision problem computed with complex64 spectra.
+    spectra: str = "native"
+
+    @property
+    def label(self):
+        t = self.tiles
+        where = ("single" if not t.tiled else "tiles %dx%d of %dx%d"
+                 % (t.tiles_h, t.tiles_w, t.tile_h, t.tile_w))
+        memory = self.memory if self.chunks == 1 else "%s/%d" % (self.memory, self.chunks)
+        spectra = " float32-spectra" if self.spectra == "float32" else ""
+        return "fft S=%d %s %s%s" % (t.fft_size, where, memory, spectra)
+
+    def describe(self):
+        memory = ("X and W spectra kept for the backward pass" if self.memory == "keep" else
+                  "spectra recomputed in the backward pass, batch in %d piece%s"
+                  % (self.chunks, "" if self.chunks == 1 else "s"))
+        spectra = ("; float32 spectra and FP32 products (the half-precision inputs cast, the "
+                   "result rounded once)" if self.spectra == "float32" else "")
+        return "%s; %s%s" % (self.tiles.describe(), memory, spectra)
+
+
+@dataclasses.dataclass(frozen=True)
+class Estimate:
+    """Model estimate of forward + both gradients."""
+
+    time_s: float
+    workspace_bytes: int   # the most spectrum bytes alive at once
+    kept_bytes: int        # spectrum bytes kept from the forward to the backward pass
+    flops: float
+    bytes_moved: float
+
+
+def _element_bytes(dtype):
+    """Bytes of one real value: half precision stores 2 (spectra too: pairs of halves)."""
+    return {"float64": 8, "float16": 2, "bfloat16": 2}.get(dtype, 4)
+
+
+def _op_time(costs, bytes_moved=0.0, bytes_per_s=1.0, flops=0.0, flops_per_s=1.0, fixed_s=0.0):
+    return max(costs.op_overhead_s, bytes_moved / bytes_per_s,
+               (flops / flops_per_s if flops else 0.0) + fixed_s)
+
+
+def estimate_spatial(problem, costs):
+    """tf.nn.conv2d: three passes of ``2 B Cin Cout Ho Wo kh kw`` flops each (in a half type:
+    half the bytes, and the device's measured factor on the time, ``spatial_dtype_factors``; in
+    float32 with TF32 off, ``spatial_no_tf32_factor``)."""
+    real = _element_bytes(problem.dtype)
+    slow = ((2.0 if problem.dtype == "float64" else 1.0)
+            * dict(costs.spatial_dtype_factors).get(problem.dtype, 1.0)
+            * (costs.spatial_no_tf32_factor
+               if problem.dtype == "float32" and not problem.tf32 else 1.0))
+    out = geometry.output_geometry(problem.in_h, problem.in_w, problem.k_h, problem.k_w,
+                                   problem.padding)
+    batch = problem.model_batch
+    flops = (2.0 * batch * problem.in_channels * problem.out_channels * out.out_h * out.out_w
+             * problem.k_h * problem.k_w)
+    moved = real * (batch * problem.in_channels * problem.in_h * problem.in_w
+                    + problem.k_h * problem.k_w * problem.in_channels * problem.out_channels
+                    + batch * problem.out_channels * out.out_h * out.out_w)
+    channels = min(problem.in_channels, problem.out_channels)
+    rate = (min(costs.spatial_flops_per_s * math.sqrt(problem.k_h * problem.k_w),
+                costs.spatial_max_flops_per_s)
+            * channels / (channels + costs.spatial_half_channels) / slow)
+    # No channels: no arithmetic (and a rate of 0), only the output's bytes.
+    per_pass = max(costs.spatial_overhead_s, flops / rate if flops else 0.0,
+                   moved * slow / costs.spatial_bytes_per_s)
+    return Estimate(3 * per_pass, 0, 0, 3 * flops, 3 * moved)
+
+
+def _transform_flops(fft_size, rows):
+    """Arithmetic of one frame's rfft2d or irfft2d with ``rows`` image rows (the rest zeros, or
+    cropped): ``rows / 2`` row FFTs (two real rows per complex FFT) and ``S/2 + 1`` column FFTs,
+    each ``5 S log2 S``, as the CPU kernels do them. Frames of 3 * 2^k and 5 * 2^k, whose radix-3
+    or radix-5 stage does more arithmetic per point, are not charged more: on 2 CPU cores their
+    layers took the time this count gives (a fit put the factor at 1.0 for both, against 1.25 and
+    1.4 assumed before), and on the GPU the
+    transforms are bound by bandwidth."""
+    return (5.0 * fft_size * math.log2(fft_size)
+            * (min(rows, fft_size) / 2 + fft_size / 2 + 1))
+
+
+def estimate_fft(problem, config, costs):
+    """The FFT path as its ops: transforms, per-bin matmuls, inverses, and tiling's copies.
+
+    Half precision: every tensor and spectrum has half the bytes of float32, the arithmetic
+    (float32 inside) the float32 rates. With float32 spectra: the float32 path without TF32, plus
+    the casts of x, w and dy to float32 and of y, dx and dw back, charged for their bytes only
+    (elementwise ops, which XLA fuses into their neighbours)."""
+    if config.spectra == "float32":
+        inner = estimate_fft(dataclasses.replace(problem, dtype="float32", tf32=False),
+                             dataclasses.replace(config, spectra="native"), costs)
+        out = geometry.output_geometry(problem.in_h, problem.in_w, problem.k_h, problem.k_w,
+                                       problem.padding)
+        batch = problem.model_batch
+        elements = (batch * problem.in_channels * problem.in_h * problem.in_w
+                    + batch * problem.out_channels * out.out_h * out.out_w
+                    + problem.k_h * problem.k_w * problem.in_channels * problem.out_channels)
+        cast_bytes = 2 * (2 + 4) * elements      # each tensor cast once per pass, both ways
+        return dataclasses.replace(
+            inner, time_s=inner.time_s + cast_bytes / costs.cast_bytes_per_s,
+            workspace_bytes=int(inner.workspace_bytes + 4 * elements),
+            bytes_moved=inner.bytes_moved + cast_bytes)
+    t = config.tiles
+    real = _element_bytes(problem.dtype)
+    slow = 2.0 if problem.dtype == "float64" else 1.0
+    complex_bytes = 2 * real
+    batch = problem.model_batch
+    frames = batch * t.tiles                    # images of the (tiled) batch
+    ci, co, n = problem.in_channels, problem.out_channels, config.chunks
+    bins = t.bins
+    x_bytes = real * batch * ci * problem.in_h * problem.in_w
+    y_bytes = real * batch * co * t.out_h * t.out_w
+    w_bytes = real * problem.k_h * problem.k_w * ci * co
+    x_tiles = real * frames * ci * t.in_tile_h * t.in_tile_w if t.tiled else x_bytes
+    y_tiles = real * frames * co * t.tile_h * t.tile_w if t.tiled else y_bytes
+    X = complex_bytes * bins * frames * ci      # [F, B*tiles, Cin]
+    W = complex_bytes * bins * ci * co          # [F, Cin, Cout]
+    Y = complex_bytes * bins * frames * co      # [F, B*tiles, Cout], also dY
+    matmul_flops = 8.0 * bins * frames * ci * co
+    work = frames / n * ci * co                 # multiply-adds per bin of one matmul
+    peak = costs.matmul_tf32_flops_per_s if problem.tf32 else costs.matmul_flops_per_s
+    half_work = costs.matmul_half_work * peak / costs.matmul_tf32_flops_per_s
+    matmul_rate = peak * work / (work + half_work) / slow
+    transform_rate = costs.transform_bytes_per_s / slow
+    for radix, factor in costs.transform_radix_factors:
+        if t.fft_size % radix == 0:
+            transform_rate /= factor
+    fft_rate = costs.transform_flops_per_s / slow
+
+    ops = []  # (bytes, bytes per s, flops, flops per s, fixed seconds)
+
+    def transform(moved, frame_count, rows, times=1):
+        flops = frame_count * _transform_flops(t.fft_size, rows)
+        fixed = frame_count * costs.transform_frame_s * slow
+        ops.extend([(moved, transform_rate, flops, fft_rate, fixed)] * times)
+
+    def matmul(moved, times):
+        ops.extend([(moved, costs.matmul_bytes_per_s / slow, matmul_flops / n, matmul_rate)]
+                   * times)
+
+    def copy(moved, times=1):
+        ops.extend([(moved, costs.copy_bytes_per_s / slow, 0.0, 1.0)] * times)
+
+    recompute = config.memory == "recompute"
+    for _ in range(2 if recompute else 1):     # the weight spectrum, again in the backward pass
+        transform(w_bytes + W, co * ci, problem.k_h)
+    if t.tiled:
+        # Cutting (pad, per axis a reshape, m slices and a concat, transpose, reshape) and joining
+        # (reshape, transpose, reshape, slice), and their gradients: the bytes go through four
+        # copies each way, the other ops cost their overhead.
+        blocks = -(-t.in_tile_h // t.tile_h) + -(-t.in_tile_w // t.tile_w)
+        copy(x_bytes + x_tiles, 4)
+        copy(y_bytes + y_tiles, 4)
+        copy(0.0, 2 * (blocks + 7 + 4) - 8)
+    if n > 1:
+        copy(0.0, 4 * n + 4)                    # the pieces' slices and concats, both passes
+    # Per piece: forward rfft x, matmul, irfft; backward rfft dy, dX matmul, irfft dx,
+    # [rfft x again], dW matmul.
+    in_rows = t.in_tile_h if t.tiled else problem.in_h
+    transform((x_tiles + X) / n, frames * ci / n, in_rows, n * (2 if recompute else 1))
+    transform((Y + y_tiles) / n, frames * co / n, t.tile_h, 2 * n)
+    transform((X + x_tiles) / n, frames * ci / n, in_rows, n)
+    matmul(X / n + W + Y / n, 3 * n)
+    if n > 1:
+        copy(3 * W, n - 1)                      # accumulating the weight-gradient spectrum
+    transform(W + w_bytes, co * ci, problem.k_h)  # irfft dw
+    time = sum(_op_time(costs, *op) for op in ops)
+    flops = sum(op[2] for op in ops)
+    moved = sum(op[0] for op in ops)
+    if recompute:
+        # Forward: W and one piece's X and Y. Backward: W, one piece's dY with dX, then X, and the
+        # weight-gradient spectrum (with the running sum when there are several pieces).
+        kept = 0
+        workspace = (X + Y) / n + W * (3 if n > 1 else 2)
+    else:
+        # Forward: X, W, Y; backward: X and W kept, dY, then dX or dW.
+        kept = X + W
+        workspace = X + W + Y + max(X, W)
+    if t.tiled:
+        # The whole batch's tiles are cut before the pieces run and joined after them: both
+        # copies are alive with the spectra (in either mode).
+        workspace += x_tiles + y_tiles
+    return Estimate(time, int(workspace), int(kept), flops, moved)
