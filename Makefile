@@ -86,7 +86,7 @@ CC_GPU    := $(wildcard cc/*_gpu.cc)
 CU_SRCS   := $(wildcard cuda/*.cu)
 CC_OBJS   := $(CC_OPS:%.cc=$(BUILD)/%.o)
 GPU_CC_OBJS := $(CC_GPU:%.cc=$(BUILD)/%.o)
-CU_DEPS   := $(wildcard cuda/*.h cuda/*.cuh cuda/*.inc) cc/fftconv_params.h
+CU_DEPS   := $(wildcard cuda/*.h cuda/*.cuh cuda/*.inc include/*.h)
 
 ifneq ($(NVCC),)
   NVCC_CODES := $(shell $(NVCC) --list-gpu-code 2>/dev/null | sed 's/sm_//')
@@ -155,14 +155,14 @@ $(INFO): $(LIB)
 # The XLA objects also depend on the configuration (FFTCONV_WITH_CUDA).
 $(patsubst %.cc,$(BUILD)/%.o,$(wildcard cc/*_xla.cc)): $(BUILD)/config.stamp
 
-$(BUILD)/cc/%.o: cc/%.cc $(wildcard cc/*.h cuda/*.h)
+$(BUILD)/cc/%.o: cc/%.cc $(wildcard cc/*.h include/*.h cuda/*.h)
 	@mkdir -p $(dir $@)
 	$(CXX) $(CXXFLAGS) -c $< -o $@
 
 # The CPU kernels alone: built from their sources with the library's flags, linked without TensorFlow.
 cpu-kernel-check: $(BUILD)/cpu_kernel_check
 
-$(BUILD)/cpu_kernel_check: cc/tests/cpu_kernel_check.cc cc/cpu_kernels.cc $(wildcard cc/*.h)
+$(BUILD)/cpu_kernel_check: cc/tests/cpu_kernel_check.cc cc/cpu_kernels.cc $(wildcard cc/*.h include/*.h)
 	@mkdir -p $(dir $@)
 	$(CXX) $(CXXFLAGS) -o $@ cc/tests/cpu_kernel_check.cc cc/cpu_kernels.cc -lpthread
 

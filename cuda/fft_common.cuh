@@ -24,7 +24,7 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "cc/fftconv_params.h"
+#include "include/fftconv_params.h"
 #include "device_info.h"
 #include "fftconv_cuda.h"
 #include "twiddle_table.inc"
