@@ -19,7 +19,7 @@
 #                       build/stage_layout_check (no GPU: tests/test_stage_layout.py runs it)
 #   make cpu-kernel-check  the standalone CPU kernel check and timer, build/cpu_kernel_check
 #                       (cc/tests/cpu_kernel_check.cc with cc/cpu_kernels.cc; no TensorFlow library)
-#   make kernel-variants  tuning builds of the kernel check with other FFT block shapes,
+#   make kernel-variants  builds of the kernel check with other compile-time switches,
 #                       build/variants/kc_<name> (VARIANTS below; timed by tools/tune.sh)
 #   make lib-variants LIB_VARIANTS="<name> ..."  the op library built with those variants' flags,
 #                       build/libvariants/<name>/_fftconv_ops.so (timed inside TensorFlow by
@@ -93,7 +93,7 @@ CC_GPU    := $(wildcard cc/*_gpu.cc)
 CU_SRCS   := $(wildcard cuda/*.cu)
 CC_OBJS   := $(CC_OPS:%.cc=$(BUILD)/%.o)
 GPU_CC_OBJS := $(CC_GPU:%.cc=$(BUILD)/%.o)
-CU_DEPS   := $(wildcard cuda/*.h cuda/*.cuh cuda/*.inc) cc/fftconv_params.h
+CU_DEPS   := $(wildcard cuda/*.h cuda/*.cuh cuda/*.inc include/*.h)
 
 ifeq ($(strip $(CUDA_ARCHS)),)
   # "9.0" -> 90, one line per GPU.
@@ -194,14 +194,14 @@ $(INFO): $(LIB)
 # The XLA objects also depend on the configuration (FFTCONV_WITH_CUDA).
 $(patsubst %.cc,$(BUILD)/%.o,$(wildcard cc/*_xla.cc)): $(BUILD)/config.stamp
 
-$(BUILD)/cc/%.o: cc/%.cc $(wildcard cc/*.h cuda/*.h)
+$(BUILD)/cc/%.o: cc/%.cc $(wildcard cc/*.h include/*.h cuda/*.h)
 	@mkdir -p $(dir $@)
 	$(CXX) $(CXXFLAGS) -c $< -o $@
 
 # The CPU kernels alone: built from their sources with the library's flags, linked without TensorFlow.
 cpu-kernel-check: $(BUILD)/cpu_kernel_check
 
-$(BUILD)/cpu_kernel_check: cc/tests/cpu_kernel_check.cc cc/cpu_kernels.cc $(wildcard cc/*.h)
+$(BUILD)/cpu_kernel_check: cc/tests/cpu_kernel_check.cc cc/cpu_kernels.cc $(wildcard cc/*.h include/*.h)
 	@mkdir -p $(dir $@)
 	$(CXX) $(CXXFLAGS) -o $@ cc/tests/cpu_kernel_check.cc cc/cpu_kernels.cc -lpthread
 
@@ -219,7 +219,7 @@ cuda-check:
 .PHONY: cuda-objects
 cuda-objects: $(CU_OBJS) $(GPU_CC_OBJS)
 
-# ---- The standalone kernel check and its tuning variants (no TensorFlow), for DEV_ARCH.
+# ---- The standalone kernel check and its variants (no TensorFlow), for DEV_ARCH.
 CHECK_DIR  := $(BUILD)/kernel_check_sm$(DEV_ARCH)
 CHECK_NVCC := $(NVCC) $(NVCC_BASE) $(call gencode,$(DEV_ARCH))
 CHECK_OBJS := $(CU_SRCS:cuda/%.cu=$(CHECK_DIR)/%.o)
@@ -238,108 +238,22 @@ $(CHECK_DIR)/%.o: cuda/%.cu $(CU_DEPS)
 	$(CHECK_NVCC) -c $< -o $@
 
 # The forward's NHWC stage layout, checked on the host: no kernels, no GPU (seconds to build).
-# VARIANT=<name> builds it with that tuning variant's flags (VARIANTS below), e.g. n20_stage_padded.
+# VARIANT=<name> builds it with that variant's flags (VARIANTS below), e.g. n31_cluster_k2.
 stage-layout-check: $(BUILD)/stage_layout_check
 
 $(BUILD)/stage_layout_check: cuda/tests/stage_layout_check.cu $(CU_DEPS)
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVCC_BASE) $(VARIANT_FLAGS_$(VARIANT)) -o $@ $<
 
-# Kernel shapes to time against the defaults (make kernel-variants VARIANTS="..." builds a subset):
-# FFT block shapes as FFTCONV_SHAPE_<real>_<S>_<FWD|INV>[_LARGE[_NHWC]] overrides L * 10000 + G * 100
-# + MINB (lanes per transform, images per block, minimum blocks per SM: FftShape and LargeShape in
-# cuda/fft_common.cuh), and the matmul's tile switches (cuda/spectral_matmul.cu). Only the kernels'
-# own objects are rebuilt for each.
-VARIANTS := n0_default n1_f3_i2 n2_lanes2 n3_mixed n4_no_large n5_loads32 n6_streaming n7_nhwc_inv16 n8_no_pipeline n10_no_inv_pipeline n11_scalar_zero n12_no_tf32_spectra \
-            m2_tile32 m3_tile48 m4_tile64 m5_stages2 m6_stages4 m7_noswap m8_bk32 m9_evict_first \
-            m11_tf32_rna m12_tf32_no_round s0_simt_four s1_simt128x64 s2_simt128x32 s3_simt64x64 \
-            n13_large_before n14_lanes2_g8 n15_lanes2_g4 n16_no_leading n17_no_kept n18_no_dependent n19_job0_apart \
-            n20_stage_padded n21_twiddle_bank n22_inv_stage_image_major n23_inv_copies_whole \
-            n24_fwd_copies_split n25_inv_first_with_next n26_fwd_first_alone n27_store_index \
-            n28_no_tensor_copy n29_cluster n30_cluster_minb4 n31_cluster_k2
-VARIANT_FLAGS_n0_default :=
-VARIANT_FLAGS_n1_f3_i2   := -DFFTCONV_SHAPE_float_32_FWD=10803 -DFFTCONV_SHAPE_float_32_INV=21602
-VARIANT_FLAGS_n2_lanes2  := -DFFTCONV_SHAPE_float_32_FWD=20804 -DFFTCONV_SHAPE_float_32_INV=20804 \
-                            -DFFTCONV_SHAPE_float_16_FWD=21604 -DFFTCONV_SHAPE_float_16_INV=21604
-VARIANT_FLAGS_n3_mixed   := -DFFTCONV_SHAPE_float_32_FWD=21602 -DFFTCONV_SHAPE_float_32_INV=11603 \
-                            -DFFTCONV_SHAPE_float_64_FWD=40402 -DFFTCONV_SHAPE_float_64_INV=40402
-VARIANT_FLAGS_n4_no_large := -DFFTCONV_SHAPE_float_16_INV_LARGE_NHWC=11604 -DFFTCONV_SHAPE_float_32_INV_LARGE_NHWC=10804 \
-                            -DFFTCONV_SHAPE_float_40_FWD_LARGE=40801 -DFFTCONV_SHAPE_float_40_INV_LARGE=40801
-VARIANT_FLAGS_n5_loads32 := -DFFTCONV_RFFT_LOADS=32
-VARIANT_FLAGS_n6_streaming := -DFFTCONV_STREAMING_STORES=1
-VARIANT_FLAGS_n7_nhwc_inv16 := -DFFTCONV_SHAPE_float_32_INV_LARGE_NHWC=11602
-VARIANT_FLAGS_n8_no_pipeline := -DFFTCONV_RFFT_PIPELINE=0 -DFFTCONV_IRFFT_PIPELINE=0
-VARIANT_FLAGS_n10_no_inv_pipeline := -DFFTCONV_IRFFT_PIPELINE=0
-VARIANT_FLAGS_n11_scalar_zero := -DFFTCONV_RFFT_VECTOR_ZERO=0
-VARIANT_FLAGS_n12_no_tf32_spectra := -DFFTCONV_TF32_SPECTRA=0
-# The shapes of the 48 frame's forward and the 64 frame's NCHW inverse before they were timed (the
-# same kernels as FftShape's 40801 in both).
-VARIANT_FLAGS_n13_large_before := -DFFTCONV_SHAPE_float_48_FWD=40801 -DFFTCONV_SHAPE_float_64_INV_LARGE=40801
-# More resident warps for the 32 frame's plan 0 (three blocks of four warps per SM by default, held
-# there by 167 registers and two 34 KB buffers): two lanes per transform, so that a thread holds 16
-# complex values, with a register budget of 128: two blocks of 8 warps, or four of 4 with G = 4. (A
-# budget of 85, for three blocks of 8 or six of 4, spilled 256-424 bytes per thread in a first build.)
-# Both lost on the H200 in every 32-frame transform (h200-2026-12-02-04415fb: Mathieu's NHWC x 0.058
-# and 0.063 ms against 0.049-0.053, the NHWC inverse of y 0.119 and 0.207 against 0.084-0.086), so
-# the defaults stay.
-VARIANT_FLAGS_n14_lanes2_g8 := -DFFTCONV_SHAPE_float_32_FWD=20802 -DFFTCONV_SHAPE_float_32_INV=20802
-VARIANT_FLAGS_n15_lanes2_g4 := -DFFTCONV_SHAPE_float_32_FWD=20404 -DFFTCONV_SHAPE_float_32_INV=20404
-# The forward transforms without the pruning of images in the first quarter of their frames.
-VARIANT_FLAGS_n16_no_leading := -DFFTCONV_RFFT_LEADING=0
-# The inverse transforms computing every output, also where the window lies in the first quarter.
-VARIANT_FLAGS_n17_no_kept := -DFFTCONV_IRFFT_KEPT=0
-# Every launch a plain one: no programmatic dependent launches on sm_90+.
-VARIANT_FLAGS_n18_no_dependent := -DFFTCONV_DEPENDENT_LAUNCH=0
-# The forward's column job 0 with both of its stores in a branch of its own, apart from the other
-# jobs' stores (a warp holding job 0 and other jobs runs both).
-VARIANT_FLAGS_n19_job0_apart := -DFFTCONV_RFFT_JOB0_SPLIT=0
-# The forward's NHWC stage (plan 0) with padded rows, 16-byte aligned, instead of swizzled columns
-# in 128-byte aligned rows (PixelMajorStage in cuda/fft_common.cuh).
-VARIANT_FLAGS_n20_stage_padded := -DFFTCONV_STAGE_SWIZZLE=0
-# Twiddles of a compile-time index read from the __constant__ tables (a constant-bank load per use)
-# instead of folded into the instructions as immediates (FFTCONV_TWIDDLE_IMMEDIATE in fft_common.cuh).
-VARIANT_FLAGS_n21_twiddle_bank := -DFFTCONV_TWIDDLE_IMMEDIATE=0
-# The inverse's NHWC stage (plan 0) image-major, as plans 1 and 2 have it, instead of pixel-major
-# (InverseStageAt in cuda/fft_common.cuh).
-VARIANT_FLAGS_n22_inv_stage_image_major := -DFFTCONV_IRFFT_PIXEL_MAJOR=0
-# Plan 0 issuing a group's copies in one piece, before the group before it is processed, or in two,
-# half there and half between that group's passes (RunPipelinedGroups in cuda/fft_common.cuh): the
-# inverse in one piece (its default is two), the forward in two (its default is one).
-VARIANT_FLAGS_n23_inv_copies_whole := -DFFTCONV_IRFFT_COPY_PARTS=1
-VARIANT_FLAGS_n24_fwd_copies_split := -DFFTCONV_RFFT_COPY_PARTS=2
-# Plan 0's persistent blocks waiting for their first group's copies before they issue the second
-# group's, or issuing both at once (RunPipelinedGroups' kFirstAlone in cuda/fft_common.cuh): the
-# inverse issuing both at once (its default waits), the forward waiting (its default issues both).
-VARIANT_FLAGS_n25_inv_first_with_next := -DFFTCONV_IRFFT_FIRST_ALONE=0
-VARIANT_FLAGS_n26_fwd_first_alone := -DFFTCONV_RFFT_FIRST_ALONE=1
-# The forward's column stores each addressed from its bin's index, as before they walked the bins
-# (FFTCONV_RFFT_STORE_WALK in cuda/rfft2d.cu).
-VARIANT_FLAGS_n27_store_index := -DFFTCONV_RFFT_STORE_WALK=0
-# The forward's NHWC stage of plan 0 filled by every thread's cp.async copies and zero fill on sm_90
-# too, as before the tensor copies (FFTCONV_RFFT_TENSOR_COPY in cuda/rfft2d.cu).
-VARIANT_FLAGS_n28_no_tensor_copy := -DFFTCONV_RFFT_TENSOR_COPY=0
-# The 40, 48 and 64 frames' forward on the cluster plan (FFTCONV_RFFT_CLUSTER in cuda/rfft2d.cu, off
-# by default until the GPU has checked and timed it); the same with four blocks per SM promised to
-# the compiler (64 registers), and with clusters of two blocks.
+# Kernel-check builds with other compile-time switches, for questions still open (make kernel-variants
+# VARIANTS="..." builds a subset; the switches and the tables they pick are in cuda/kernel_config.h).
+# Only the kernels' own objects are rebuilt for each. The forward's cluster strategy, not yet run on a
+# GPU: on with its default table (n29_cluster), with four blocks per SM promised to the compiler
+# (n30_cluster_minb4), and with clusters of two blocks (n31_cluster_k2).
+VARIANTS := n29_cluster n30_cluster_minb4 n31_cluster_k2
 VARIANT_FLAGS_n29_cluster := -DFFTCONV_RFFT_CLUSTER=1
-VARIANT_FLAGS_n30_cluster_minb4 := -DFFTCONV_RFFT_CLUSTER=1 -DFFTCONV_SHAPE_float_40_FWD_CLUSTER=440804 \
-    -DFFTCONV_SHAPE_float_48_FWD_CLUSTER=440804 -DFFTCONV_SHAPE_float_64_FWD_CLUSTER=440804
-VARIANT_FLAGS_n31_cluster_k2 := -DFFTCONV_RFFT_CLUSTER=1 -DFFTCONV_SHAPE_float_40_FWD_CLUSTER=240803 \
-    -DFFTCONV_SHAPE_float_48_FWD_CLUSTER=240802 -DFFTCONV_SHAPE_float_64_FWD_CLUSTER=240802
-VARIANT_FLAGS_m2_tile32  := -DFFTCONV_TF32_TILE=32
-VARIANT_FLAGS_m3_tile48  := -DFFTCONV_TF32_TILE=48
-VARIANT_FLAGS_m4_tile64  := -DFFTCONV_TF32_TILE=64
-VARIANT_FLAGS_m5_stages2 := -DFFTCONV_TF32_STAGES=2
-VARIANT_FLAGS_m6_stages4 := -DFFTCONV_TF32_STAGES=4
-VARIANT_FLAGS_m7_noswap  := -DFFTCONV_MATMUL_SWAP=0
-VARIANT_FLAGS_m8_bk32    := -DFFTCONV_TF32_BK=32 -DFFTCONV_TF32_STAGES=2
-VARIANT_FLAGS_m9_evict_first := -DFFTCONV_MATMUL_EVICT_FIRST=1
-VARIANT_FLAGS_m11_tf32_rna := -DFFTCONV_TF32_ROUND_RN=0
-VARIANT_FLAGS_m12_tf32_no_round := -DFFTCONV_TF32_NO_ROUND=1
-VARIANT_FLAGS_s0_simt_four := -DFFTCONV_SIMT_GAUSS=0
-VARIANT_FLAGS_s1_simt128x64 := -DFFTCONV_SIMT_TILE=3
-VARIANT_FLAGS_s2_simt128x32 := -DFFTCONV_SIMT_TILE=4
-VARIANT_FLAGS_s3_simt64x64 := -DFFTCONV_SIMT_TILE=5
+VARIANT_FLAGS_n30_cluster_minb4 := -DFFTCONV_RFFT_CLUSTER=1 -DFFTCONV_RFFT_CLUSTER_CONFIGS=kClusterConfigsMinBlocks4
+VARIANT_FLAGS_n31_cluster_k2 := -DFFTCONV_RFFT_CLUSTER=1 -DFFTCONV_RFFT_CLUSTER_CONFIGS=kClusterConfigsPairs
 VARIANT_DIR := $(BUILD)/variants
 VARIANT_KERNELS := rfft2d irfft2d spectral_matmul
 

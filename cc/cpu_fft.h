@@ -11,7 +11,7 @@
 #include <cmath>
 #include <vector>
 
-#include "cc/fftconv_params.h"
+#include "include/fftconv_params.h"
 
 namespace fftconv {
 

@@ -50,7 +50,7 @@ namespace cpu_avx2 {
 #pragma GCC pop_options
 
 // The same 2 x 2 matmul tile as the AVX2 copy: with the 32 registers of AVX-512, 4 x 2, 2 x 4 and
-// 3 x 2 tiles were no faster on the CPU cases (benchmarks/NOTES.md).
+// 3 x 2 tiles were no faster on the CPU cases (docs/performance.md).
 // GCC 12 warns inside its own avx512fintrin.h that the _mm512_undefined_* operand of
 // _mm512_cvtph_ps / _mm512_cvtps_ph may be used uninitialized; the operand is undefined by design.
 #pragma GCC diagnostic push

@@ -627,7 +627,7 @@ void Irfft2d(const ParallelRunner& parallel, const Irfft2dParams& p, const Io* s
 // The register tile of the matmul: kTileM x kTileN complex outputs, each a vector of kLanes bins,
 // accumulated over k with four multiply-adds per complex product (planar real and imaginary parts):
 // 2 x kTileM x kTileN accumulators plus 2 x (kTileM + kTileN) operands fit the 16 vector registers
-// (2 x 2 was the fastest of 1x4 ... 4x2 on the CPU cases of benchmarks/NOTES.md).
+// (2 x 2 was the fastest of 1x4 ... 4x2 on the CPU cases: docs/performance.md).
 constexpr int kTileM = 2;
 constexpr int kTileN = 2;
 

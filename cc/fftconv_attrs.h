@@ -15,7 +15,7 @@
 namespace fftconv {
 
 // The half-precision types: their spectra are real tensors of the same type with a trailing
-// (re, im) dimension of 2, stored mean-normalised (cc/fftconv_params.h); arithmetic is float32.
+// (re, im) dimension of 2, stored mean-normalised (include/fftconv_params.h); arithmetic is float32.
 inline bool IsHalfType(tensorflow::DataType type) {
   return type == tensorflow::DT_HALF || type == tensorflow::DT_BFLOAT16;
 }
@@ -60,7 +60,7 @@ struct FftAttrs {
   // float16 / bfloat16: the spectrum is [bins, batch, channels, 2] of that type.
   bool half_spectrum = false;
   // FftconvRfft2d only (ReadRfft2dAttrs): float32 spectra stored rounded to TF32 for TF32 products
-  // (cc/fftconv_params.h, Rfft2dParams), where TensorFlow's TF32 switch is on.
+  // (include/fftconv_params.h, Rfft2dParams), where TensorFlow's TF32 switch is on.
   bool round_to_tf32 = false;
 };
 
@@ -95,7 +95,7 @@ struct SpectralMatmulAttrs {
   // of half-precision inputs, whose accuracy TF32's 10-bit operands would undo).
   bool allow_tf32 = true;
   // a and b hold TF32 values already (rfft2d's round_to_tf32): the TF32 kernels take their bits
-  // unconverted (cc/fftconv_params.h, SpectralMatmulParams).
+  // unconverted (include/fftconv_params.h, SpectralMatmulParams).
   bool tf32_operands = false;
   bool half_spectrum = false;
 };

@@ -10,7 +10,7 @@
 #include "cc/fftconv_attrs.h"
 #include "cc/fftconv_cpu.h"
 #include "cc/fftconv_ffi.h"
-#include "cc/fftconv_params.h"
+#include "include/fftconv_params.h"
 #include "cc/fftconv_shapes.h"
 #include "tensorflow/core/framework/op_kernel.h"
 #include "tensorflow/core/framework/shape_inference.h"

@@ -16,7 +16,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "cc/fftconv_params.h"
+#include "include/fftconv_params.h"
 
 namespace fftconv {
 

@@ -22,7 +22,7 @@ std::atomic<int> g_shared_cap{0};
 std::atomic<int> g_compute_capability_cap{0};
 std::atomic<int> g_persistent_blocks_cap{0};
 std::atomic<long long> g_cluster_launches{0};
-std::atomic<bool> g_cluster_plan{true};
+std::atomic<bool> g_cluster_strategy{true};
 std::atomic<bool> g_dependent_launch{true};
 
 // (device, kernel) -> whether the kernel's code on that device was compiled for sm_90+.
@@ -113,9 +113,9 @@ bool DependentLaunchAllowed(const void* kernel) {
   return g_dependent_launch.load(std::memory_order_relaxed) && RunsSm90Code(kernel);
 }
 
-void SetClusterPlanForTesting(bool enabled) { g_cluster_plan.store(enabled, std::memory_order_relaxed); }
+void SetClusterStrategyForTesting(bool enabled) { g_cluster_strategy.store(enabled, std::memory_order_relaxed); }
 
-bool ClusterPlanEnabled() { return g_cluster_plan.load(std::memory_order_relaxed); }
+bool ClusterStrategyEnabled() { return g_cluster_strategy.load(std::memory_order_relaxed); }
 
 void CountClusterLaunch() { g_cluster_launches.fetch_add(1, std::memory_order_relaxed); }
 

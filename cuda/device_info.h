@@ -18,8 +18,8 @@ struct DeviceLimits {
 // Fills `limits` for the calling thread's current device; returns a cudaError_t code (0 on success).
 int CurrentDeviceLimits(DeviceLimits* limits);
 
-// Caps the shared memory the launchers plan with (bytes; 0 restores the device limit). Lets tests run
-// the plans meant for devices with less shared memory (48 KiB on sm_60, 64 KiB on sm_75).
+// Caps the shared memory the launchers count on (bytes; 0 restores the device limit). Lets tests run
+// the strategies meant for devices with less shared memory (48 KiB on sm_60, 64 KiB on sm_75).
 void SetSharedMemoryCapForTesting(int bytes);
 
 // Caps the compute capability the launchers see (e.g. 75; 0 restores the device's), so that tests on
@@ -47,14 +47,14 @@ void SetDependentLaunchForTesting(bool enabled);
 // may take tensor copies (the tensor memory accelerator) or be launched in thread-block clusters.
 bool RunsSm90Code(const void* kernel);
 
-// Turns the forward's cluster plan (plan 3) off (false) or back on where the build has it, so that
-// the kernel check's shared-memory-capped suites keep checking the plans of smaller GPUs for the
+// Turns the forward's cluster strategy off (false) or back on where the build has it, so that the
+// kernel check's shared-memory-capped suites keep checking the strategies of smaller GPUs for the
 // frames it takes on an sm_90+ device.
-void SetClusterPlanForTesting(bool enabled);
-bool ClusterPlanEnabled();
+void SetClusterStrategyForTesting(bool enabled);
+bool ClusterStrategyEnabled();
 
-// Launches of the forward's cluster plan (plan 3) in this process, counted by its launcher, so that
-// the kernel check shows whether a build took the plan.
+// Launches of the forward's cluster strategy in this process, counted by its launcher, so that the
+// kernel check shows whether a build took the strategy.
 void CountClusterLaunch();
 long long ClusterLaunches();
 

@@ -24,18 +24,11 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "cc/fftconv_params.h"
+#include "include/fftconv_params.h"
 #include "device_info.h"
 #include "fftconv_cuda.h"
+#include "kernel_config.h"
 #include "twiddle_table.inc"
-
-// Programmatic dependent launch on sm_90+ (LaunchKernel, AwaitPrecedingGrids). -DFFTCONV_DEPENDENT_LAUNCH=0
-// builds the kernels of a source file without the wait and their launches as plain ones (make
-// kernel-variants, lib-variants); both are decided here, in the file that the kernels and their
-// launchers share, so that a kernel without the wait is never launched as a dependent.
-#ifndef FFTCONV_DEPENDENT_LAUNCH
-#define FFTCONV_DEPENDENT_LAUNCH 1
-#endif
 
 namespace fftconv {
 namespace cuda {
@@ -131,22 +124,12 @@ __device__ __forceinline__ Io ToStorage(T v) {
 // (Rfft2dParams::round_to_tf32), so that such a spectrum holds exactly the TF32 values the matmul
 // would have made of the unrounded one. sm_90+: cvt.rn (ties to even), one F2FP instruction; before
 // sm_90 cvt.rna (ties away from zero), sm_80's only form, which ptxas expands to an add, an Inf /
-// NaN test and a mask (benchmarks/NOTES.md, "One-instruction TF32 rounding");
-// FFTCONV_TF32_ROUND_RN=0 (variant m11_tf32_rna) keeps cvt.rna on sm_90+ too. The result's low 13
-// bits are not defined (the MMA does not read them). There is no TF32 before sm_80: there x comes
-// back as it is (no kernel rounds there).
-#ifndef FFTCONV_TF32_ROUND_RN
-#define FFTCONV_TF32_ROUND_RN 1
-#endif
-// Spectra stored rounded to TF32 and taken unconverted by the products (round_to_tf32,
-// tf32_operands); 0 ignores both attributes (make kernel-variants: n12_no_tf32_spectra, to time them
-// inside TensorFlow with make lib-variants).
-#ifndef FFTCONV_TF32_SPECTRA
-#define FFTCONV_TF32_SPECTRA 1
-#endif
+// NaN test and a mask, three instructions per value where cvt.rn is one (docs/performance.md).
+// The result's low 13 bits are not defined (the MMA does not read them). There is no TF32 before
+// sm_80: there x comes back as it is (no kernel rounds there).
 __device__ __forceinline__ uint32_t RoundTf32Bits(float x) {
   uint32_t r;
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && FFTCONV_TF32_ROUND_RN
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm("cvt.rn.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
 #elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
@@ -181,9 +164,12 @@ __device__ __forceinline__ C CScale(C a, decltype(a.x) s) {
 // known after unrolling the access becomes a constant-bank operand; with a lane-dependent t it is a
 // (cheap) indexed load. Every size S takes its twiddles from its base's table with stride N / S;
 // the cross-lane stages' W_(2h) (2h <= L, a divisor of S) are in its base's table too.
-static_assert(kMaxFftSize == 128, "twiddle_table.inc holds the 128th roots of unity: regenerate it");
-static_assert(kMaxFftSize3 == 96, "twiddle_table.inc holds the 96th roots of unity: regenerate it");
-static_assert(kMaxFftSize5 == 80, "twiddle_table.inc holds the 80th roots of unity: regenerate it");
+static_assert(kMaxFftSize == 128,
+              "twiddle_table.inc holds the 128th roots of unity: regenerate it (tools/twiddle_table.py)");
+static_assert(kMaxFftSize3 == 96,
+              "twiddle_table.inc holds the 96th roots of unity: regenerate it (tools/twiddle_table.py)");
+static_assert(kMaxFftSize5 == 80,
+              "twiddle_table.inc holds the 80th roots of unity: regenerate it (tools/twiddle_table.py)");
 #define FFTCONV_TWIDDLE_FLOAT(c, s) {static_cast<float>(c), static_cast<float>(s)},
 #define FFTCONV_TWIDDLE_DOUBLE(c, s) {c, s},
 static __constant__ float2 kTwiddle128Float[128] = {FFTCONV_TWIDDLE_128(FFTCONV_TWIDDLE_FLOAT)};
@@ -202,14 +188,6 @@ constexpr int TwiddleBase() {
   return IsRadix3FftSize(S) ? kMaxFftSize3 : IsRadix5FftSize(S) ? kMaxFftSize5 : kMaxFftSize;
 }
 
-// Twiddles of a t known at compile time (MulTwiddle) as instruction immediates: 1 (default) reads them
-// from constexpr copies of the tables, whose loads the compiler folds once t is unrolled to a constant;
-// 0 reads the __constant__ tables (a constant-bank load per use: their values may change at run time,
-// so they never fold), as before (make kernel-variants: n21_twiddle_bank).
-#ifndef FFTCONV_TWIDDLE_IMMEDIATE
-#define FFTCONV_TWIDDLE_IMMEDIATE 1
-#endif
-
 // W_N^t for 0 <= t < N.
 template <typename Real, int N>
 __device__ __forceinline__ complex_t<Real> TwiddleOf(int t) {
@@ -222,7 +200,9 @@ __device__ __forceinline__ complex_t<Real> TwiddleOf(int t) {
 }
 
 // W_N^t for a t that folds to a constant after unrolling: the same values as TwiddleOf, from constexpr
-// arrays (a t that did not fold would copy them to local memory: MulTwiddleDynamic is for those).
+// arrays, whose loads the compiler folds into the instructions as immediates (the __constant__
+// tables cost a constant-bank load per use: their values may change at run time, so they never
+// fold). A t that did not fold would copy the arrays to local memory: MulTwiddleDynamic is for those.
 template <typename Real, int N>
 __device__ __forceinline__ complex_t<Real> ImmediateTwiddleOf(int t) {
   static_assert(N == 128 || N == 96 || N == 80, "twiddle tables exist for N = 128, 96 and 80");
@@ -242,7 +222,8 @@ __device__ __forceinline__ complex_t<Real> ImmediateTwiddleOf(int t) {
 #undef FFTCONV_TWIDDLE_IM
 }
 
-// z * W_N^t (forward) or z * conj(W_N^t) (inverse), t >= 0. Meant for t that folds to a constant.
+// z * W_N^t (forward) or z * conj(W_N^t) (inverse), t >= 0. Meant for t that folds to a constant
+// (ImmediateTwiddleOf).
 template <typename Real, bool kInverse, int N>
 __device__ __forceinline__ complex_t<Real> MulTwiddle(complex_t<Real> z, int t) {
   using C = complex_t<Real>;
@@ -251,7 +232,7 @@ __device__ __forceinline__ complex_t<Real> MulTwiddle(complex_t<Real> z, int t) 
   if (t == N / 2) return C{-z.x, -z.y};
   if (t == N / 4) return kInverse ? C{-z.y, z.x} : C{z.y, -z.x};  // * (+i) or * (-i)
   if (t == 3 * N / 4) return kInverse ? C{z.y, -z.x} : C{-z.y, z.x};
-  C w = FFTCONV_TWIDDLE_IMMEDIATE ? ImmediateTwiddleOf<Real, N>(t) : TwiddleOf<Real, N>(t);
+  C w = ImmediateTwiddleOf<Real, N>(t);
   if (kInverse) w.y = -w.y;
   return CMul(z, w);
 }
@@ -264,20 +245,14 @@ __device__ __forceinline__ complex_t<Real> MulTwiddleDynamic(complex_t<Real> z, 
   return CMul(z, w);
 }
 
-// Global store of a result that is not read again by this kernel. kEvictFirst (or
-// FFTCONV_STREAMING_STORES for every store, in tuning builds) gives it the cache-streaming hint
-// (st.global.cs), which the L2 evicts first. The NHWC inverses store with it: their blocks write one
+// Global store of a result that is not read again by this kernel. kEvictFirst gives it the
+// cache-streaming hint (st.global.cs), which the L2 evicts first. The NHWC inverses store with it: their blocks write one
 // 128-byte line per output pixel, lines a row of channels apart, and on the H200 they ran 1.2-1.6x
 // faster with the hint (Mathieu's y 0.118 -> 0.094 ms, dx 0.078 -> 0.048 ms), at the NCHW inverses'
 // time; those, and the forward transforms' spectra (which the matmul reads next), gained nothing.
 template <bool kEvictFirst = false, typename T>
 __device__ __forceinline__ void StoreStreaming(T* ptr, T v) {
-#if defined(FFTCONV_STREAMING_STORES) && FFTCONV_STREAMING_STORES
-  constexpr bool kHint = true;
-#else
-  constexpr bool kHint = kEvictFirst;
-#endif
-  if constexpr (kHint) {
+  if constexpr (kEvictFirst) {
     __stcs(ptr, v);
   } else {
     *ptr = v;
@@ -293,10 +268,10 @@ __device__ __forceinline__ void StoreStreaming(T* ptr, T v) {
 // of this one has exited (the implicit trigger), and its launch overlaps this grid's completion
 // and memory flush. With the trigger here, at each block's start (so that the next grid's blocks
 // become resident and wait while this grid's last blocks run), Mathieu's train step took 0.721 ms
-// per step against 0.700 with plain launches and 0.683 without it (kernel check --time-chain,
-// h200-2026-12-03-f997e2f); why the early blocks cost more than they save was not profiled.
+// per step against 0.700 with plain launches and 0.683 without it (kernel check --time-chain on
+// the H200); why the early blocks cost more than they save was not profiled.
 __device__ __forceinline__ void AwaitPrecedingGrids() {
-#if FFTCONV_DEPENDENT_LAUNCH && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.wait;\n" ::: "memory");
 #endif
 }
@@ -744,7 +719,7 @@ struct FastDivmod {
 // Pixels first, first + step, first + 2 step, ... of an image `width` pixels wide as (row h, column w),
 // advanced by additions. The NHWC copy loops walk a group's pixels so: a division per pixel made them
 // reload the divisor's constants from the kernel's parameters on every pixel, where Nsight Compute
-// found x's and dx's warps waiting (benchmarks/NOTES.md).
+// found the warps of Mathieu's x and dx waiting.
 struct PixelWalk {
   int h, w, step_h, step_w;  // step = step_h * width + step_w, 0 <= step_w < width
   __host__ __device__ __forceinline__ PixelWalk(const FastDivmod& div_width, int first, int step) {
@@ -834,20 +809,17 @@ __host__ __device__ constexpr int PaddedPixelMajorRowStride(int cols, int images
 //     Column(r, c) = c ^ (L * ((r / 2) % J)): job j's reads move by (j % J) * G * L floats (mod 32).
 //     Rows start 128-byte aligned (S * G a multiple of 32), so a pixel's 16-byte copies land where
 //     their global sectors do: Nsight Compute counted 24 shared-memory wavefronts per warp of copies
-//     into the padded rows (Mathieu's x, S = 32, G = 8) against 16 sectors read (benchmarks/NOTES.md).
+//     into the padded rows (Mathieu's x, S = 32, G = 8) against 16 sectors read.
 //     The XOR stays inside aligned blocks of L * J = 32 / G columns, so the frame's first S (or
 //     LeadingValues) columns stay the first ones, as the zero fill and the row pass take them.
-//   padded (otherwise, or FFTCONV_STAGE_SWIZZLE=0): 2 * row_stride = G * L (mod 32); rows are then
-//     16-byte aligned (G * L a multiple of 8) and Column(r, c) = c.
-#ifndef FFTCONV_STAGE_SWIZZLE
-#define FFTCONV_STAGE_SWIZZLE 1
-#endif
+//   padded (otherwise): 2 * row_stride = G * L (mod 32); rows are then 16-byte aligned (G * L a
+//     multiple of 8) and Column(r, c) = c.
 template <int S, int G, int L>
 struct PixelMajorStage {
   static constexpr int kJobsPerWarp = G * L < 32 ? 32 / (G * L) : 1;
   static constexpr int kBlockCols = L * kJobsPerWarp;  // columns a swizzle permutes among
-  static constexpr bool kSwizzled = FFTCONV_STAGE_SWIZZLE && kJobsPerWarp > 1 && S % kBlockCols == 0 &&
-                                    LeadingValues<S, L>() % kBlockCols == 0;
+  static constexpr bool kSwizzled =
+      kJobsPerWarp > 1 && S % kBlockCols == 0 && LeadingValues<S, L>() % kBlockCols == 0;
   static constexpr int kReadPointers = kSwizzled ? kJobsPerWarp : 1;
   // Stage row r's swizzle in [0, J): the column block offset of its reads, in units of L columns.
   __host__ __device__ __forceinline__ static int Swizzle(int r) { return (r >> 1) & (kReadPointers - 1); }
@@ -877,7 +849,7 @@ __host__ __device__ __forceinline__ int StageAt(const StageIndex& s, int i, int 
   return kPixelMajor ? r * s.row_stride + PixelMajorStage<S, G, L>::Column(r, c) * G + i : s.At(i, r, c);
 }
 
-// The forward's NHWC stage where one tensor copy fills it (plan 0 on sm_90+, FFTCONV_RFFT_TENSOR_COPY):
+// The forward's NHWC stage where one tensor copy fills it (the pipelined strategy on sm_90+):
 // the box (G channels, stage_rows frame rows, read_cols frame columns) of one image of the batch,
 // zeros included where the box reaches past the image (the frame's margins: no zero fill). The box
 // lands column-major,
@@ -906,17 +878,17 @@ struct TensorCopyStage {
 };
 
 // The inverse's stage element (image i, window row r, frame column c):
-//   image-major (plans 1 and 2, NCHW):  i * image_stride + r * row_stride + c (MakeStageIndex's strides:
-//                 the row pass's stores on distinct banks);
-//   pixel-major (kPixelMajor; plan 0, NHWC): r * row_stride + c * G + i, image_stride 1: a pixel's G
-//                 channels are consecutive, so that the store copies four of them with one 16-byte
-//                 shared-memory load (image-major took four loads, at 2-way bank conflicts between the
-//                 quads of a warp: benchmarks/NOTES.md), and row_stride = G * L / 2 (mod 16)
+//   image-major (the staged and direct strategies, NCHW):  i * image_stride + r * row_stride + c
+//                 (MakeStageIndex's strides: the row pass's stores on distinct banks);
+//   pixel-major (kPixelMajor; the pipelined strategy, NHWC): r * row_stride + c * G + i, image_stride
+//                 1: a pixel's G channels are consecutive, so that the store copies four of them with
+//                 one 16-byte shared-memory load (image-major took four loads, at 2-way bank conflicts
+//                 between the quads of a warp), and row_stride = G * L / 2 (mod 16)
 //                 (MakePixelMajorInverseStage) keeps the row pass's stores, G images x the row jobs
 //                 of a warp on rows two apart, on distinct banks with one lane per transform, as
-//                 every shape that takes plan 0 has (cuda/tests/stage_layout_check.cu checks them).
-//                 Two lanes hold columns S / 2 apart, G S / 2 floats: a 2-way conflict (the lanes2
-//                 tuning variants).
+//                 every shape that takes the pipelined strategy has (cuda/tests/stage_layout_check.cu
+//                 checks them). Two lanes would hold columns S / 2 apart, G S / 2 floats: a 2-way
+//                 conflict.
 template <bool kPixelMajor, int G>
 __host__ __device__ __forceinline__ int InverseStageAt(const StageIndex& s, int i, int r, int c) {
   return kPixelMajor ? r * s.row_stride + c * G + i : s.At(i, r, c);
@@ -947,9 +919,8 @@ inline int ComplexSlotStride(int rows, int images_per_block) {
 // ---------------------------------------------------------------------------------------------
 // Block shapes of the FFT kernels: L lanes per transform, G images per block, and the minimum number
 // of resident blocks per SM promised to the compiler (register budget). G * L <= 32 when L > 1 so that
-// a transform's lanes share a warp; S/2 transforms per image run side by side in one block.
-// Shapes are written as one integer L * 10000 + G * 100 + MINB (G < 100) so that the tuning entries can
-// be overridden from the command line, e.g. -DFFTCONV_SHAPE_float_32_FWD=20804 (L=2, G=8, MINB=4).
+// a transform's lanes share a warp; S/2 transforms per image run side by side in one block. The
+// values are the configurations of cuda/kernel_config.h.
 template <int S, int L, int G, int MINB>
 struct BlockShape {
   static constexpr int kLanes = L;
@@ -959,199 +930,43 @@ struct BlockShape {
   static constexpr int kClusterBlocks = 1;  // blocks per group of G images (ClusterBlockShape)
   static_assert((L == 1 || G * L <= 32) && (G & (G - 1)) == 0, "shape");
 };
+
+// The configurations of a frame size and direction (config::kFloat, config::kDouble).
 template <typename Real, int S, bool kInverse>
-struct FftShape;
-#define FFTCONV_FFT_SHAPE(REAL, S, INV, L, G, MINB) \
-  template <>                                       \
-  struct FftShape<REAL, S, INV> : BlockShape<S, L, G, MINB> {};
-#define FFTCONV_FFT_SHAPE_CODE(REAL, S, INV, CODE) \
-  FFTCONV_FFT_SHAPE(REAL, S, INV, ((CODE) / 10000), ((CODE) / 100 % 100), ((CODE) % 100))
+constexpr config::DirectionConfig DirectionConfigOf() {
+  static_assert(std::is_same<Real, float>::value || std::is_same<Real, double>::value, "float or double");
+  return config::FindDirection<Real>(S, kInverse);
+}
+template <int S, typename Config>
+using BlockShapeOfConfig = BlockShape<S, Config::value.lanes, Config::value.images, Config::value.min_blocks>;
 
-// Tuned entries; the defaults were the fastest of the shapes timed on H200
-// (benchmarks/kernels/variants.log).
-#ifndef FFTCONV_SHAPE_float_16_FWD
-#define FFTCONV_SHAPE_float_16_FWD 11604
-#endif
-#ifndef FFTCONV_SHAPE_float_16_INV
-#define FFTCONV_SHAPE_float_16_INV 11604
-#endif
-#ifndef FFTCONV_SHAPE_float_32_FWD
-#define FFTCONV_SHAPE_float_32_FWD 10804
-#endif
-#ifndef FFTCONV_SHAPE_float_32_INV
-#define FFTCONV_SHAPE_float_32_INV 10804
-#endif
-#ifndef FFTCONV_SHAPE_float_64_FWD
-#define FFTCONV_SHAPE_float_64_FWD 40801
-#endif
-#ifndef FFTCONV_SHAPE_float_64_INV
-#define FFTCONV_SHAPE_float_64_INV 40801
-#endif
-// The 3 * 2^k sizes: shapes of the power-of-two neighbours, with P = S / L a multiple of 6 (the
-// factor 3 stays in registers; FftLayout). The 48 frame's were timed against other lanes, images and
-// plans (benchmarks/NOTES.md), the 24 and 96 frames' not.
-#ifndef FFTCONV_SHAPE_float_24_FWD
-#define FFTCONV_SHAPE_float_24_FWD 10804
-#endif
-#ifndef FFTCONV_SHAPE_float_24_INV
-#define FFTCONV_SHAPE_float_24_INV 10804
-#endif
-// The 48 frame's forward: two lanes and 4 images, pipelined (plan 0, two blocks per SM on the H200):
-// Mathieu's x in a 48 frame 0.159 -> 0.147 ms NCHW, 0.164 -> 0.128 NHWC (benchmarks/NOTES.md).
-#ifndef FFTCONV_SHAPE_float_48_FWD
-#define FFTCONV_SHAPE_float_48_FWD 20402
-#endif
-#ifndef FFTCONV_SHAPE_float_48_INV
-#define FFTCONV_SHAPE_float_48_INV 40801
-#endif
-#ifndef FFTCONV_SHAPE_float_96_FWD
-#define FFTCONV_SHAPE_float_96_FWD 40201
-#endif
-#ifndef FFTCONV_SHAPE_float_96_INV
-#define FFTCONV_SHAPE_float_96_INV 40201
-#endif
-// The 5 * 2^k sizes likewise, with P = S / L a multiple of 10 (P = 20, 10 and 20 for S = 20, 40
-// and 80). The 40 frame's shapes for large shared memory are below (LargeShape); the others are not
-// yet timed against other shapes.
-#ifndef FFTCONV_SHAPE_float_20_FWD
-#define FFTCONV_SHAPE_float_20_FWD 11604
-#endif
-#ifndef FFTCONV_SHAPE_float_20_INV
-#define FFTCONV_SHAPE_float_20_INV 11604
-#endif
-#ifndef FFTCONV_SHAPE_float_40_FWD
-#define FFTCONV_SHAPE_float_40_FWD 40801
-#endif
-#ifndef FFTCONV_SHAPE_float_40_INV
-#define FFTCONV_SHAPE_float_40_INV 40801
-#endif
-#ifndef FFTCONV_SHAPE_float_80_FWD
-#define FFTCONV_SHAPE_float_80_FWD 40201
-#endif
-#ifndef FFTCONV_SHAPE_float_80_INV
-#define FFTCONV_SHAPE_float_80_INV 40201
-#endif
+// The ordinary shape, every device's.
+template <typename Real, int S, bool kInverse>
+struct OrdinaryConfig {
+  static constexpr config::FftBlockConfig value = DirectionConfigOf<Real, S, kInverse>().ordinary;
+};
+template <typename Real, int S, bool kInverse>
+struct FftShape : BlockShapeOfConfig<S, OrdinaryConfig<Real, S, kInverse>> {};
 
-//                REAL    S    INV    L    G  MINB
-FFTCONV_FFT_SHAPE(float, 2, false, 1, 128, 4)
-FFTCONV_FFT_SHAPE(float, 2, true, 1, 128, 4)
-FFTCONV_FFT_SHAPE(float, 4, false, 1, 64, 4)
-FFTCONV_FFT_SHAPE(float, 4, true, 1, 64, 4)
-FFTCONV_FFT_SHAPE(float, 6, false, 1, 32, 4)
-FFTCONV_FFT_SHAPE(float, 6, true, 1, 32, 4)
-FFTCONV_FFT_SHAPE(float, 8, false, 1, 32, 4)
-FFTCONV_FFT_SHAPE(float, 8, true, 1, 32, 4)
-FFTCONV_FFT_SHAPE(float, 10, false, 1, 32, 4)
-FFTCONV_FFT_SHAPE(float, 10, true, 1, 32, 4)
-FFTCONV_FFT_SHAPE(float, 12, false, 1, 16, 4)
-FFTCONV_FFT_SHAPE(float, 12, true, 1, 16, 4)
-FFTCONV_FFT_SHAPE_CODE(float, 16, false, FFTCONV_SHAPE_float_16_FWD)
-FFTCONV_FFT_SHAPE_CODE(float, 16, true, FFTCONV_SHAPE_float_16_INV)
-FFTCONV_FFT_SHAPE_CODE(float, 20, false, FFTCONV_SHAPE_float_20_FWD)
-FFTCONV_FFT_SHAPE_CODE(float, 20, true, FFTCONV_SHAPE_float_20_INV)
-FFTCONV_FFT_SHAPE_CODE(float, 24, false, FFTCONV_SHAPE_float_24_FWD)
-FFTCONV_FFT_SHAPE_CODE(float, 24, true, FFTCONV_SHAPE_float_24_INV)
-FFTCONV_FFT_SHAPE_CODE(float, 32, false, FFTCONV_SHAPE_float_32_FWD)
-FFTCONV_FFT_SHAPE_CODE(float, 32, true, FFTCONV_SHAPE_float_32_INV)
-FFTCONV_FFT_SHAPE_CODE(float, 40, false, FFTCONV_SHAPE_float_40_FWD)
-FFTCONV_FFT_SHAPE_CODE(float, 40, true, FFTCONV_SHAPE_float_40_INV)
-FFTCONV_FFT_SHAPE_CODE(float, 48, false, FFTCONV_SHAPE_float_48_FWD)
-FFTCONV_FFT_SHAPE_CODE(float, 48, true, FFTCONV_SHAPE_float_48_INV)
-FFTCONV_FFT_SHAPE_CODE(float, 64, false, FFTCONV_SHAPE_float_64_FWD)
-FFTCONV_FFT_SHAPE_CODE(float, 64, true, FFTCONV_SHAPE_float_64_INV)
-FFTCONV_FFT_SHAPE_CODE(float, 80, false, FFTCONV_SHAPE_float_80_FWD)
-FFTCONV_FFT_SHAPE_CODE(float, 80, true, FFTCONV_SHAPE_float_80_INV)
-FFTCONV_FFT_SHAPE_CODE(float, 96, false, FFTCONV_SHAPE_float_96_FWD)
-FFTCONV_FFT_SHAPE_CODE(float, 96, true, FFTCONV_SHAPE_float_96_INV)
-FFTCONV_FFT_SHAPE(float, 128, false, 4, 2, 1)
-FFTCONV_FFT_SHAPE(float, 128, true, 4, 2, 1)
-FFTCONV_FFT_SHAPE(double, 2, false, 1, 128, 4)
-FFTCONV_FFT_SHAPE(double, 2, true, 1, 128, 4)
-FFTCONV_FFT_SHAPE(double, 4, false, 1, 64, 4)
-FFTCONV_FFT_SHAPE(double, 4, true, 1, 64, 4)
-FFTCONV_FFT_SHAPE(double, 6, false, 1, 32, 4)
-FFTCONV_FFT_SHAPE(double, 6, true, 1, 32, 4)
-FFTCONV_FFT_SHAPE(double, 8, false, 1, 32, 4)
-FFTCONV_FFT_SHAPE(double, 8, true, 1, 32, 4)
-FFTCONV_FFT_SHAPE(double, 10, false, 1, 32, 4)
-FFTCONV_FFT_SHAPE(double, 10, true, 1, 32, 4)
-FFTCONV_FFT_SHAPE(double, 12, false, 1, 16, 4)
-FFTCONV_FFT_SHAPE(double, 12, true, 1, 16, 4)
-FFTCONV_FFT_SHAPE(double, 16, false, 1, 16, 4)
-FFTCONV_FFT_SHAPE(double, 16, true, 1, 16, 4)
-FFTCONV_FFT_SHAPE(double, 20, false, 2, 8, 2)
-FFTCONV_FFT_SHAPE(double, 20, true, 2, 8, 2)
-FFTCONV_FFT_SHAPE(double, 24, false, 2, 8, 2)
-FFTCONV_FFT_SHAPE(double, 24, true, 2, 8, 2)
-FFTCONV_FFT_SHAPE(double, 32, false, 2, 8, 2)
-FFTCONV_FFT_SHAPE(double, 32, true, 2, 8, 2)
-FFTCONV_FFT_SHAPE(double, 40, false, 4, 4, 1)
-FFTCONV_FFT_SHAPE(double, 40, true, 4, 4, 1)
-FFTCONV_FFT_SHAPE(double, 48, false, 4, 4, 1)
-FFTCONV_FFT_SHAPE(double, 48, true, 4, 4, 1)
-FFTCONV_FFT_SHAPE(double, 64, false, 4, 4, 1)
-FFTCONV_FFT_SHAPE(double, 64, true, 4, 4, 1)
-FFTCONV_FFT_SHAPE(double, 80, false, 8, 1, 1)
-FFTCONV_FFT_SHAPE(double, 80, true, 8, 1, 1)
-FFTCONV_FFT_SHAPE(double, 96, false, 8, 1, 1)
-FFTCONV_FFT_SHAPE(double, 96, true, 8, 1, 1)
-FFTCONV_FFT_SHAPE(double, 128, false, 8, 1, 1)
-FFTCONV_FFT_SHAPE(double, 128, true, 8, 1, 1)
-
-// Shapes for devices with large shared memory (the H200: 227 KB per block), timed there. A launcher
-// takes LargeShape<Real, S, kInverse, kNhwc> where it differs from FftShape, its plan 1 (whole frames
-// in shared memory) fits the device, and, for an NHWC tensor, the channels come in whole blocks of G
-// (a block's images are then runs of consecutive channels); otherwise FftShape, whose plan 1 fits
-// 64 KB devices up to S = 64.
-//   - NHWC inverses at S = 16 and 32: one lane per transform and 32 images, a 128-byte line per
-//     output pixel. With 8 images (32 bytes) the L2 took 12 M write requests of one sector each for
-//     the 88.6 MB output of Mathieu's layer (the NCHW inverse: 1 M), and the kernel ran 1.5x slower
-//     than the NCHW one (benchmarks/NOTES.md).
-//   - The 40 frame: the forward with two lanes and 16 images (0.121 -> 0.086 ms for Mathieu's x),
-//     the inverse with one lane and 32 images in both layouts (NHWC y 0.326 -> 0.213 ms, NCHW
-//     0.226 -> 0.177 ms; 205 KB of shared memory).
-//   - 48: L = 2, G = 16 gained 5% on the NHWC inverse; one lane per transform does not fit.
-//   - The 64 frame's NCHW inverse: two lanes and 4 images, two blocks per SM (up to 64 KB each;
-//     56 x 56 images 0.092 -> 0.083 ms). In NHWC the same shape was slower (0.44 -> 0.49 ms for
-//     [128,32,32,256]: 16-byte runs of 4 channels per pixel), so NHWC keeps FftShape.
-// Tuning builds override them as FFTCONV_SHAPE_float_<S>_<FWD|INV>_LARGE[_NHWC].
+// The shape for devices with large shared memory (227 KB per block), where the table gives one for
+// the layout, else FftShape's. A launcher takes it where it differs from FftShape, its staged
+// strategy (whole frames in shared memory) fits the device, and, for an NHWC tensor, the channels
+// come in whole blocks of G (a block's images are then runs of consecutive channels); otherwise
+// FftShape, whose staged strategy fits 64 KB devices up to S = 64 (LaunchWithShapes).
 template <typename Real, int S, bool kInverse, bool kNhwc>
-struct LargeShape : FftShape<Real, S, kInverse> {};
-#ifndef FFTCONV_SHAPE_float_16_INV_LARGE_NHWC
-#define FFTCONV_SHAPE_float_16_INV_LARGE_NHWC 13202
-#endif
-#ifndef FFTCONV_SHAPE_float_32_INV_LARGE_NHWC
-#define FFTCONV_SHAPE_float_32_INV_LARGE_NHWC 13201
-#endif
-#ifndef FFTCONV_SHAPE_float_40_FWD_LARGE
-#define FFTCONV_SHAPE_float_40_FWD_LARGE 21601
-#endif
-#ifndef FFTCONV_SHAPE_float_40_INV_LARGE
-#define FFTCONV_SHAPE_float_40_INV_LARGE 13201
-#endif
-#ifndef FFTCONV_SHAPE_float_64_INV_LARGE
-#define FFTCONV_SHAPE_float_64_INV_LARGE 20402
-#endif
-#define FFTCONV_LARGE_SHAPE(S, INV, NHWC, CODE) \
-  template <>                                   \
-  struct LargeShape<float, S, INV, NHWC> : BlockShape<S, (CODE) / 10000, (CODE) / 100 % 100, (CODE) % 100> {};
-FFTCONV_LARGE_SHAPE(16, true, true, FFTCONV_SHAPE_float_16_INV_LARGE_NHWC)
-FFTCONV_LARGE_SHAPE(32, true, true, FFTCONV_SHAPE_float_32_INV_LARGE_NHWC)
-FFTCONV_LARGE_SHAPE(40, false, false, FFTCONV_SHAPE_float_40_FWD_LARGE)
-FFTCONV_LARGE_SHAPE(40, false, true, FFTCONV_SHAPE_float_40_FWD_LARGE)
-FFTCONV_LARGE_SHAPE(40, true, false, FFTCONV_SHAPE_float_40_INV_LARGE)
-FFTCONV_LARGE_SHAPE(40, true, true, FFTCONV_SHAPE_float_40_INV_LARGE)
-FFTCONV_LARGE_SHAPE(64, true, false, FFTCONV_SHAPE_float_64_INV_LARGE)
-#undef FFTCONV_LARGE_SHAPE
+struct LargeConfig {
+  static constexpr config::DirectionConfig kDirection = DirectionConfigOf<Real, S, kInverse>();
+  static constexpr config::FftBlockConfig kLarge = kNhwc ? kDirection.large_nhwc : kDirection.large_nchw;
+  static constexpr config::FftBlockConfig value = kLarge.Given() ? kLarge : kDirection.ordinary;
+};
+template <typename Real, int S, bool kInverse, bool kNhwc>
+struct LargeShape : BlockShapeOfConfig<S, LargeConfig<Real, S, kInverse, kNhwc>> {};
 
-// Shapes of the forward's cluster plan (plan 3, sm_90+, float: Rfft2dClusterKernel in rfft2d.cu):
-// the K blocks of a thread-block cluster transform one group of G images together, each block S/2/K
-// of the row pairs and S/2/K of the column jobs (kJobs), with L lanes per transform; kThreads =
-// G * L * kJobs. For the 40, 48 and 64 frames, whose plan 0 does not fit two blocks per SM and whose
-// plan 1 keeps one block of up to 1024 threads per SM, where a build turns the plan on
-// (FFTCONV_RFFT_CLUSTER in rfft2d.cu, off by default until checked on a GPU; benchmarks/NOTES.md). Written
-// K * 100000 + L * 10000 + G * 100 + MINB, overridden as FFTCONV_SHAPE_float_<S>_FWD_CLUSTER; 0 leaves
-// the frame to the other plans.
+// Shapes of the forward's cluster strategy (sm_90+, float: Rfft2dClusterKernel in rfft2d.cu): the K
+// blocks of a thread-block cluster transform one group of G images together, each block S/2/K of the
+// row pairs and S/2/K of the column jobs (kJobs), with L lanes per transform; kThreads =
+// G * L * kJobs. Taken where a build turns the strategy on (FFTCONV_RFFT_CLUSTER in
+// cuda/kernel_config.h) for the frames of its cluster table.
 template <int S, int L, int G, int MINB, int K>
 struct ClusterBlockShape : BlockShape<S, L, G, MINB> {
   static constexpr int kClusterBlocks = K;
@@ -1160,37 +975,22 @@ struct ClusterBlockShape : BlockShape<S, L, G, MINB> {
   static_assert(K > 1 && K <= 8 && (S / 2) % K == 0, "cluster shape");
   // Row pair of job index q in block `rank` (interleaved, so that the pairs holding pixels are
   // spread over the blocks); the block that runs column job `job`; the slot there of its part
-  // `which` (row_specs' [slot][pair][image] layout, as plan 2's chunk). Checked on the host by
-  // cuda/tests/stage_layout_check.cu: each block's slots of every pair written once.
+  // `which` (row_specs' [slot][pair][image] layout, as the direct strategy's chunk). Checked on the
+  // host by cuda/tests/stage_layout_check.cu: each block's slots of every pair written once.
   __host__ __device__ __forceinline__ static int Pair(int q, int rank) { return q * K + rank; }
   __host__ __device__ __forceinline__ static int Owner(int job) { return job / kJobs; }
   __host__ __device__ __forceinline__ static int Slot(int job, int which) { return 2 * (job % kJobs) + which; }
 };
-template <int S, int CODE>
-struct ClusterShapeOfCode {
-  static constexpr bool kUsed = CODE != 0;
-  // Named (and so checked) only where kUsed.
-  using type = ClusterBlockShape<S, CODE / 10000 % 10, CODE / 100 % 100, CODE % 100, CODE / 100000>;
-};
-template <int S>
+template <int S, bool kInTable = config::ForwardCluster(S).blocks != 0>
 struct ClusterShape {
   static constexpr bool kUsed = false;
 };
-#ifndef FFTCONV_SHAPE_float_40_FWD_CLUSTER
-#define FFTCONV_SHAPE_float_40_FWD_CLUSTER 440803
-#endif
-#ifndef FFTCONV_SHAPE_float_48_FWD_CLUSTER
-#define FFTCONV_SHAPE_float_48_FWD_CLUSTER 440803
-#endif
-#ifndef FFTCONV_SHAPE_float_64_FWD_CLUSTER
-#define FFTCONV_SHAPE_float_64_FWD_CLUSTER 440803
-#endif
-template <>
-struct ClusterShape<40> : ClusterShapeOfCode<40, FFTCONV_SHAPE_float_40_FWD_CLUSTER> {};
-template <>
-struct ClusterShape<48> : ClusterShapeOfCode<48, FFTCONV_SHAPE_float_48_FWD_CLUSTER> {};
-template <>
-struct ClusterShape<64> : ClusterShapeOfCode<64, FFTCONV_SHAPE_float_64_FWD_CLUSTER> {};
+template <int S>
+struct ClusterShape<S, true> {
+  static constexpr bool kUsed = true;
+  static constexpr config::ClusterConfig kConfig = config::ForwardCluster(S);
+  using type = ClusterBlockShape<S, kConfig.lanes, kConfig.images, kConfig.min_blocks, kConfig.blocks>;
+};
 
 // The kernels are instantiated with the plain BlockShape of a shape, so that equal shapes share one
 // kernel whichever name they came by.
@@ -1204,20 +1004,21 @@ struct ShapeTag {
   using type = Shape;
 };
 
-// Launches with Ordinary where its plan is pipelined (plan 0, which measured faster than a
-// LargeShape's plan 1: the NHWC inverses of Mathieu's layer, benchmarks/NOTES.md); else with Large
-// where it differs from Ordinary, its plan fits without chunks and, for NHWC, the channels come in
-// whole blocks of its images; else with Ordinary. plan(ShapeTag<Shape>, max_smem, &smem) returns the
-// kernel's arguments (pipelined: plan 0; use_stage: whole frames in shared memory) and the shared
-// memory they need; launch(ShapeTag<Shape>, args, smem) launches and returns the error code.
-template <int S, typename Large, typename Ordinary, typename Plan, typename Launch>
-int LaunchWithShapes(bool nhwc, int channels, size_t max_smem, Plan&& plan, Launch&& launch) {
+// Launches with Ordinary where its strategy is the pipelined one (which measured faster than a
+// LargeShape's staged strategy on the NHWC inverses of Mathieu's layer); else with Large where it
+// differs from Ordinary, its strategy fits without chunks and, for NHWC, the channels come in whole
+// blocks of its images; else with Ordinary. make_args(ShapeTag<Shape>, max_smem, &smem) returns the
+// kernel's arguments (pipelined: the pipelined strategy; use_stage: whole frames in shared memory)
+// and the shared memory they need; launch(ShapeTag<Shape>, args, smem) launches and returns the
+// error code.
+template <int S, typename Large, typename Ordinary, typename MakeArgs, typename Launch>
+int LaunchWithShapes(bool nhwc, int channels, size_t max_smem, MakeArgs&& make_args, Launch&& launch) {
   size_t smem = 0;
-  const auto ordinary = plan(ShapeTag<Ordinary>{}, max_smem, &smem);
+  const auto ordinary = make_args(ShapeTag<Ordinary>{}, max_smem, &smem);
   if constexpr (kDistinctShapes<S, Large, Ordinary>) {
     if (!ordinary.pipelined && (!nhwc || channels % Large::kImagesPerBlock == 0)) {
       size_t large_smem = 0;
-      const auto args = plan(ShapeTag<Large>{}, max_smem, &large_smem);
+      const auto args = make_args(ShapeTag<Large>{}, max_smem, &large_smem);
       if (args.use_stage) return launch(ShapeTag<Large>{}, args, large_smem);
     }
   }
@@ -1238,23 +1039,24 @@ struct CopyPiece {
   }
 };
 
-// The loop of a pipelined transform's persistent block (plan 0 of either direction): groups
-// g = blockIdx.x, + gridDim.x, ... of `groups`, two shared-memory buffers of buffer_elements floats.
+// The loop of a pipelined transform's persistent block (the pipelined strategy of either direction):
+// groups g = blockIdx.x, + gridDim.x, ... of `groups`, two shared-memory buffers of buffer_elements
+// floats.
 // copy(buffer, g, part) issues piece `part` (of kCopyParts, CopyPiece) of group g's cp.async copies
 // into a buffer; process(buffer, g, copy_rest) transforms group g from it once they have landed (all
 // threads' copies), may use the whole buffer, and calls copy_rest() once, every thread at the same
 // point, which issues the next group's pieces after the first (nothing where kCopyParts is 1). With
 // one piece a thread issues the next group's copies in one burst before the group is processed; with
 // two, half there and half at copy_rest(), so that fewer copies wait at once for the LSU, but the copy
-// loop's code is inlined twice into the loop (benchmarks/NOTES.md: that cost the forward more in
-// instruction fetches than it saved). The copies of the next group go into the other buffer while a
+// loop's code is inlined twice into the loop (that cost the forward more in instruction fetches
+// than it saved: config::kForwardPipeline). The copies of the next group go into the other buffer while a
 // group is processed; that buffer was last used by the group before, which every thread has finished
 // (the barrier after process). With kFirstAlone a thread waits for its first group's copies before
 // it issues the second group's: every block starts by waiting for its first group, which then lands
 // sooner, its copies not sharing the memory system with the second group's, and the second group's
 // copies still overlap the first group's transform. A persistent block of Mathieu's layer has about
-// four groups, so the first one's wait is a good part of its time (benchmarks/NOTES.md: the inverses
-// gained 2-8%, the forward did not). sm_80+.
+// four groups, so the first one's wait is a good part of its time (the inverses gained 2-8%, the
+// forward did not: config::kInversePipeline). sm_80+.
 //   Commit groups, oldest first, while group g is processed: ..., g's first piece, g's other pieces,
 //   the next group's first piece; waiting until one is pending waits for all of g's.
 template <int kCopyParts, bool kFirstAlone, typename Copy, typename Process>
@@ -1319,12 +1121,12 @@ __device__ __forceinline__ void RunTensorCopyGroups(float* buffers, int buffer_e
   }
 }
 
-// Blocks per SM of a pipelined transform (plan 0 of either direction: persistent blocks with two
-// buffers, each a group's spectrum of S (S/2 + 1) G complex values or less): as many as the buffers
-// leave room for in the 227 KB of an H100 or H200, at most the shape's own minimum (its register
-// budget). Plan 0 is built only for shapes that keep two blocks per SM (kPipelinable; the launch
-// checks the device's own shared memory): with one, every barrier idles the SM, and the 40 frame's
-// 640-thread forward shape measured slower than plan 1 (benchmarks/NOTES.md).
+// Blocks per SM of a pipelined transform (the pipelined strategy of either direction: persistent
+// blocks with two buffers, each a group's spectrum of S (S/2 + 1) G complex values or less): as many
+// as the buffers leave room for in the 227 KB of an H100 or H200, at most the shape's own minimum (its
+// register budget). The pipelined strategy is built only for shapes that keep two blocks per SM
+// (kPipelinable; the launch checks the device's own shared memory): with one, every barrier idles
+// the SM, and the 40 frame's 640-thread forward shape measured slower than the staged strategy.
 template <int S, typename Shape>
 constexpr int PipelinedMinBlocks() {
   constexpr int kFit = 227 * 1024 / (2 * (8 * S * (S / 2 + 1) * Shape::kImagesPerBlock + 1024));
@@ -1335,17 +1137,16 @@ constexpr bool kPipelinable = Shape::kClusterBlocks == 1 && PipelinedMinBlocks<S
 
 // The launchers' entry: the device's shared memory (limits, CurrentDeviceLimits), then LargeShape or
 // FftShape of the transform's direction and layout (LaunchWithShapes).
-template <typename Real, int S, bool kInverse, typename Plan, typename Launch>
-int LaunchPreferringLarge(const DeviceLimits& limits, bool nhwc, int channels, Plan&& plan, Launch&& launch) {
+template <typename Real, int S, bool kInverse, typename MakeArgs, typename Launch>
+int LaunchPreferringLarge(const DeviceLimits& limits, bool nhwc, int channels, MakeArgs&& make_args,
+                          Launch&& launch) {
   const size_t max_smem = static_cast<size_t>(limits.max_shared_per_block);
   using Ordinary = FftShape<Real, S, kInverse>;
   using LargeNhwc = LargeShape<Real, S, kInverse, true>;
   using LargeNchw = LargeShape<Real, S, kInverse, false>;
-  return nhwc ? LaunchWithShapes<S, LargeNhwc, Ordinary>(true, channels, max_smem, plan, launch)
-              : LaunchWithShapes<S, LargeNchw, Ordinary>(false, channels, max_smem, plan, launch);
+  return nhwc ? LaunchWithShapes<S, LargeNhwc, Ordinary>(true, channels, max_smem, make_args, launch)
+              : LaunchWithShapes<S, LargeNchw, Ordinary>(false, channels, max_smem, make_args, launch);
 }
-#undef FFTCONV_FFT_SHAPE_CODE
-#undef FFTCONV_FFT_SHAPE
 
 // ---- Launch helpers shared by the forward and inverse launchers (host code).
 
@@ -1397,7 +1198,7 @@ int AllowSharedMemory(void (*kernel)(Params...), size_t smem) {
 // launched once the grid before it on the stream has no block left running, and waits in
 // AwaitPrecedingGrids until that grid has completed and its writes are visible, so its launch
 // overlaps that grid's completion instead of following it (Mathieu's train step, nine launches:
-// 0.700 -> 0.683 ms per step in kernel check --time-chain; benchmarks/NOTES.md).
+// 0.700 -> 0.683 ms per step in kernel check --time-chain on the H200).
 template <typename... Params, typename... Args>
 int LaunchKernelInClusters(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
                            int cluster_blocks, Args... args) {
@@ -1408,7 +1209,7 @@ int LaunchKernelInClusters(void (*kernel)(Params...), dim3 grid, dim3 block, siz
   config.dynamicSmemBytes = smem;
   config.stream = stream;
   config.attrs = attributes;
-  if (FFTCONV_DEPENDENT_LAUNCH && DependentLaunchAllowed(reinterpret_cast<const void*>(kernel))) {
+  if (DependentLaunchAllowed(reinterpret_cast<const void*>(kernel))) {
     attributes[config.numAttrs].id = cudaLaunchAttributeProgrammaticStreamSerialization;
     attributes[config.numAttrs].val.programmaticStreamSerializationAllowed = 1;
     ++config.numAttrs;
@@ -1453,21 +1254,23 @@ inline long long PersistentBlocks(int multiprocessors, int blocks_per_sm) {
   return cap > 0 && cap < blocks ? cap : blocks;
 }
 
-// Bytes of each of plan 0's two buffers that hold `bytes`: whole 16-byte quads for the 16-byte copies
-// and, where the stage is pixel-major (NHWC), whole 128-byte lines, so that the second buffer starts
-// line-aligned like the first: the forward's swizzled stage rows need it, and the inverse's spectrum
-// copies then take 16 wavefronts per warp instruction (benchmarks/NOTES.md).
+// Bytes of each of the pipelined strategy's two buffers that hold `bytes`: whole 16-byte quads for the
+// 16-byte copies and, where the stage is pixel-major (NHWC), whole 128-byte lines, so that the second
+// buffer starts line-aligned like the first: the forward's swizzled stage rows need it, and the
+// inverse's spectrum copies then take 16 wavefronts per warp instruction (18.6 where the second
+// buffer started 32 bytes past a line).
 inline size_t PipelineBufferBytes(size_t bytes, bool pixel_major) {
   const size_t align = pixel_major ? 128 : 16;
   return (bytes + align - 1) / align * align;
 }
 
-// The grid of a pipelined transform (plan 0) whose blocks take `smem` bytes of shared memory, or 0
-// where plan 0 does not apply. Per SM: at most PipelinedMinBlocks (its registers) and as many as fit
+// The grid of a pipelined transform (the pipelined strategy) whose blocks take `smem` bytes of shared
+// memory, or 0 where the strategy does not apply. Per SM: at most PipelinedMinBlocks (its registers) and as many as fit
 // in an SM's shared memory (max_smem, the opt-in limit of one block, and the 1 KB the SM reserves per
 // block), counted here rather than asked of the occupancy API, so that a launch calls nothing but the
-// launch itself. Plan 0 needs two blocks per SM and some block with two groups or more: with one
-// group each there is no next group to copy early, and plan 1's loads were faster (a 16 frame's 512
+// launch itself. The pipelined strategy needs two blocks per SM and some block with two groups or
+// more: with one group each there is no next group to copy early, and the staged strategy's loads
+// were faster (a 16 frame's 512
 // groups: 0.0125 against 0.0133 ms).
 template <int S, typename Shape>
 int PipelinedGrid(int groups, int multiprocessors, size_t max_smem, size_t smem) {

@@ -5,7 +5,7 @@
 // synchronisation, no allocation) and returns cudaSuccess (0) or the first CUDA error it met
 // (launch or configuration); FftconvCudaErrorString turns that code into text.
 //
-// The parameter structs and their buffer layouts are in cc/fftconv_params.h. Complex buffers are
+// The parameter structs and their buffer layouts are in include/fftconv_params.h. Complex buffers are
 // interleaved (re, im) pairs of `Real`, i.e. float2 / double2 in memory; Real is float, double,
 // Float16 or BFloat16. Sizes are validated by the
 // caller (cc/fftconv_shapes.h). Empty outputs are legal and launch nothing; an image with no pixels
@@ -13,7 +13,7 @@
 #ifndef TF_FFTCONV_CUDA_FFTCONV_CUDA_H_
 #define TF_FFTCONV_CUDA_FFTCONV_CUDA_H_
 
-#include "cc/fftconv_params.h"
+#include "include/fftconv_params.h"
 
 typedef struct CUstream_st* cudaStream_t;
 
@@ -23,7 +23,7 @@ namespace cuda {
 // Half-precision storage as the launchers take it: the 16-bit patterns of IEEE binary16 (__half,
 // Eigen::half) and bfloat16 (__nv_bfloat16, Eigen::bfloat16), so that neither CUDA's nor
 // TensorFlow's half types appear here. A half-precision spectrum is (re, im) pairs of them,
-// [bins, rows, cols, 2], stored mean-normalised (divided by S^2; cc/fftconv_params.h); the kernels
+// [bins, rows, cols, 2], stored mean-normalised (divided by S^2; include/fftconv_params.h); the kernels
 // compute in float.
 struct Float16 {
   unsigned short bits;

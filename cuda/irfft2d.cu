@@ -16,9 +16,11 @@
 //                (vector) stores: the crop is fused into this copy.
 // On sm_80+ with float tensors the same three steps run in persistent blocks that loop over groups of
 // G images, the spectrum of the next group copied into a second buffer by cp.async while this group
-// is transformed (plan 0, Irfft2dPipelinedKernel), where both buffers fit in shared memory.
+// is transformed (the pipelined strategy, Irfft2dPipelinedKernel), where both buffers fit in shared
+// memory; otherwise one block per group runs them (the staged strategy, Irfft2dKernel).
 // When the window does not fit in shared memory, rows are split into chunks, one chunk per blockIdx.y
-// (each block recomputes the column inverse), and the row pass writes global memory directly.
+// (each block recomputes the column inverse), and the row pass writes global memory directly (the
+// direct strategy).
 // Half precision (Io = __half / __nv_bfloat16): the (re, im) pairs of the mean-normalised spectrum
 // are converted to float as they are read, the transforms run in float, and the window is rounded
 // to Io as it is stored, without the 1/S^2 (the stored spectrum is already divided by S^2).
@@ -41,55 +43,22 @@ struct Irfft2dArgs {
   int channels, out_h, out_w;
   int offset_h, offset_w;
   bool nhwc;
-  bool use_stage;             // plan 0 or 1: all S frame rows of the column results + a stage, one chunk
-  bool pipelined;             // plan 0: persistent blocks, two buffers, cp.async (Irfft2dPipelinedKernel)
+  bool use_stage;             // pipelined or staged: all S frame rows of the column results + a stage, one chunk
+  bool pipelined;             // the pipelined strategy: persistent blocks, two buffers, cp.async
   bool vector_io;             // float4 global stores in the stage copy
-  bool copy16;                // plan 0: 16-byte copies of the spectrum (two images; 8 bytes otherwise)
-  bool pixel_major;           // plan 0, NHWC: the stage pixel-major (detail::InverseStageAt)
+  bool copy16;                // pipelined: 16-byte copies of the spectrum (two images; 8 bytes otherwise)
+  bool pixel_major;           // pipelined, NHWC: the stage pixel-major (detail::InverseStageAt)
   detail::StageIndex stage;   // window rows (rounded up to even) x S frame columns
   int row_stride;             // column results: [row][column job c][image i], row stride (complex)
-  int chunk_rows;             // plan 2: window rows per block (even unless it covers the window)
+  int chunk_rows;             // direct: window rows per block (even unless it covers the window)
   int groups;                 // groups of G images, ceil(images / G)
-  int persistent_blocks;      // plan 0: the grid, blocks resident at once (fewer than groups)
-  int buffer_elements;        // plan 0: floats per buffer (its spectrum, column results or stage)
+  int persistent_blocks;      // pipelined: the grid, blocks resident at once (fewer than groups)
+  int buffer_elements;        // pipelined: floats per buffer (its spectrum, column results or stage)
   detail::FastDivmod div_hw, div_w, div_channels;
   // The window inside the frame's first KeptOutputs<S, L>() rows (columns): the column (row)
-  // transforms compute only those outputs (plans 0 and 1; the column pass of plan 2 too).
+  // transforms compute only those outputs (pipelined and staged; the direct column pass too).
   bool keep_rows, keep_cols;
 };
-
-// Pruned inverse transforms of windows in the first quarter of their frames' rows or columns
-// (DifStagesKeeping); 0 computes every output (make kernel-variants: n17_no_kept).
-#ifndef FFTCONV_IRFFT_KEPT
-#define FFTCONV_IRFFT_KEPT 1
-#endif
-
-// Pipelined plan (Irfft2dPipelinedKernel) where it fits (LaunchWithShapes prefers it to a
-// LargeShape's plan 1); 0 keeps every launch on the plans below it (make kernel-variants:
-// n10_no_inv_pipeline).
-#ifndef FFTCONV_IRFFT_PIPELINE
-#define FFTCONV_IRFFT_PIPELINE 1
-#endif
-
-// Plan 0's stage of NHWC outputs pixel-major (detail::InverseStageAt in fft_common.cuh); 0 keeps it
-// image-major as plans 1 and 2 have it (make kernel-variants: n22_inv_stage_image_major).
-#ifndef FFTCONV_IRFFT_PIXEL_MAJOR
-#define FFTCONV_IRFFT_PIXEL_MAJOR 1
-#endif
-
-// Pieces in which plan 0 issues a group's spectrum copies (detail::RunPipelinedGroups): 2, half before
-// the group before it is processed and half between that group's column and row passes; 1, all
-// before it (make kernel-variants: n23_inv_copies_whole).
-#ifndef FFTCONV_IRFFT_COPY_PARTS
-#define FFTCONV_IRFFT_COPY_PARTS 2
-#endif
-
-// Plan 0's persistent blocks wait for their first group's copies before they issue the second
-// group's (RunPipelinedGroups' kFirstAlone); 0 issues both at once (make kernel-variants:
-// n25_inv_first_with_next).
-#ifndef FFTCONV_IRFFT_FIRST_ALONE
-#define FFTCONV_IRFFT_FIRST_ALONE 1
-#endif
 
 // Copies the output windows from the stage (window row h, frame column offset_w + w) to global memory.
 template <typename Io, typename Real, int G, int kThreads, bool kPixelMajor = false>
@@ -264,7 +233,7 @@ __device__ __forceinline__ void StageRowPairOf(const Irfft2dArgs& a, complex_t<R
 }
 
 // spectrum: [bins, images] of Storage<Io>::Pair; output: the window in Io. Shape: a detail::BlockShape.
-// Plans 1 and 2.
+// The staged and direct strategies.
 template <typename Io, int S, typename Shape>
 __global__ void __launch_bounds__(Shape::kThreads, Shape::kMinBlocks)
     Irfft2dKernel(const typename detail::Storage<Io>::Pair* __restrict__ spectrum, Io* __restrict__ output,
@@ -280,9 +249,9 @@ __global__ void __launch_bounds__(Shape::kThreads, Shape::kMinBlocks)
 
   // Shared memory, one buffer used twice:
   //   columns : complex [row][column job c][image i], row stride a.row_stride; rows are the S frame
-  //             rows (plan 1) or the window rows of the block's chunk (plan 2); job 0 holds
+  //             rows (staged) or the window rows of the block's chunk (direct); job 0 holds
   //             (real column kx = 0, real column kx = S/2) packed as re / im
-  //   stage   : real [image][window row][frame column], layout a.stage (plan 1)
+  //   stage   : real [image][window row][frame column], layout a.stage (staged)
   extern __shared__ __align__(16) unsigned char smem_raw[];
   C* columns = reinterpret_cast<C*>(smem_raw);
   Real* stage = reinterpret_cast<Real*>(smem_raw);
@@ -305,7 +274,7 @@ __global__ void __launch_bounds__(Shape::kThreads, Shape::kMinBlocks)
     LoadColumn<Io, S, L>(spectrum + (image_valid ? n : 0), a.images, image_valid, c, l, y);
     constexpr int kKept = detail::KeptOutputs<S, L>();
     // Pruned, only the registers r = 0 (mod S / kKept) hold outputs: rows below kKept, which hold
-    // the window (plan 2's row test below skips the others).
+    // the window (the direct strategy's row test below skips the others).
     const bool keep_rows = kKept < S && a.keep_rows;
     if (keep_rows) {
       detail::DistributedFft<Real, true, S, L, S, kKept>(y, l, G, group_mask);
@@ -358,7 +327,7 @@ __global__ void __launch_bounds__(Shape::kThreads, Shape::kMinBlocks)
   }
 }
 
-// Plan 0's copy of piece `part` of group g's spectrum (detail::CopyPiece of the copy loop), bins x G
+// The pipelined strategy's copy of piece `part` of group g's spectrum (detail::CopyPiece of the copy loop), bins x G
 // complex values, into a buffer ([bin][image], G images per bin) by cp.async: 16 bytes (two images)
 // per copy where a.copy16, else 8. Images past the end are zero-filled.
 template <int G, int S, int kThreads>
@@ -369,7 +338,7 @@ __device__ __forceinline__ void CopySpectrumAsync(const float2* __restrict__ spe
   const int nvalid = min(G, a.images - n0);
   if (G % 2 == 0 && a.copy16) {
     constexpr int kPairs = G / 2;
-    const detail::CopyPiece piece(kBins * kPairs, kThreads, part, FFTCONV_IRFFT_COPY_PARTS);
+    const detail::CopyPiece piece(kBins * kPairs, kThreads, part, config::kInversePipeline.copy_parts);
     for (int e = piece.begin + tid; e < piece.end; e += kThreads) {
       const int bin = e / kPairs, i = 2 * (e % kPairs);
       const int valid = min(2, max(0, nvalid - i));
@@ -377,7 +346,7 @@ __device__ __forceinline__ void CopySpectrumAsync(const float2* __restrict__ spe
       detail::CpAsync<16>(buffer + bin * G + i, src, 8 * valid);
     }
   } else {
-    const detail::CopyPiece piece(kBins * G, kThreads, part, FFTCONV_IRFFT_COPY_PARTS);
+    const detail::CopyPiece piece(kBins * G, kThreads, part, config::kInversePipeline.copy_parts);
     for (int e = piece.begin + tid; e < piece.end; e += kThreads) {
       const int bin = e / G, i = e % G;
       const bool valid = i < nvalid;
@@ -387,7 +356,7 @@ __device__ __forceinline__ void CopySpectrumAsync(const float2* __restrict__ spe
   }
 }
 
-// Plan 0 (float tensors, sm_80+; shapes with kPipelinable): persistent blocks. Block b inverts the
+// The pipelined strategy (float tensors, sm_80+; shapes with kPipelinable): persistent blocks. Block b inverts the
 // groups of G images g = b, b + gridDim.x, ...; while one group is inverted, the spectrum of the next
 // is copied into the other of two shared-memory buffers by cp.async, so the loads are in flight
 // during the transforms instead of in a phase of their own. Each buffer holds in turn a group's
@@ -415,7 +384,7 @@ __global__ void __launch_bounds__(Shape::kThreads, (detail::PipelinedMinBlocks<S
   const int buf_a = row_active ? a.offset_h + ra : 0;
   const int buf_b = ra + 1 < a.out_h ? buf_a + 1 : buf_a;
 
-  detail::RunPipelinedGroups<FFTCONV_IRFFT_COPY_PARTS, FFTCONV_IRFFT_FIRST_ALONE != 0>(
+  detail::RunPipelinedGroups<config::kInversePipeline.copy_parts, config::kInversePipeline.first_alone>(
       buffers, a.buffer_elements, a.groups,
       [&](float* buffer, int g, int part) {
         CopySpectrumAsync<G, S, kThreads>(spectrum, reinterpret_cast<C*>(buffer), a, g, part, tid);
@@ -440,7 +409,7 @@ __global__ void __launch_bounds__(Shape::kThreads, (detail::PipelinedMinBlocks<S
         copy_rest();  // the next group's other pieces, between this group's column and row passes
         __syncthreads();
 
-        // ---- Row pass and stores, as plan 1's.
+        // ---- Row pass and stores, as the staged strategy's.
         C x[P];
         LoadRowPair<float, S, L, G>(columns, a.row_stride, buf_a, buf_b, i, l, x);
         __syncthreads();  // the column results are overwritten by the stage
@@ -452,9 +421,9 @@ __global__ void __launch_bounds__(Shape::kThreads, (detail::PipelinedMinBlocks<S
 #endif
 }
 
-// The launch plan of one block shape: shared memory, chunks of window rows, the kernel's arguments.
+// The kernel's arguments for one block shape: its strategy, shared memory, chunks of window rows.
 template <typename Io, int S, typename Shape>
-Irfft2dArgs PlanIrfft2d(const Irfft2dParams& p, const void* spectrum, const void* output, int compute_capability,
+Irfft2dArgs MakeIrfft2dArgs(const Irfft2dParams& p, const void* spectrum, const void* output, int compute_capability,
                         int multiprocessors, size_t max_smem, size_t* smem) {
   using Real = typename detail::Storage<Io>::Compute;
   constexpr int L = Shape::kLanes, G = Shape::kImagesPerBlock;
@@ -470,8 +439,8 @@ Irfft2dArgs PlanIrfft2d(const Irfft2dParams& p, const void* spectrum, const void
   a.div_w = detail::FastDivmod(p.out_w);
   a.div_channels = detail::FastDivmod(p.channels);
   constexpr int kKept = detail::KeptOutputs<S, L>();
-  a.keep_rows = FFTCONV_IRFFT_KEPT && kKept < S && p.offset_h + p.out_h <= kKept;
-  a.keep_cols = FFTCONV_IRFFT_KEPT && kKept < S && p.offset_w + p.out_w <= kKept;
+  a.keep_rows = kKept < S && p.offset_h + p.out_h <= kKept;
+  a.keep_cols = kKept < S && p.offset_w + p.out_w <= kKept;
   a.stage = detail::MakeStageIndex((p.out_h + 1) & ~1, S, G, L);
   // Rows two apart must land on different banks: 2 * row_stride = G (mod 16), as for slot strides.
   a.row_stride = detail::ComplexSlotStride(S / 2, G);
@@ -482,7 +451,7 @@ Irfft2dArgs PlanIrfft2d(const Irfft2dParams& p, const void* spectrum, const void
   a.pixel_major = false;
   const size_t row_bytes = sizeof(complex_t<Real>) * static_cast<size_t>(a.row_stride);
 
-  // Plan 1: all S frame rows of the column results, then the stage, in the same memory.
+  // The staged strategy: all S frame rows of the column results, then the stage, in the same memory.
   const size_t stage_bytes = sizeof(Real) * static_cast<size_t>(G) * a.stage.image_stride;
   const size_t columns_bytes = row_bytes * S;
   *smem = stage_bytes > columns_bytes ? stage_bytes : columns_bytes;
@@ -490,12 +459,13 @@ Irfft2dArgs PlanIrfft2d(const Irfft2dParams& p, const void* spectrum, const void
   a.chunk_rows = p.out_h;
   a.vector_io = detail::UseVectorIo<Io>(output, true, G, p.nhwc, p.channels);
 
-  // Plan 0: plan 1's memory, or a group's spectrum where that is larger, twice.
+  // The pipelined strategy: the staged strategy's memory, or a group's spectrum where that is larger,
+  // twice.
   a.pipelined = false;
-  if constexpr (FFTCONV_IRFFT_PIPELINE && std::is_same<Io, float>::value && detail::kPipelinable<S, Shape>) {
+  if constexpr (std::is_same<Io, float>::value && detail::kPipelinable<S, Shape>) {
     if (compute_capability >= 80) {
       // NHWC: the pixel-major stage (detail::InverseStageAt), in buffers of whole 128-byte lines.
-      const bool pixel_major = FFTCONV_IRFFT_PIXEL_MAJOR && p.nhwc;
+      const bool pixel_major = p.nhwc;
       const detail::StageIndex pixel_stage = detail::MakePixelMajorInverseStage(S, G, L);
       const size_t pixel_stage_bytes = sizeof(float) * static_cast<size_t>((p.out_h + 1) & ~1) * pixel_stage.row_stride;
       const size_t columns_or_stage_bytes = pixel_major ? std::max(columns_bytes, pixel_stage_bytes) : *smem;
@@ -519,7 +489,7 @@ Irfft2dArgs PlanIrfft2d(const Irfft2dParams& p, const void* spectrum, const void
     }
   }
   if (*smem > max_smem) {
-    // Plan 2: chunks of window rows (even count), direct global stores.
+    // The direct strategy: chunks of window rows (even count), direct global stores.
     a.use_stage = false;
     int rows = static_cast<int>(max_smem / row_bytes) & ~1;
     if (rows < 2) rows = 2;
@@ -558,8 +528,8 @@ int LaunchIrfft2dSized(const Irfft2dParams& p, const Io* spectrum, Io* output, c
   return detail::LaunchPreferringLarge<Real, S, true>(
       limits, p.nhwc, p.channels,
       [&](auto tag, size_t max_smem, size_t* smem) {
-        return PlanIrfft2d<Io, S, typename decltype(tag)::type>(p, spectrum, output, limits.compute_capability,
-                                                                limits.multiprocessors, max_smem, smem);
+        return MakeIrfft2dArgs<Io, S, typename decltype(tag)::type>(p, spectrum, output, limits.compute_capability,
+                                                                    limits.multiprocessors, max_smem, smem);
       },
       [&](auto tag, const Irfft2dArgs& a, size_t smem) {
         return LaunchIrfft2dShaped<Io, S, typename decltype(tag)::type>(a, smem, spectrum, output, stream);

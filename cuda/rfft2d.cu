@@ -13,11 +13,15 @@
 //                one warp write consecutive images of the same bin (coalesced).
 // On sm_80+ with float tensors the same three steps run in persistent blocks that loop over groups of
 // G images, the pixels of the next group copied into a second buffer by cp.async while this group is
-// transformed (plan 0, Rfft2dPipelinedKernel), where both buffers fit in shared memory; on sm_90+ an
-// NHWC group of whole channels is one tensor copy, zeros included (detail::TensorCopyStage).
-// When the device's shared memory is too small for plan 1 (large S, double), the stage is skipped
-// (rows read straight from global memory) and the column jobs are split into chunks, one chunk per
-// blockIdx.y, each block recomputing the row pass.
+// transformed (the pipelined strategy, Rfft2dPipelinedKernel), where both buffers fit in shared
+// memory; on sm_90+ an NHWC group of whole channels is one tensor copy, zeros included
+// (detail::TensorCopyStage). Otherwise one block per group runs them (the staged strategy,
+// Rfft2dKernel). When the device's shared memory is too small for the staged strategy (large S,
+// double), the stage is skipped (rows read straight from global memory) and the column jobs are split
+// into chunks, one chunk per blockIdx.y, each block recomputing the row pass (the direct strategy).
+// Where a build turns it on (FFTCONV_RFFT_CLUSTER, cuda/kernel_config.h), the 40-64 frames' groups
+// are shared by the blocks of a thread-block cluster on sm_90+ (the cluster strategy,
+// Rfft2dClusterKernel).
 // Half precision (Io = __half / __nv_bfloat16): pixels are converted to float as they are loaded,
 // the transforms run in float, and each bin is stored divided by S^2 as a __half2 / __nv_bfloat162
 // (re, im) pair: the mean-normalised spectrum [bins, images, 2], bounded by the largest |pixel|.
@@ -41,98 +45,31 @@ struct Rfft2dArgs {
   int offset_h, offset_w;
   bool nhwc;
   int pair_begin, pair_end;   // frame row pairs (2j, 2j+1) that hold pixels: [pair_begin, pair_end)
-  bool use_stage;             // plan 0 or 1: frames staged in shared memory, one chunk
-  bool pipelined;             // plan 0: persistent blocks, two buffers, cp.async (Rfft2dPipelinedKernel)
-  bool vector_io;             // 16-byte global loads in the stage copy (float4; plan 0: NHWC only)
-  bool tensor_copy;           // plan 0, NHWC: one tensor copy per group fills the stage where the launch
+  bool use_stage;             // pipelined or staged: frames staged in shared memory, one chunk
+  bool pipelined;             // the pipelined strategy: persistent blocks, two buffers, cp.async
+  bool vector_io;             // 16-byte global loads in the stage copy (float4; pipelined: NHWC only)
+  bool tensor_copy;           // pipelined, NHWC: one tensor copy per group fills the stage where the launch
                               // can (TensorCopyStage, sm_90+); read by the launcher, not the kernels
-  detail::StageIndex stage;   // plan 1: frames, S x S; plan 0: stage_rows frame rows x S columns,
+  detail::StageIndex stage;   // staged: frames, S x S; pipelined: stage_rows frame rows x S columns,
                               // pixel-major for NHWC (PixelMajorStage)
   int stage_elements;         // G * stage.image_stride
-  int stage_row0;             // plan 0: frame row of stage row 0 (2 * pair_begin)
-  int stage_rows;             // plan 0: 2 * (pair_end - pair_begin)
-  int buffer_elements;        // plan 0: floats per buffer (its stage or its row spectra), a multiple of
+  int stage_row0;             // pipelined: frame row of stage row 0 (2 * pair_begin)
+  int stage_rows;             // pipelined: 2 * (pair_end - pair_begin)
+  int buffer_elements;        // pipelined: floats per buffer (its stage or its row spectra), a multiple of
                               // 4 (NCHW) or 32 (NHWC)
   int groups;                 // groups of G images, ceil(images / G)
-  int persistent_blocks;      // plan 0: the grid, blocks resident at once (fewer than groups)
+  int persistent_blocks;      // pipelined: the grid, blocks resident at once (fewer than groups)
   int slot_stride;            // row spectra: [slot][pair j][image i], slot stride (complex)
   int chunk_jobs;             // column jobs per block
   detail::FastDivmod div_hw, div_w, div_channels;
-  detail::FastDivmod div_h, div_pad_cols;  // plan 0's zero fill: height, read_cols - width
-  detail::FastDivmod div_pad_quads;         // plan 0's NHWC zero fill: (read_cols - width) * G / 4 quads per row
+  detail::FastDivmod div_h, div_pad_cols;  // the pipelined zero fill: height, read_cols - width
+  detail::FastDivmod div_pad_quads;         // its NHWC zero fill: (read_cols - width) * G / 4 quads per row
   bool round_tf32;            // float spectrum values stored rounded to TF32 (round_to_tf32, sm_80+)
   // The image inside the frame's first LeadingValues<S, L>() columns (rows): the row (column)
   // transforms read only those and prune the steps that the zeros after them make trivial.
   bool leading_cols, leading_rows;
-  int read_cols;              // frame columns the row pass reads (LeadingValues or S): plan 0's zero fill
+  int read_cols;              // frame columns the row pass reads (LeadingValues or S): the pipelined zero fill
 };
-
-// Pipelined plan (Rfft2dPipelinedKernel) where it fits; 0 keeps every launch on the plans below it
-// (make kernel-variants: n8_no_pipeline turns off both directions' pipelined plans).
-#ifndef FFTCONV_RFFT_PIPELINE
-#define FFTCONV_RFFT_PIPELINE 1
-#endif
-
-// Pruned forward transforms of images in the first quarter of their frames' rows or columns
-// (DifStagesLeading); 0 transforms the whole frame (make kernel-variants: n16_no_leading).
-#ifndef FFTCONV_RFFT_LEADING
-#define FFTCONV_RFFT_LEADING 1
-#endif
-
-// 16-byte stores for plan 0's zero fill of NHWC (pixel-major) stages; 0 keeps the one-float stores
-// (make kernel-variants: n11_scalar_zero).
-#ifndef FFTCONV_RFFT_VECTOR_ZERO
-#define FFTCONV_RFFT_VECTOR_ZERO 1
-#endif
-
-// Column job 0 (the real columns kx = 0 and S/2) stores kx = S/2 on its own and kx = 0 with the
-// other jobs' stores (TransformColumns); 0 keeps its two stores per bin in a branch of their own,
-// as before 3de422a (make kernel-variants: n19_job0_apart).
-#ifndef FFTCONV_RFFT_JOB0_SPLIT
-#define FFTCONV_RFFT_JOB0_SPLIT 1
-#endif
-
-// Pieces in which plan 0 issues a group's stage copies (detail::RunPipelinedGroups): 1, all before
-// the group before it is processed; 2 moved half of them between that group's passes and lost
-// (benchmarks/NOTES.md; make kernel-variants: n24_fwd_copies_split).
-#ifndef FFTCONV_RFFT_COPY_PARTS
-#define FFTCONV_RFFT_COPY_PARTS 1
-#endif
-
-// Plan 0's persistent blocks wait for their first group's copies before they issue the second
-// group's (RunPipelinedGroups' kFirstAlone, on in the inverse); 0, as here, issues both at once: the
-// wait lost in the forward (make kernel-variants: n26_fwd_first_alone).
-#ifndef FFTCONV_RFFT_FIRST_ALONE
-#define FFTCONV_RFFT_FIRST_ALONE 0
-#endif
-
-// The column pass's stores walk each lane's bins in ky order, a pointer stepped one bin row at a
-// time (TransformColumns); 0 computes every store's address from its bin's index (make
-// kernel-variants: n27_store_index).
-#ifndef FFTCONV_RFFT_STORE_WALK
-#define FFTCONV_RFFT_STORE_WALK 1
-#endif
-
-// Plan 0's NHWC stage filled by one tensor copy per group on sm_90+ (detail::TensorCopyStage), where
-// the block shape has one lane per transform; 0 keeps the cp.async copies and zero fill of every
-// thread (make kernel-variants: n28_no_tensor_copy).
-#ifndef FFTCONV_RFFT_TENSOR_COPY
-#define FFTCONV_RFFT_TENSOR_COPY 1
-#endif
-
-// Plan 3 (Rfft2dClusterKernel: a group shared by the blocks of a thread-block cluster, sm_90+) for
-// the frames with a detail::ClusterShape; 0, as here, leaves them to plans 0-2: plan 3 is built and
-// checked on the host (cuda/tests/stage_layout_check.cu) but has not yet run on a GPU, and is taken
-// only where a build turns it on (make kernel-variants: n29_cluster, n30_cluster_minb4,
-// n31_cluster_k2; benchmarks/NOTES.md).
-#ifndef FFTCONV_RFFT_CLUSTER
-#define FFTCONV_RFFT_CLUSTER 0
-#endif
-
-// Scalar loads in flight per thread in the stage copy (make kernel-variants).
-#ifndef FFTCONV_RFFT_LOADS
-#define FFTCONV_RFFT_LOADS 16
-#endif
 
 // Copies the block's images into their zeroed frames (pixel (h, w) at frame (offset_h + h, offset_w + w)).
 template <typename Io, typename Real, int G, int kThreads>
@@ -141,7 +78,7 @@ __device__ __forceinline__ void LoadStage(const Io* __restrict__ input, Real* st
   const int tid = threadIdx.x;
   const int hw = a.height * a.width;
   Real* frame = stage + a.stage.At(0, a.offset_h, a.offset_w);
-  constexpr int kUnroll = FFTCONV_RFFT_LOADS;  // scalar loads in flight per thread (vector path: kUnroll / 2 float4)
+  constexpr int kUnroll = config::kStageLoadsInFlight;  // per thread (vector path: kUnroll / 2 float4)
   if (!a.nhwc) {
     // NCHW: the block's images are one contiguous run of nvalid * H * W values.
     const Io* src = input + static_cast<size_t>(n0) * hw;
@@ -307,7 +244,7 @@ __device__ __forceinline__ void TransformRowPair(complex_t<Real> (&x)[S / L], bo
   });
 }
 
-// Plan 2's loads (and plan 3's): the packed rows 2j and 2j + 1 of image n straight from global
+// The direct (and the cluster) strategy's loads: the packed rows 2j and 2j + 1 of image n straight from global
 // memory, lane l's columns p L + l, zeros outside the image (and for an invalid image or an inactive
 // pair).
 template <typename Io, int S, int L>
@@ -391,7 +328,6 @@ __device__ __forceinline__ void TransformColumns(const complex_t<typename detail
   }
   detail::DistributedFft<Real, false, S, L, kLeading>(y, l, G, group_mask);
   Pair* out = spectrum + n;
-#if FFTCONV_RFFT_STORE_WALK
   // Lane l holds the bins ky = P * BitReverse(l, L) + k1 (k1 < P) of its column, k1 in register
   // DigitReversePosition(k1, P). Its stores walk them in ky order, one bin row (ky_step values)
   // apart: each address is the one before plus the step, one instruction, where an index of its own
@@ -411,18 +347,6 @@ __device__ __forceinline__ void TransformColumns(const complex_t<typename detail
   const auto store_column = [&](int kx) {
     if (image_valid) store_walk(kx, [&](int r) { return detail::CScale(y[r], out_scale); });
   };
-#else
-  // Variant n27_store_index: every store's address from its bin's index.
-  const auto store_column = [&](int kx) {
-    if (!image_valid) return;
-#pragma unroll
-    for (int r = 0; r < P; ++r) {
-      detail::StoreStreaming(out + detail::SpectrumIndex(S, Layout::OutputIndex(r, l), kx, a.images, 0),
-                             StoredSpectrum<Pair>(detail::CScale(y[r], out_scale), a.round_tf32));
-    }
-  };
-#endif
-#if FFTCONV_RFFT_JOB0_SPLIT
   if (c == 0) {
     // Unpack the two real columns: X[ky,0] = (Y + conj(Ym))/2, X[ky,S/2] = (Y - conj(Ym))/2i,
     // Ym = Y[(S - ky) mod S]. Job 0 stores kx = S/2 here and leaves kx = 0 in y for the stores that
@@ -432,7 +356,6 @@ __device__ __forceinline__ void TransformColumns(const complex_t<typename detail
     C mirror[P];
 #pragma unroll
     for (int r = 0; r < P; ++r) mirror[r] = detail::MirrorOutput<Real, S, L>(y, r, l, G, group_mask);
-#if FFTCONV_RFFT_STORE_WALK
     if (image_valid) {
       store_walk(kHalf, [&](int r) {
         return C{out_scale * (y[r].y + mirror[r].y), out_scale * (mirror[r].x - y[r].x)};
@@ -440,44 +363,12 @@ __device__ __forceinline__ void TransformColumns(const complex_t<typename detail
     }
 #pragma unroll
     for (int r = 0; r < P; ++r) y[r] = C{y[r].x + mirror[r].x, y[r].y - mirror[r].y};
-#else
-#pragma unroll
-    for (int r = 0; r < P; ++r) {
-      const C m = mirror[r];
-      if (image_valid) {
-        detail::StoreStreaming(out + detail::SpectrumIndex(S, Layout::OutputIndex(r, l), kHalf, a.images, 0),
-                               StoredSpectrum<Pair>(C{out_scale * (y[r].y + m.y), out_scale * (m.x - y[r].x)},
-                                                    a.round_tf32));
-      }
-      y[r] = C{y[r].x + m.x, y[r].y - m.y};
-    }
-#endif
   }
   store_column(c);
-#else
-  // Variant n19_job0_apart, as before 3de422a: job 0 stores both columns in a branch of its own.
-  if (c != 0) {
-    store_column(c);
-  } else {
-#pragma unroll
-    for (int r = 0; r < P; ++r) {
-      const C m = detail::MirrorOutput<Real, S, L>(y, r, l, G, group_mask);
-      const int ky = Layout::OutputIndex(r, l);
-      if (image_valid) {
-        detail::StoreStreaming(out + detail::SpectrumIndex(S, ky, 0, a.images, 0),
-                               StoredSpectrum<Pair>(C{out_scale * (y[r].x + m.x), out_scale * (y[r].y - m.y)},
-                                                    a.round_tf32));
-        detail::StoreStreaming(out + detail::SpectrumIndex(S, ky, kHalf, a.images, 0),
-                               StoredSpectrum<Pair>(C{out_scale * (y[r].y + m.y), out_scale * (m.x - y[r].x)},
-                                                    a.round_tf32));
-      }
-    }
-  }
-#endif
 }
 
 // input: the images in Io; spectrum: [bins, images] of Storage<Io>::Pair. Shape: a detail::BlockShape.
-// Plans 1 and 2.
+// The staged and direct strategies.
 template <typename Io, int S, typename Shape>
 __global__ void __launch_bounds__(Shape::kThreads, Shape::kMinBlocks)
     Rfft2dKernel(const Io* __restrict__ input, typename detail::Storage<Io>::Pair* __restrict__ spectrum,
@@ -490,7 +381,7 @@ __global__ void __launch_bounds__(Shape::kThreads, Shape::kMinBlocks)
   constexpr int P = S / L;
 
   // Shared memory, one buffer used twice:
-  //   stage     : real S x S frames, layout a.stage                             (plan 1 only)
+  //   stage     : real S x S frames, layout a.stage                             (staged only)
   //   row_specs : complex [slot][pair j][image i], slot stride a.slot_stride; for column job c of the
   //               block's chunk (c0 = first job), slot 2*(c - c0) holds Z_j[c] (Z_j[0] for c = 0) and
   //               slot 2*(c - c0) + 1 holds Z_j[S - c] (Z_j[S/2] for c = 0), for every pair j < S/2
@@ -542,7 +433,7 @@ __global__ void __launch_bounds__(Shape::kThreads, Shape::kMinBlocks)
   }
 }
 
-// Plan 0's copy of piece `part` of group g's pixels (detail::CopyPiece of the copy loop) into a
+// The pipelined strategy's copy of piece `part` of group g's pixels (detail::CopyPiece of the copy loop) into a
 // buffer's stage, by cp.async, and (piece 0) the zeros around them: the frame columns outside the
 // image in each image row, and a stage row outside the image (frame row offset_h - 1 when offset_h is
 // odd, offset_h + height when that is odd); only the first a.read_cols columns, those the row pass
@@ -562,7 +453,7 @@ __device__ __forceinline__ void StageGroupAsync(const float* __restrict__ input,
   if constexpr (!kPixelMajor) {
     // NCHW: the group's images are one contiguous run of nvalid * H * W values.
     const float* src = input + static_cast<size_t>(n0) * hw;
-    const detail::CopyPiece piece(nvalid * hw, kThreads, part, FFTCONV_RFFT_COPY_PARTS);
+    const detail::CopyPiece piece(nvalid * hw, kThreads, part, config::kForwardPipeline.copy_parts);
     for (int e = piece.begin + tid; e < piece.end; e += kThreads) {
       int i, rem, h, w;
       a.div_hw.DivMod(e, i, rem);
@@ -580,7 +471,7 @@ __device__ __forceinline__ void StageGroupAsync(const float* __restrict__ input,
           int b, c;
           a.div_channels.DivMod(n0 + i, b, c);
           const float* src = input + static_cast<size_t>(b) * hw * a.channels + c;
-          const detail::CopyPiece piece(hw, kThreads / kQuads, part, FFTCONV_RFFT_COPY_PARTS);
+          const detail::CopyPiece piece(hw, kThreads / kQuads, part, config::kForwardPipeline.copy_parts);
           const int first = piece.begin + tid / kQuads;
           detail::PixelWalk walk(a.div_w, first, kThreads / kQuads);
           for (int pix = first; pix < piece.end; pix += kThreads / kQuads, walk.Next(a.width)) {
@@ -596,7 +487,7 @@ __device__ __forceinline__ void StageGroupAsync(const float* __restrict__ input,
       int b, c;
       a.div_channels.DivMod(n0 + i, b, c);
       const float* src = input + static_cast<size_t>(b) * hw * a.channels + c;
-      const detail::CopyPiece piece(hw, kThreads / G, part, FFTCONV_RFFT_COPY_PARTS);
+      const detail::CopyPiece piece(hw, kThreads / G, part, config::kForwardPipeline.copy_parts);
       const int first = piece.begin + tid / G;
       detail::PixelWalk walk(a.div_w, first, kThreads / G);
       for (int pix = first; pix < piece.end; pix += kThreads / G, walk.Next(a.width)) {
@@ -607,13 +498,13 @@ __device__ __forceinline__ void StageGroupAsync(const float* __restrict__ input,
   }
   if (part != 0) return;
   const int bottom = top + a.height;  // stage row after the image
-  if constexpr (FFTCONV_RFFT_VECTOR_ZERO && kPixelMajor && G % 4 == 0) {
+  if constexpr (kPixelMajor && G % 4 == 0) {
     // Pixel-major: in a stage row the G images of a pixel are G consecutive floats, so the frame
     // columns left of the image are the row's first offset_w * G floats and those right of it the
     // run from (offset_w + width) * G to read_cols * G. Both are zeroed 16 bytes at a time, consecutive
     // threads on consecutive quads (the one-float stores below put a warp's 32 stores G floats apart:
     // an 8-way bank conflict at G = 8). Rows are 16-byte aligned when row_stride % 4 == 0
-    // (PixelMajorStage: swizzled, or padded with G * L a multiple of 8: every shape plan 0 takes). A
+    // (PixelMajorStage: swizzled, or padded with G * L a multiple of 8: every shape the pipelined strategy takes). A
     // quad k of frame column k / kQuadsPerPixel lies at that column's swizzled place; whole rows are
     // zeroed as they are (the swizzle permutes their first read_cols columns among themselves).
     if (a.stage.row_stride % 4 == 0) {
@@ -662,7 +553,7 @@ __device__ __forceinline__ void StageGroupAsync(const float* __restrict__ input,
   }
 }
 
-// The tensor map of plan 0's tensor copies (TensorCopyStage) is a kernel parameter kept in the
+// The tensor map of the pipelined strategy's tensor copies (TensorCopyStage) is a kernel parameter kept in the
 // parameter space (__grid_constant__: the copy reads it there; compute_70+ only, where the body runs).
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 700
 #define FFTCONV_GRID_CONSTANT
@@ -670,7 +561,7 @@ __device__ __forceinline__ void StageGroupAsync(const float* __restrict__ input,
 #define FFTCONV_GRID_CONSTANT __grid_constant__
 #endif
 
-// Plan 0: persistent blocks over groups of G images, two buffers (stage, then row spectra). The stage
+// The pipelined strategy: persistent blocks over groups of G images, two buffers (stage, then row spectra). The stage
 // is image-major (NCHW), pixel-major (NHWC, kPixelMajor) or, with kTensorCopy (NHWC on sm_90+),
 // column-major and filled by one tensor copy of `map` per group; map is unused otherwise.
 template <int S, typename Shape, bool kPixelMajor, bool kTensorCopy>
@@ -786,7 +677,7 @@ __global__ void __launch_bounds__(Shape::kThreads, (detail::PipelinedMinBlocks<S
         [&](float* buffer, int g) { process(buffer, g, [] {}); });
 #endif
   } else {
-    detail::RunPipelinedGroups<FFTCONV_RFFT_COPY_PARTS, FFTCONV_RFFT_FIRST_ALONE != 0>(
+    detail::RunPipelinedGroups<config::kForwardPipeline.copy_parts, config::kForwardPipeline.first_alone>(
         buffers, a.buffer_elements, a.groups,
         [&](float* buffer, int g, int part) {
           StageGroupAsync<kPixelMajor, G, S, L, kThreads>(input, buffer, a, g, part, tid);
@@ -796,18 +687,18 @@ __global__ void __launch_bounds__(Shape::kThreads, (detail::PipelinedMinBlocks<S
 #endif
 }
 
-// Plan 3 (sm_90+, float): the K blocks of a thread-block cluster (Shape: a detail::ClusterBlockShape)
-// transform one group of G images together, so that each holds a K-th of the group's row spectra:
-// where plan 0's two buffers of a group's spectrum leave one block per SM and plan 1 keeps one block
-// of up to 1024 threads per SM, idle at each of its barriers, a block here takes a fraction of the
-// shared memory (about 33 KB at S = 64, G = 8, K = 4) and several run on an SM. Block k of a cluster
-// (blockIdx.x = K * group + k):
+// The cluster strategy (sm_90+, float): the K blocks of a thread-block cluster (Shape: a
+// detail::ClusterBlockShape) transform one group of G images together, so that each holds a K-th of
+// the group's row spectra: where the pipelined strategy's two buffers of a group's spectrum leave one
+// block per SM and the staged strategy keeps one block of up to 1024 threads per SM, idle at each of
+// its barriers, a block here takes a fraction of the shared memory (about 33 KB at S = 64, G = 8,
+// K = 4) and several run on an SM. Block k of a cluster (blockIdx.x = K * group + k):
 //   row pass : pairs j = q K + k (q = 0 .. kJobs - 1, the block's threads' job index; interleaved so
 //              that the pairs holding pixels are spread over the blocks), rows read straight from
-//              global memory as in plan 2; each row spectrum value is stored into the shared memory
-//              of the block whose column jobs read it;
+//              global memory as in the direct strategy; each row spectrum value is stored into the
+//              shared memory of the block whose column jobs read it;
 //   columns  : after the cluster's barrier, column jobs [k kJobs, (k + 1) kJobs) from its own shared
-//              memory, as plan 2's chunk k.
+//              memory, as the direct strategy's chunk k.
 // Shared memory, the same layout in every block of the cluster:
 //   row_specs : complex [slot][pair j][image i], slot stride a.slot_stride, slots 2 (c - c0) and
 //               2 (c - c0) + 1 for the block's column jobs c (c0 = k kJobs), every pair j < S/2
@@ -863,9 +754,9 @@ __global__ void __launch_bounds__(Shape::kThreads, Shape::kMinBlocks)
 #endif
 }
 
-// The launch plan of one block shape: shared memory, chunks of column jobs, the kernel's arguments.
+// The kernel's arguments for one block shape: its strategy, shared memory, chunks of column jobs.
 template <typename Io, int S, typename Shape>
-Rfft2dArgs PlanRfft2d(const Rfft2dParams& p, const void* input, int compute_capability, int multiprocessors,
+Rfft2dArgs MakeRfft2dArgs(const Rfft2dParams& p, const void* input, int compute_capability, int multiprocessors,
                       size_t max_smem, size_t* smem) {
   using Real = typename detail::Storage<Io>::Compute;
   constexpr int L = Shape::kLanes, G = Shape::kImagesPerBlock;
@@ -878,15 +769,15 @@ Rfft2dArgs PlanRfft2d(const Rfft2dParams& p, const void* input, int compute_capa
   a.offset_h = p.offset_h;
   a.offset_w = p.offset_w;
   a.nhwc = p.nhwc;
-  a.round_tf32 = FFTCONV_TF32_SPECTRA && p.round_to_tf32 && std::is_same<Io, float>::value && compute_capability >= 80;
+  a.round_tf32 = p.round_to_tf32 && std::is_same<Io, float>::value && compute_capability >= 80;
   a.pair_begin = p.offset_h / 2;
   a.pair_end = (p.offset_h + p.height + 1) / 2;
   a.div_hw = detail::FastDivmod(p.height * p.width);
   a.div_w = detail::FastDivmod(p.width);
   a.div_channels = detail::FastDivmod(p.channels);
   constexpr int kLeading = detail::LeadingValues<S, L>();
-  a.leading_cols = FFTCONV_RFFT_LEADING && kLeading < S && p.offset_w + p.width <= kLeading;
-  a.leading_rows = FFTCONV_RFFT_LEADING && kLeading < S && p.offset_h + p.height <= kLeading;
+  a.leading_cols = kLeading < S && p.offset_w + p.width <= kLeading;
+  a.leading_rows = kLeading < S && p.offset_h + p.height <= kLeading;
   a.read_cols = a.leading_cols ? kLeading : S;
   a.div_h = detail::FastDivmod(p.height);
   a.div_pad_cols = detail::FastDivmod(a.read_cols - p.width);
@@ -904,9 +795,9 @@ Rfft2dArgs PlanRfft2d(const Rfft2dParams& p, const void* input, int compute_capa
   const size_t slot_bytes = sizeof(complex_t<Real>) * static_cast<size_t>(a.slot_stride);
   const size_t specs_bytes = 2 * kHalf * slot_bytes;
 
-  // Plan 0: two buffers, each the stage of the frame rows that hold pixels or the row spectra.
+  // The pipelined strategy: two buffers, each the stage of the frame rows that hold pixels or the row spectra.
   a.pipelined = false;
-  if constexpr (FFTCONV_RFFT_PIPELINE && std::is_same<Io, float>::value && detail::kPipelinable<S, Shape>) {
+  if constexpr (std::is_same<Io, float>::value && detail::kPipelinable<S, Shape>) {
     if (compute_capability >= 80) {
       a.stage_row0 = 2 * a.pair_begin;
       a.stage_rows = 2 * (a.pair_end - a.pair_begin);
@@ -928,7 +819,7 @@ Rfft2dArgs PlanRfft2d(const Rfft2dParams& p, const void* input, int compute_capa
       // Tensor copies: whole groups of one image's channels, the box's rows whole 16-byte units of a
       // 16-byte aligned tensor (the column-major stage is no larger than the pixel-major one, whose
       // layout a launch falls back to: LaunchRfft2dShaped). Two barriers after the buffers.
-      a.tensor_copy = FFTCONV_RFFT_TENSOR_COPY && p.nhwc && detail::TensorCopyStage<S, G, L>::kUsable &&
+      a.tensor_copy = p.nhwc && detail::TensorCopyStage<S, G, L>::kUsable &&
                       compute_capability >= 90 && p.channels % G == 0 &&
                       (reinterpret_cast<uintptr_t>(input) & 15) == 0;
       if (a.tensor_copy) *smem += 2 * sizeof(unsigned long long);
@@ -944,7 +835,7 @@ Rfft2dArgs PlanRfft2d(const Rfft2dParams& p, const void* input, int compute_capa
     }
   }
 
-  // Plan 3: a cluster's blocks share each group (no stage, a K-th of the column jobs per block).
+  // The cluster strategy: a cluster's blocks share each group (no stage, a K-th of the column jobs per block).
   if constexpr (Shape::kClusterBlocks > 1) {
     a.use_stage = false;
     a.chunk_jobs = Shape::kJobs;
@@ -952,14 +843,14 @@ Rfft2dArgs PlanRfft2d(const Rfft2dParams& p, const void* input, int compute_capa
     return a;
   }
 
-  // Plan 1: frames staged in shared memory, all column jobs in one block (stage and row spectra
+  // The staged strategy: frames staged in shared memory, all column jobs in one block (stage and row spectra
   // share the memory).
   a.stage = detail::MakeStageIndex(S, S, G, L);
   a.stage_elements = G * a.stage.image_stride;
   const size_t stage_bytes = sizeof(Real) * static_cast<size_t>(a.stage_elements);
   *smem = stage_bytes > specs_bytes ? stage_bytes : specs_bytes;
   if (*smem > max_smem) {
-    // Plan 2: rows read from global memory, column jobs in chunks that fit.
+    // The direct strategy: rows read from global memory, column jobs in chunks that fit.
     a.use_stage = false;
     while (a.chunk_jobs > 1 && 2 * a.chunk_jobs * slot_bytes > max_smem) a.chunk_jobs /= 2;
     *smem = 2 * a.chunk_jobs * slot_bytes;
@@ -992,7 +883,7 @@ int LaunchRfft2dShaped(const Rfft2dArgs& a, size_t smem, const Io* input, Io* sp
           }
         }
       }
-      // Otherwise the pixel-major stage (a's, planned alongside), filled by every thread's copies.
+      // Otherwise the pixel-major stage (a's, made alongside), filled by every thread's copies.
       const auto kernel =
           a.nhwc ? Rfft2dPipelinedKernel<S, Block, true, false> : Rfft2dPipelinedKernel<S, Block, false, false>;
       return detail::LaunchWithSharedMemory(kernel, dim3(a.persistent_blocks), Shape::kThreads, smem, stream, input,
@@ -1005,7 +896,7 @@ int LaunchRfft2dShaped(const Rfft2dArgs& a, size_t smem, const Io* input, Io* sp
                                         reinterpret_cast<Pair*>(spectrum), a);
 }
 
-// Plan 3: groups * K blocks in clusters of K (Shape: a detail::ClusterBlockShape).
+// The cluster strategy: groups * K blocks in clusters of K (Shape: a detail::ClusterBlockShape).
 template <int S, typename Shape>
 int LaunchRfft2dClustered(const Rfft2dArgs& a, size_t smem, const float* input, float* spectrum,
                           cudaStream_t stream) {
@@ -1024,13 +915,14 @@ int LaunchRfft2dSized(const Rfft2dParams& p, const Io* input, Io* spectrum, cuda
   const int err = detail::CurrentDeviceLimits(&limits);
   if (err != 0) return err;
   if constexpr (FFTCONV_RFFT_CLUSTER && std::is_same<Io, float>::value && detail::ClusterShape<S>::kUsed) {
-    // Plan 3 on sm_90 code, where the group's row spectra fit the block's shared memory.
+    // The cluster strategy on sm_90 code, where the group's row spectra fit the block's shared memory.
     using Cluster = typename detail::ClusterShape<S>::type;
-    if (limits.compute_capability >= 90 && detail::ClusterPlanEnabled() &&
+    if (limits.compute_capability >= 90 && detail::ClusterStrategyEnabled() &&
         detail::RunsSm90Code(reinterpret_cast<const void*>(Rfft2dClusterKernel<S, Cluster>))) {
       size_t smem = 0;
-      const Rfft2dArgs a = PlanRfft2d<Io, S, Cluster>(p, input, limits.compute_capability, limits.multiprocessors,
-                                                     static_cast<size_t>(limits.max_shared_per_block), &smem);
+      const Rfft2dArgs a =
+          MakeRfft2dArgs<Io, S, Cluster>(p, input, limits.compute_capability, limits.multiprocessors,
+                                         static_cast<size_t>(limits.max_shared_per_block), &smem);
       if (smem <= static_cast<size_t>(limits.max_shared_per_block)) {
         return LaunchRfft2dClustered<S, Cluster>(a, smem, input, spectrum, stream);
       }
@@ -1039,8 +931,8 @@ int LaunchRfft2dSized(const Rfft2dParams& p, const Io* input, Io* spectrum, cuda
   return detail::LaunchPreferringLarge<Real, S, false>(
       limits, p.nhwc, p.channels,
       [&](auto tag, size_t max_smem, size_t* smem) {
-        return PlanRfft2d<Io, S, typename decltype(tag)::type>(p, input, limits.compute_capability,
-                                                               limits.multiprocessors, max_smem, smem);
+        return MakeRfft2dArgs<Io, S, typename decltype(tag)::type>(p, input, limits.compute_capability,
+                                                                   limits.multiprocessors, max_smem, smem);
       },
       [&](auto tag, const Rfft2dArgs& a, size_t smem) {
         return LaunchRfft2dShaped<Io, S, typename decltype(tag)::type>(a, smem, input, spectrum, stream);

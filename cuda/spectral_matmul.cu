@@ -353,36 +353,11 @@ __global__ void __launch_bounds__(256, kMinBlocks)
 //   (Im, Re) for u = 1, again one 64-bit load.
 // Values are rounded to TF32 (ToTf32: cvt.rn on sm_90+, cvt.rna before) as fragments are built,
 // unless they are TF32 values already (Tf32Fragments::kStoredBits); conjugation flips a sign bit.
-// The switches below (make kernel-variants) apply to both tensor-core kernels, this one and
-// ComplexGemmHalfMma, which share its block rows, stage count, tiles and transposition.
+// Both tensor-core kernels, this one and ComplexGemmHalfMma, share its block rows, stage count
+// (config::kTensorCoreStages), tiles and transposition.
 constexpr int kTf32Bm = 128;
-// Pipeline stages (tiles in flight).
-#ifndef FFTCONV_TF32_STAGES
-#define FFTCONV_TF32_STAGES 3
-#endif
-// 0: the tile wasting the least work (ties: the wider); 32, 48 or 64: that tile wherever it applies.
-#ifndef FFTCONV_TF32_TILE
-#define FFTCONV_TF32_TILE 0
-#endif
-// SIMT tiles: 0: the one wasting the least work; 3: 128 x 64, 4: 128 x 32, 5: 64 x 64 wherever they apply.
-#ifndef FFTCONV_SIMT_TILE
-#define FFTCONV_SIMT_TILE 0
-#endif
-// 1: products with few rows are computed transposed, by every kernel (LaunchSpectralMatmulOf); 0: never.
-#ifndef FFTCONV_MATMUL_SWAP
-#define FFTCONV_MATMUL_SWAP 1
-#endif
-// 1: float products with TF32 not allowed run on tensor cores with split operands (sm_80+);
-// 0: on the SIMT kernel, as before sm_80.
-#ifndef FFTCONV_FP32_SPLIT
-#define FFTCONV_FP32_SPLIT 1
-#endif
-// Complex k per pipeline stage of the TF32 kernel.
-#ifndef FFTCONV_TF32_BK
-#define FFTCONV_TF32_BK 16
-#endif
-constexpr int kTf32Bk = FFTCONV_TF32_BK;
-constexpr int kTf32Stages = FFTCONV_TF32_STAGES;
+constexpr int kTf32Bk = config::kTf32StageK;
+constexpr int kTf32Stages = config::kTensorCoreStages;
 static_assert(kTf32Stages >= 2, "the pipeline needs two stages");
 
 constexpr int kHalfBk = 32;
@@ -418,22 +393,8 @@ struct MmaTile {
 // x rounded to TF32 for an MMA operand: detail::RoundTf32Bits, the rule rfft2d's round_to_tf32 uses
 // too (cvt.rn on sm_90+, cvt.rna before; cvt.rna is not an instruction: ptxas expands it to an
 // Inf / NaN test, an add and a mask, three per value, and cvt.rn took 8-10% off each TF32 product
-// on the H200, benchmarks/NOTES.md, "One-instruction TF32 rounding"). FFTCONV_TF32_ROUND_RN=0
-// (variant m11_tf32_rna) keeps cvt.rna there.
-// FFTCONV_TF32_NO_ROUND=1 (variant m12_tf32_no_round, for timing only) hands the FP32 bits over
-// unconverted, which the MMA truncates (twice the rounding error): the time of fragments built
-// from spectra already rounded to TF32 where they are written, which Tf32Fragments::kStoredBits
-// now takes where the operands are such spectra (tf32_operands).
-#ifndef FFTCONV_TF32_NO_ROUND
-#define FFTCONV_TF32_NO_ROUND 0
-#endif
-__device__ __forceinline__ uint32_t ToTf32(float x) {
-#if FFTCONV_TF32_NO_ROUND
-  return __float_as_uint(x);
-#else
-  return detail::RoundTf32Bits(x);
-#endif
-}
+// on the H200). Operands that hold TF32 values already skip it (Tf32Fragments::kStoredBits).
+__device__ __forceinline__ uint32_t ToTf32(float x) { return detail::RoundTf32Bits(x); }
 // x = hi + lo + O(2^-21 |x|), in three instructions: hi is x rounded to TF32 (half a TF32 ulp added
 // to the bits, which carries into the exponent where it should, then the low 13 bits cleared); lo =
 // x - hi, exact in FP32, goes to the MMA whole: the tensor cores read only the high 19 bits of a
@@ -533,11 +494,7 @@ __device__ __forceinline__ void StoreWarpTile(const float (&acc)[kRowTiles][kCol
           const size_t at = OutputIndex(args, m, n);
           const Pair v = detail::ToStorage<Pair>(
               make_float2(alpha * acc[mi][ni][2 * half], alpha * acc[mi][ni][2 * half + 1]));
-#if defined(FFTCONV_MATMUL_EVICT_FIRST) && FFTCONV_MATMUL_EVICT_FIRST
-          __stcs(c + at, v);
-#else
           c[at] = v;
-#endif
         }
       }
     }
@@ -825,15 +782,12 @@ __global__ void __launch_bounds__(64 * kWarpsN, (MmaTile<uint32_t, kWarpsN, kNi,
 
 // ------------------------------------------------------------------------------------------------
 // The SIMT kernels: four real FMAs per complex product (ComplexGemmSimt) for double, three
-// (ComplexGemmSimtGauss) for float arithmetic unless FFTCONV_SIMT_GAUSS is 0 (make kernel-variants).
-#ifndef FFTCONV_SIMT_GAUSS
-#define FFTCONV_SIMT_GAUSS 1
-#endif
+// (ComplexGemmSimtGauss) for float arithmetic.
 template <typename Io, int BM, int BN, int TM, int TN, bool kTransA, bool kTransB>
 int LaunchSimtKernel(dim3 grid, const MatmulArgs& args, const typename detail::Storage<Io>::Pair* a,
                      const typename detail::Storage<Io>::Pair* b, typename detail::Storage<Io>::Pair* c,
                      cudaStream_t stream) {
-  if constexpr (FFTCONV_SIMT_GAUSS && std::is_same<typename detail::Storage<Io>::Compute, float>::value) {
+  if constexpr (std::is_same<typename detail::Storage<Io>::Compute, float>::value) {
     // Three accumulator planes: the 8 x 4 thread tile takes more than half the registers.
     constexpr int kMinBlocks = TM * TN >= 32 ? 1 : 2;
     return detail::LaunchKernel(ComplexGemmSimtGauss<Io, BM, BN, TM, TN, kMinBlocks, kTransA, kTransB>, grid,
@@ -1032,25 +986,22 @@ int LaunchSpectralMatmulOf(const SpectralMatmulParams& p, const Real* a, const R
   // in float), the one that wastes the least work.
   bool tensor_cores = false;
   if constexpr (detail::Storage<Real>::kHalf || std::is_same<Real, float>::value) {
-    if (detail::Storage<Real>::kHalf || p.allow_tf32 || FFTCONV_FP32_SPLIT) {
-      detail::DeviceLimits limits;
-      const int err = detail::CurrentDeviceLimits(&limits);
-      if (err != 0) return err;
-      tensor_cores = limits.compute_capability >= 80;
-    }
+    detail::DeviceLimits limits;
+    const int err = detail::CurrentDeviceLimits(&limits);
+    if (err != 0) return err;
+    tensor_cores = limits.compute_capability >= 80;
   }
   const bool split = std::is_same<Real, float>::value && tensor_cores && !p.allow_tf32;
   // TF32 products of operands that hold TF32 values already (rfft2d's round_to_tf32): their bits go
   // to the MMAs unconverted. The split, SIMT, double and half-precision kernels ignore it.
-  const bool stored_bits = FFTCONV_TF32_SPECTRA && p.tf32_operands && !split;
+  const bool stored_bits = p.tf32_operands && !split;
   // Few rows (a batch of 32 in the forward and input-gradient products on tensor cores; Cin = 96
   // rows of the weight gradient's 128-row SIMT tiles) would leave much of each tile empty: then
   // c^T = op_b(b)^T op_a(a)^T is computed instead, with the operands' roles, transposes and
   // conjugations exchanged and c stored transposed, where that saves a fifth of the padded work.
   // The three-product kernel's 128 x 64 tile holds three accumulator planes, which leaves one
-  // block per SM: it was slower than 128 x 32 on each of Mathieu's products (benchmarks/NOTES.md).
-  const bool simt_big_tile =
-      !(FFTCONV_SIMT_GAUSS && std::is_same<typename detail::Storage<Real>::Compute, float>::value);
+  // block per SM: it was slower than 128 x 32 on each of Mathieu's products.
+  const bool simt_big_tile = !std::is_same<typename detail::Storage<Real>::Compute, float>::value;
   // The tile an m x n product takes in the kernels this type and device run: tensor cores 64, 48 or
   // 32 complex columns, 0 for float split into TF32 parts (128 x 32); SIMT 3, 4 or 5 (FP64: 64 x 64).
   const auto best_tile = [&](int m, int n) -> TileChoice {
@@ -1059,12 +1010,10 @@ int LaunchSpectralMatmulOf(const SpectralMatmulParams& p, const Real* a, const R
     if (std::is_same<Real, double>::value) return {5, PaddedArea(m, n, 64, 64)};
     return BestSimtTile(m, n, simt_big_tile);
   };
-  if (FFTCONV_MATMUL_SWAP && best_tile(p.n, p.m).area * 5 < best_tile(p.m, p.n).area * 4) {
+  if (best_tile(p.n, p.m).area * 5 < best_tile(p.m, p.n).area * 4) {
     args = Transposed(args, &a, &b);
   }
-  int tile = best_tile(args.m, args.n).tile;
-  if (tensor_cores && !split && FFTCONV_TF32_TILE != 0) tile = FFTCONV_TF32_TILE;
-  if (!tensor_cores && FFTCONV_SIMT_TILE != 0) tile = FFTCONV_SIMT_TILE;
+  const int tile = best_tile(args.m, args.n).tile;
 
   // grid.y holds the bin; more bins than a grid dimension allows are launched in slices.
   constexpr int kMaxGridY = 65535;

@@ -30,7 +30,7 @@ sys.path[:0] = [os.path.dirname(os.path.abspath(__file__)), os.path.dirname(os.p
 import np_reference as ref  # noqa: E402
 import tf_fftconv as fc  # noqa: E402
 
-MAX_FFT_SIZE = fc.geometry.MAX_FFT_SIZE    # kMaxFftSize of cc/fftconv_params.h
+MAX_FFT_SIZE = fc.geometry.MAX_FFT_SIZE    # kMaxFftSize of include/fftconv_params.h
 INT32_MAX = 2**31 - 1
 INT32_MIN = -2**31
 INT64_MAX = 2**63 - 1

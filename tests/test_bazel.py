@@ -18,7 +18,7 @@ def test_bazel_builds_a_working_library(tmp_path):
     workspace.mkdir()
     for name in ("BUILD", "WORKSPACE"):
         shutil.copy(os.path.join(ROOT, name), workspace / name)
-    for folder in ("cc", "bazel"):
+    for folder in ("cc", "include", "bazel"):
         shutil.copytree(os.path.join(ROOT, folder), workspace / folder)
     env = dict(os.environ, TF_PYTHON=sys.executable)
     build = subprocess.run(["bazel", "build", "--symlink_prefix=/", "//:tf_fftconv/_fftconv_ops.so"],

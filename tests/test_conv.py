@@ -304,9 +304,9 @@ def test_gpu_and_cpu_kernels_agree(rng):
 
 
 def test_max_fft_size_matches_the_ops():
-    """conv.py's MAX_FFT_SIZE repeats kMaxFftSize of cc/fftconv_params.h; both must say the same."""
+    """conv.py's MAX_FFT_SIZE repeats kMaxFftSize of include/fftconv_params.h; both must say the same."""
     header = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                          "cc", "fftconv_params.h")
+                          "include", "fftconv_params.h")
     with open(header) as f:
         found = re.findall(r"constexpr int kMaxFftSize = (\d+);", f.read())
     assert found, "kMaxFftSize not found in %s" % header
@@ -314,9 +314,9 @@ def test_max_fft_size_matches_the_ops():
 
 
 def test_fft_sizes_match_the_ops():
-    """geometry.FFT_SIZES repeats kFftSizes of cc/fftconv_params.h; both must say the same."""
+    """geometry.FFT_SIZES repeats kFftSizes of include/fftconv_params.h; both must say the same."""
     header = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                          "cc", "fftconv_params.h")
+                          "include", "fftconv_params.h")
     with open(header) as f:
         text = f.read()
     found = re.findall(r"constexpr int kFftSizes\[\] = \{([\d, ]+)\};", text)

@@ -20,8 +20,8 @@ def _tree(tmp_path):
         "tf_fftconv/_fftconv_ops.so": os.urandom(5000),
         "tf_fftconv/_build_info.json": b'{"tensorflow_version": "2.21.0"}',
         "build/kernel_check": os.urandom(3000),
-        "build/variants/kc_m11_tf32_rna": os.urandom(2000),
-        "build/libvariants/m11_tf32_rna/_fftconv_ops.so": os.urandom(4000),
+        "build/variants/kc_n29_cluster": os.urandom(2000),
+        "build/libvariants/n29_cluster/_fftconv_ops.so": os.urandom(4000),
     }
     for path, data in builds.items():
         os.makedirs(os.path.dirname(tmp_path / path), exist_ok=True)
@@ -37,7 +37,7 @@ def _prebuilt(tmp_path, *args):
 @NEEDS_XZ
 def test_prebuilt_carries_the_library_the_check_and_named_variants_byte_for_byte(tmp_path):
     digests = _tree(tmp_path)
-    extra = ["build/variants/kc_m11_tf32_rna", "build/libvariants/m11_tf32_rna/_fftconv_ops.so"]
+    extra = ["build/variants/kc_n29_cluster", "build/libvariants/n29_cluster/_fftconv_ops.so"]
     packed = _prebuilt(tmp_path, "pack", *extra)
     assert packed.returncode == 0, packed.stderr
     for path in digests:  # what a GPU host's fresh tree lacks
@@ -82,7 +82,7 @@ def _make(*args):
 @NEEDS_NVCC
 @pytest.mark.parametrize("names, message", [
     ("", "name the variants"),
-    ("m11_tf32_rna bogus", "no such variant: bogus"),
+    ("n29_cluster bogus", "no such variant: bogus"),
 ])
 def test_lib_variants_asks_for_known_names(names, message):
     done = subprocess.run(["make", "lib-variants", f"LIB_VARIANTS={names}"], cwd=ROOT,
@@ -94,16 +94,16 @@ def test_lib_variants_asks_for_known_names(names, message):
 
 @NEEDS_NVCC
 def test_lib_variants_compiles_every_cuda_source_with_the_variants_flags_and_links_them():
-    done = _make("lib-variants", "LIB_VARIANTS=m11_tf32_rna", "DEV_ARCH=90", "-B")
+    done = _make("lib-variants", "LIB_VARIANTS=n29_cluster", "DEV_ARCH=90", "-B")
     assert done.returncode == 0, done.stderr
     sources = sorted(name[:-3] for name in os.listdir(os.path.join(ROOT, "cuda"))
                      if name.endswith(".cu"))
-    out_dir = "build/libvariants/m11_tf32_rna/"
+    out_dir = "build/libvariants/n29_cluster/"
     for source in sources:
         compile_lines = [line for line in done.stdout.splitlines()
                          if f"-c cuda/{source}.cu -o {out_dir}{source}.o" in line]
         assert len(compile_lines) == 1, source
-        assert "-DFFTCONV_TF32_ROUND_RN=0" in compile_lines[0] and "-fPIC" in compile_lines[0]
+        assert "-DFFTCONV_RFFT_CLUSTER=1" in compile_lines[0] and "-fPIC" in compile_lines[0]
         assert "arch=compute_90,code=sm_90" in compile_lines[0]
     link = [line for line in done.stdout.splitlines() if f"-o {out_dir}_fftconv_ops.so" in line]
     assert len(link) == 1

@@ -1,15 +1,16 @@
 """The forward transforms' NHWC stage layout (PixelMajorStage in cuda/fft_common.cuh), checked on
 the host: `make stage-layout-check` builds cuda/tests/stage_layout_check.cu with nvcc (host code only,
-no GPU needed) for the default swizzled layout and, with VARIANT=n20_stage_padded, the padded one.
+no GPU needed) with the default configurations and, with VARIANT=n31_cluster_k2, the cluster table of
+two-block clusters.
 The program checks, for every forward block shape, that each stage row's columns are a permutation
 that keeps the leading columns and the lanes, that the row pass's pointers find each value where the
 copies put it, that a warp's row-pass loads hit 32 distinct banks, and the alignment of rows and
 16-byte quads; for the shapes whose NHWC stage a tensor copy fills (TensorCopyStage), that each of
 a warp's two row-pass loads reads its job's rows on 32 distinct banks; for every inverse block shape
-that takes plan 0, that the inverse's pixel-major NHWC stage (InverseStageAt) puts each warp's
-row-pass stores on 32 distinct banks with its quads 16-byte aligned; that the NHWC copy loops' PixelWalk agrees with division; that plan 0's copy pieces
+that takes the pipelined strategy, that the inverse's pixel-major NHWC stage (InverseStageAt) puts each warp's
+row-pass stores on 32 distinct banks with its quads 16-byte aligned; that the NHWC copy loops' PixelWalk agrees with division; that the pipelined strategy's copy pieces
 (CopyPiece) visit each thread's indices of the whole copy loop, once and in order; and that the
-forward's cluster plan (ClusterShape) stores every block's row spectrum slots of every pair once."""
+forward's cluster strategy (ClusterShape) stores every block's row spectrum slots of every pair once."""
 
 import os
 import shutil
@@ -21,8 +22,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
-@pytest.mark.parametrize("variant, layout", [("", "swizzled"), ("n20_stage_padded", "padded")])
-def test_stage_layout_holds_for_every_forward_shape(tmp_path, variant, layout):
+@pytest.mark.parametrize("variant, cluster_blocks", [("", 4), ("n31_cluster_k2", 2)])
+def test_stage_layout_holds_for_every_forward_shape(tmp_path, variant, cluster_blocks):
     binary = tmp_path / "stage_layout_check"
     built = subprocess.run(
         ["make", "--no-print-directory", "-B", "stage-layout-check", f"BUILD={tmp_path}",
@@ -32,16 +33,17 @@ def test_stage_layout_holds_for_every_forward_shape(tmp_path, variant, layout):
     done = subprocess.run([str(binary)], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stdout
     assert "0 failures" in done.stdout
-    # The 32 frame's forward (Mathieu's layer) is among the shapes, in the layout asked for.
-    assert any(line.startswith("S=32 ") and layout in line for line in done.stdout.splitlines())
-    # The inverse's stage of Mathieu's layer (the 32 frame's plan 0), and the pixel walk.
+    # The 32 frame's forward (Mathieu's layer) is among the shapes, its stage swizzled.
+    assert any(line.startswith("S=32 ") and "swizzled" in line for line in done.stdout.splitlines())
+    # The inverse's stage of Mathieu's layer (the 32 frame's pipelined strategy), and the pixel walk.
     assert any(line.startswith("S=32 ") and "inverse pixel-major" in line for line in done.stdout.splitlines())
     # The tensor copies' column-major stage of the 32 frame's forward (one lane, 8 images: two
     # pairs per 128-byte line, the second half of each warp's jobs swapped).
     assert any(line.startswith("S=32 ") and "tensor-copy column-major stage, 2 pairs" in line
                for line in done.stdout.splitlines())
-    # The cluster plan of the 64 frame's forward: every block's row spectrum slots stored once.
-    assert any(line.startswith("S=64 cluster plan:") and "every slot of every pair stored once" in line
-               for line in done.stdout.splitlines())
+    # The cluster strategy of the 64 frame's forward, in the variant's table: every block's row
+    # spectrum slots stored once.
+    assert any(line.startswith(f"S=64 cluster strategy: {cluster_blocks} blocks")
+               and "every slot of every pair stored once" in line for line in done.stdout.splitlines())
     assert "walks checked against division" in done.stdout
     assert "copy loops checked against the whole loop" in done.stdout

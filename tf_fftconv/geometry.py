@@ -19,10 +19,10 @@ import math
 
 from tf_fftconv.errors import invalid_argument as _invalid
 
-# The largest fft_size of the ops: kMaxFftSize in cc/fftconv_params.h (tests/test_conv.py checks).
+# The largest fft_size of the ops: kMaxFftSize in include/fftconv_params.h (tests/test_conv.py checks).
 MAX_FFT_SIZE = 128
 # Every fft_size the ops take: the powers of two in [2, 128], 3 * 2^k in [6, 96] and 5 * 2^k in
-# [10, 80] (kFftSizes in cc/fftconv_params.h; tests/test_conv.py checks). A 3 * 2^k or 5 * 2^k frame
+# [10, 80] (kFftSizes in include/fftconv_params.h; tests/test_conv.py checks). A 3 * 2^k or 5 * 2^k frame
 # carries one radix-3 or radix-5 stage; it saves bins where a padded image barely overflows a power
 # of two (38 samples: 40 * 21 bins instead of 48 * 25 or 64 * 33).
 FFT_SIZES = (2, 4, 6, 8, 10, 12, 16, 20, 24, 32, 40, 48, 64, 80, 96, 128)

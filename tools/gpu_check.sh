@@ -45,7 +45,7 @@ part sanitize && {
   for family in ${SAN_FAMILIES:-${RACECHECK_FAMILIES:-matmul fft half}}; do sanitize racecheck "$family"; done
   for family in ${SAN_FAMILIES:-all}; do sanitize synccheck "$family"; done
 } 2>&1 | tee "$OUT/sanitizer.log" | grep -E "==|ERROR|SUMMARY|exit status|FAIL" | head -60
-# Tuning builds (make kernel-variants), if present: quick correctness + FFT and matmul timings of each.
+# Variant builds (make kernel-variants), if present: quick correctness + FFT and matmul timings of each.
 if part variants && ls build/variants/kc_* >/dev/null 2>&1; then
   {
     header

@@ -21,9 +21,9 @@
 #   bench-tf32off      Mathieu's layer with TensorFlow's TF32 switch off (FP32 products, cuDNN's
 #                      FP32 kernels)
 #   reproduce          the Fashion-MNIST reproduction under Keras' defaults
-#   xla-off            the reproduction with XLA off for both models, $SHORT_EPOCHS epochs (5)
-#   steps              the reproduction with --steps-per-execution $STEPS_PER_EXECUTION (32),
-#                      $SHORT_EPOCHS epochs (5)
+#   xla-off            the reproduction with XLA off for both models ($SHORT_EPOCHS epochs, default 5)
+#   steps              the reproduction with --steps-per-execution $STEPS_PER_EXECUTION (32), for
+#                      $SHORT_EPOCHS epochs
 #   xla-steps          where the LeNet step's time goes under XLA (command buffers, the host)
 #   half               the float16 / bfloat16 kernel check and benchmark
 #   half-accuracy      float16 / bfloat16 errors on a trained LeNet's activations, ours and conv2d's
@@ -70,8 +70,7 @@ for step in $steps; do
         echo "exit status: $?" >> "$WORK/sanitizer_tf_$tool.log"
         grep -E "ERROR SUMMARY|RACECHECK SUMMARY|worst relative|exit status|disagree" "$WORK/sanitizer_tf_$tool.log" | tail -5
         # The summary counts CUDA API calls that returned an error with the kernels' errors; name them
-        # (at c65889b two, both XLA's own cuModuleGetGlobal lookups of constants its module does not
-        # define, which XLA then allocates itself: its normal path, not a fault of the ops).
+        # (XLA's own constant lookup has made such calls, which are not the kernels').
         grep -o 'Program hit .* on CUDA API call to [A-Za-z0-9_]*' "$WORK/sanitizer_tf_$tool.log" | sort | uniq -c
       done ;;
     kernels)
@@ -183,7 +182,7 @@ for step in $steps; do
         --epochs "${SHORT_EPOCHS:-5}" --jit-compile off --json "$WORK/reproduce_jitcompileoff.json" 2>&1 \
         | tee "$WORK/reproduce_jitcompileoff.log" | tail -9 ;;
     lib-variants)
-      # The library is kept beside the variants (not in $WORK, which is packed) and put back after.
+      # The library is kept beside the variants' (not in $WORK, which is packed) and put back after.
       mkdir -p build/libvariants
       log "library variants: $(cd build/libvariants && echo */)"
       kept=build/libvariants/.library.so

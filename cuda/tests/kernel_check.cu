@@ -544,14 +544,14 @@ void FftSuite(bool quick, const char* tag) {
     CheckRfft2d<T>(Rfft2dParams{128, 96, 32, 32, 32, 0, 0, true}, tag);
     CheckRfft2d<T>(Rfft2dParams{64, 96, 26, 26, 32, 3, 2, false}, tag);
     // NHWC frames around the image: a weight tensor's 7 x 7 (one image of Cin * Cout channels), and
-    // an odd top offset with a stage row below the image (plan 0's 16-byte zero fill, all its runs);
+    // an odd top offset with a stage row below the image (the pipelined strategy's 16-byte zero fill, all its runs);
     // weight-sized images in the first quarter of NCHW 32 frames and of NHWC 64 frames (the pruned
     // transforms), and the weight gradient's windows likewise.
     CheckRfft2d<T>(Rfft2dParams{1, 24576, 7, 7, 32, 0, 0, true}, tag);
     CheckRfft2d<T>(Rfft2dParams{96, 256, 5, 7, 32, 3, 1, false}, tag);
     CheckRfft2d<T>(Rfft2dParams{1, 4096, 13, 16, 64, 2, 0, true}, tag);
     CheckRfft2d<T>(Rfft2dParams{64, 96, 24, 23, 32, 3, 5, true}, tag);
-    // Plan 0 with the image in the first quarter of the frame's columns only, and of its rows only:
+    // The pipelined strategy with the image in the first quarter of the frame's columns only, and of its rows only:
     // one pass's transforms pruned (DifStagesLeading), the other's whole.
     CheckRfft2d<T>(Rfft2dParams{64, 96, 26, 7, 32, 3, 1, true}, tag);
     CheckRfft2d<T>(Rfft2dParams{64, 96, 7, 26, 32, 1, 3, false}, tag);
@@ -566,7 +566,7 @@ void FftSuite(bool quick, const char* tag) {
     CheckRfft2d<T>(Rfft2dParams{16, 96, 56, 56, 64, 4, 3, true}, tag);
     CheckRfft2d<T>(Rfft2dParams{16, 64, 56, 55, 64, 0, 9, false}, tag);
     // 39 images of 13 channels in 64 frames (a last group of 7, groups across images in NHWC), the
-    // image at an odd offset: the cluster plan's partial last cluster and its interleaved pairs.
+    // image at an odd offset: the cluster strategy's partial last cluster and its interleaved pairs.
     CheckRfft2d<T>(Rfft2dParams{3, 13, 37, 40, 64, 11, 20, true}, tag);
     CheckRfft2d<T>(Rfft2dParams{3, 13, 37, 40, 64, 11, 20, false}, tag);
     CheckIrfft2d<T>(Irfft2dParams{64, 96, 40, 32, 32, 3, 4, false}, tag);
@@ -587,7 +587,8 @@ void FftSuite(bool quick, const char* tag) {
   }
   // NHWC forwards of 2 x 64 images, 64 channels a multiple of every block shape's G, in each frame
   // up to 32 (the shapes of one lane per transform): under the persistent-block caps (grid1,
-  // grid3) they take plan 0, whose stage one tensor copy per group fills on sm_90+ (TensorCopyStage).
+  // grid3) they take the pipelined strategy, whose stage one tensor copy per group fills on sm_90+
+  // (TensorCopyStage).
   for (const int S : fftconv::kFftSizes) {
     if (S > 32) continue;
     Rfft2dParams p{2, 64, RandInt(1, S), RandInt(1, S), S, 0, 0, true};
@@ -654,12 +655,12 @@ void MatmulSuite(bool quick) {
 // the unrounded transform rounded on the host by the same rule, and with the ordinary TF32 product.
 
 // x rounded to TF32 as detail::RoundedToTf32 rounds it on a device of this compute capability: to
-// nearest even on sm_90+ (FFTCONV_TF32_ROUND_RN), ties away from zero before; low 13 bits cleared.
+// nearest even on sm_90+ (cvt.rn), ties away from zero before (cvt.rna); low 13 bits cleared.
 // Finite x (a carry out of the largest binade gives Inf, as the conversion does).
 float HostRoundedToTf32(float x, int compute_capability) {
   uint32_t u;
   std::memcpy(&u, &x, sizeof(u));
-  const bool to_even = compute_capability >= 90 && FFTCONV_TF32_ROUND_RN;
+  const bool to_even = compute_capability >= 90;
   u = (u + (to_even ? 0xfffu + ((u >> 13) & 1u) : 0x1000u)) & 0xffffe000u;
   std::memcpy(&x, &u, sizeof(x));
   return x;
@@ -719,33 +720,35 @@ void CheckRfft2dTf32(Rfft2dParams p, const char* tag, int compute_capability) {
          static_cast<double>(differing), 0);
 }
 
-// Plan 0 (the pipelined transform: persistent blocks capped at 3, more groups of images than that),
-// plan 1 (a batch of few groups: fewer than the blocks a device holds at once) and the plans of a
-// 48 KiB device (large frames: rows from global memory, plan 2), NCHW and NHWC, in frames of 8 to 64
-// (and NHWC channels in whole blocks of 32, LargeShape). TransformColumns stores for all of them.
+// The pipelined strategy (persistent blocks capped at 3, more groups of images than that), the
+// staged one (a batch of few groups: fewer than the blocks a device holds at once) and the
+// strategies of a 48 KiB device (large frames: rows from global memory, the direct strategy), NCHW
+// and NHWC, in frames of 8 to 64 (and NHWC channels in whole blocks of 32, LargeShape).
+// TransformColumns stores for all of them.
 void Tf32SpectraSuite(bool quick) {
   int compute_capability = 0;
   if (!Tf32Device("rfft2d tf32-rounded spectra", &compute_capability)) return;
-  struct Plan {
+  struct Strategy {
     const char* tag;
     int persistent_cap, smem_cap, batch, channels;
   };
-  const Plan plans[] = {{"plan0 ", 3, 0, 8, 24}, {"plan1 ", 0, 0, 2, 3}, {"cap48K", 0, 48 * 1024, 3, 5}};
+  const Strategy strategies[] = {
+      {"pipelined", 3, 0, 8, 24}, {"staged", 0, 0, 2, 3}, {"cap48K", 0, 48 * 1024, 3, 5}};
   for (const int S : {8, 12, 16, 32, 40, 64}) {
     if (quick && S != 8 && S != 32 && S != 64) continue;
     for (int nhwc = 0; nhwc < 2; ++nhwc) {
-      for (const Plan& plan : plans) {
+      for (const Strategy& strategy : strategies) {
         for (int rep = 0; rep < (quick ? 1 : 2); ++rep) {
-          Rfft2dParams p{plan.batch, plan.channels, S, S, S, 0, 0, nhwc == 1};
+          Rfft2dParams p{strategy.batch, strategy.channels, S, S, S, 0, 0, nhwc == 1};
           if (rep == 1) {
             p.height = RandInt(1, S);
             p.width = RandInt(1, S);
             p.offset_h = RandInt(0, S - p.height);
             p.offset_w = RandInt(0, S - p.width);
           }
-          fftconv::cuda::detail::SetPersistentBlocksCapForTesting(plan.persistent_cap);
-          fftconv::cuda::detail::SetSharedMemoryCapForTesting(plan.smem_cap);
-          CheckRfft2dTf32(p, plan.tag, compute_capability);
+          fftconv::cuda::detail::SetPersistentBlocksCapForTesting(strategy.persistent_cap);
+          fftconv::cuda::detail::SetSharedMemoryCapForTesting(strategy.smem_cap);
+          CheckRfft2dTf32(p, strategy.tag, compute_capability);
         }
       }
       fftconv::cuda::detail::SetPersistentBlocksCapForTesting(0);
@@ -755,7 +758,7 @@ void Tf32SpectraSuite(bool quick) {
       CheckRfft2dTf32(Rfft2dParams{2, 64, S - 3, S - 3, S, 1, 2, true}, "large ", compute_capability);
     }
   }
-  // Mathieu's activations (plan 0 on the whole device).
+  // Mathieu's activations (the pipelined strategy on the whole device).
   if (!quick) CheckRfft2dTf32(Rfft2dParams{128, 96, 32, 32, 32, 0, 0, true}, "      ", compute_capability);
 }
 
@@ -1373,8 +1376,8 @@ void MathieuTransforms(bool time) {
   // The same activations in NCHW, for comparison.
   irfft(128, 256, 26, 26, false);
   rfft(128, 256, 26, 26, false);
-  // Profiling only: x in a 64 frame, the forward of the frames above 32 (plan 1, or plan 3 where a
-  // build turns it on; tools/kernel_turns.sh's x64).
+  // Profiling only: x in a 64 frame, the forward of the frames above 32 (the staged strategy, or the
+  // cluster strategy where a build turns it on; tools/kernel_turns.sh's x64).
   if (!time) rfft(128, 96, 32, 32, true, 64);
 }
 
@@ -1471,7 +1474,7 @@ void DependentLaunchSuite(bool quick) {
   const bool dependent =
       fftconv::cuda::detail::DependentLaunchAllowed(reinterpret_cast<const void*>(DependentLaunchProbe));
   Report(dependent, "dependent launches: allowed for this build's kernels on this device", dependent ? 0 : 1, 0);
-  // Quick: a small layer (plan 1 transforms); else Mathieu's (persistent plan 0 transforms).
+  // Quick: a small layer (staged transforms); else Mathieu's (pipelined transforms).
   ConvStep step = quick ? ConvStep(16, 24, 32, 32, 7) : ConvStep(128, 96, 256, 32, 7);
   cudaStream_t stream;
   CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
@@ -1716,15 +1719,15 @@ int main(int argc, char** argv) {
     if (run_fft) {
       FastDivmodSuite();
       FftSuite<float>(quick, "      ");
-      // Zero unless the build turns the forward's cluster plan on (FFTCONV_RFFT_CLUSTER) and the GPU
+      // Zero unless the build turns the forward's cluster strategy on (FFTCONV_RFFT_CLUSTER) and the GPU
       // is sm_90+: then the suite's 40, 48 and 64 frame forwards took it.
-      std::printf("forward's cluster plan (40, 48 and 64 frames): %lld launches in the float suite\n",
+      std::printf("forward's cluster strategy (40, 48 and 64 frames): %lld launches in the float suite\n",
                   fftconv::cuda::detail::ClusterLaunches());
       FftSuite<double>(quick, "      ");
       // The pipelined transforms with grids of one and of three blocks, each block then looping over
       // several groups of images (the three-block grid on the suite's batches, whose up to 300 images
       // make more groups than three); then float on the kernels of GPUs before sm_80 (no pipelined
-      // plan).
+      // strategy).
       for (int blocks : {1, 3}) {
         fftconv::cuda::detail::SetPersistentBlocksCapForTesting(blocks);
         FftSuite<float>(blocks == 1 || quick, blocks == 1 ? "grid1 " : "grid3 ");
@@ -1732,17 +1735,19 @@ int main(int argc, char** argv) {
       fftconv::cuda::detail::SetPersistentBlocksCapForTesting(0);
       fftconv::cuda::detail::SetComputeCapabilityCapForTesting(75);
       FftSuite<float>(true, "sm75  ");
-      // Plan 0's NHWC stage filled by every thread's copies, as on sm_80 to sm_89 (sm_90+: one
-      // tensor copy per group where the block shape allows it), in grids of three blocks: plan 0
-      // needs more groups than blocks, which the suite's batches have only against such a grid.
+      // The pipelined strategy's NHWC stage filled by every thread's copies, as on sm_80 to sm_89
+      // (sm_90+: one tensor copy per group where the block shape allows it), in grids of three
+      // blocks: the pipelined strategy needs more groups than blocks, which the suite's batches have
+      // only against such a grid.
       fftconv::cuda::detail::SetComputeCapabilityCapForTesting(80);
       fftconv::cuda::detail::SetPersistentBlocksCapForTesting(3);
       FftSuite<float>(quick, "sm80  ");
       fftconv::cuda::detail::SetPersistentBlocksCapForTesting(0);
       fftconv::cuda::detail::SetComputeCapabilityCapForTesting(0);
-      // Plans for devices with less shared memory (sm_75: 64 KiB, sm_60: 48 KiB), with the forward's
-      // cluster plan off: its blocks fit those caps, and the suites are there for the other plans.
-      fftconv::cuda::detail::SetClusterPlanForTesting(false);
+      // Strategies for devices with less shared memory (sm_75: 64 KiB, sm_60: 48 KiB), with the
+      // forward's cluster strategy off: its blocks fit those caps, and the suites are there for the
+      // other strategies.
+      fftconv::cuda::detail::SetClusterStrategyForTesting(false);
       for (int cap : {64 * 1024, 48 * 1024}) {
         fftconv::cuda::detail::SetSharedMemoryCapForTesting(cap);
         const char* tag = cap == 64 * 1024 ? "cap64K" : "cap48K";
@@ -1752,7 +1757,7 @@ int main(int argc, char** argv) {
         }
       }
       fftconv::cuda::detail::SetSharedMemoryCapForTesting(0);
-      fftconv::cuda::detail::SetClusterPlanForTesting(true);
+      fftconv::cuda::detail::SetClusterStrategyForTesting(true);
       Tf32SpectraSuite(quick);
     }
     if (run_matmul) {

@@ -15,9 +15,9 @@
 // And for every inverse block shape, the inverse's pixel-major NHWC stage (InverseStageAt,
 // MakePixelMajorInverseStage): each warp's row-pass stores, for every output register, on 32
 // distinct banks; quads 16-byte aligned where the rows allow the 16-byte loads. And the NHWC copy
-// loops' PixelWalk against division, for widths 1..130 and the loops' steps; and plan 0's copy
-// pieces (CopyPiece): each thread's indices over the pieces are its indices of the whole loop. And the
-// forward's cluster plan (ClusterShape): every block's row spectrum slots of every pair stored once.
+// loops' PixelWalk against division, for widths 1..130 and the loops' steps; and the pipelined
+// strategy's copy pieces (CopyPiece): each thread's indices over the pieces are its indices of the whole loop. And the
+// forward's cluster strategy (ClusterShape): every block's row spectrum slots of every pair stored once.
 // Prints one line per shape and a SUMMARY; exits 1 on any failure.
 #include <algorithm>
 #include <cstdio>
@@ -29,7 +29,6 @@
 
 namespace {
 
-using fftconv::cuda::detail::BlockShape;
 using fftconv::cuda::detail::CopyPiece;
 using fftconv::cuda::detail::FastDivmod;
 using fftconv::cuda::detail::FftLayout;
@@ -167,7 +166,7 @@ void CheckShape(const char* which) {
   CheckTensorCopyStage<S, Shape>(which);
 }
 
-// The inverse's pixel-major stage, in the shapes that take plan 0 (kPipelinable): thread t of the
+// The inverse's pixel-major stage, in the shapes that take the pipelined strategy (kPipelinable): thread t of the
 // block is image t % G, lane (t / G) % L, row job q = t / (G L) storing window rows 2q and 2q + 1
 // (Irfft2dPipelinedKernel's StageRowPair).
 template <int S, typename Shape>
@@ -259,7 +258,7 @@ void CheckCopyPieces() {
   std::printf("CopyPiece: %d copy loops checked against the whole loop\n", loops);
 }
 
-// The forward's cluster plan (ClusterShape, Rfft2dClusterKernel): over the K blocks of a cluster,
+// The forward's cluster strategy (ClusterShape, Rfft2dClusterKernel): over the K blocks of a cluster,
 // the threads' row pairs (Pair) cover the frame's S/2 pairs once, and their row spectrum values
 // (RowSpectrumJobOf, sent to Owner's Slot) fill every block's slots 0 .. 2 kJobs - 1 of every pair
 // once, so that each block's column jobs read only values that the row pass stored.
@@ -296,8 +295,8 @@ void CheckClusterShape() {
              static_cast<int>(e / (S / 2) % (2 * J)), static_cast<int>(e % (S / 2)), stored[e]);
     }
     ++checked;
-    std::printf("S=%d cluster plan: %d blocks x %d jobs, L=%d G=%d, every slot of every pair stored once\n", S, K, J,
-                L, G);
+    std::printf("S=%d cluster strategy: %d blocks x %d jobs, L=%d G=%d, every slot of every pair stored once\n", S,
+                K, J, L, G);
   }
 }
 
@@ -320,10 +319,6 @@ int main() {
   CheckSize<80>();
   CheckSize<96>();
   CheckSize<128>();
-  // The tuning variants' shapes of the 32 frame (Makefile VARIANTS: two lanes, four images).
-  CheckShape<32, BlockShape<32, 2, 8, 4>>("lanes2");
-  CheckShape<32, BlockShape<32, 2, 4, 4>>("lanes2g4");
-  CheckShape<16, BlockShape<16, 2, 16, 4>>("lanes2");
   CheckClusterShape<40>();
   CheckClusterShape<48>();
   CheckClusterShape<64>();

@@ -4,8 +4,8 @@
 //
 // Every size in the parameter structs has been validated by cc/fftconv_shapes.h: element counts fit
 // in int32, fft_size is one of kFftSizes (IsFftSize), windows lie inside the frame.
-#ifndef TF_FFTCONV_CC_FFTCONV_PARAMS_H_
-#define TF_FFTCONV_CC_FFTCONV_PARAMS_H_
+#ifndef TF_FFTCONV_INCLUDE_FFTCONV_PARAMS_H_
+#define TF_FFTCONV_INCLUDE_FFTCONV_PARAMS_H_
 
 #include <cstdint>
 
@@ -132,4 +132,4 @@ struct SpectralMatmulParams {
 
 }  // namespace fftconv
 
-#endif  // TF_FFTCONV_CC_FFTCONV_PARAMS_H_
+#endif  // TF_FFTCONV_INCLUDE_FFTCONV_PARAMS_H_
