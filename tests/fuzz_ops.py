@@ -28,6 +28,7 @@ import collections
 import concurrent.futures
 import json
 import os
+import re
 import sys
 
 import numpy as np
@@ -277,6 +278,20 @@ def runner(case, mode):
     return lambda: function(*tensors, *size_args).numpy()
 
 
+def misquoted(case, message):
+    """The first size or offset past int32 that the message names without its value, if any: such
+    a value must be reported as given, not as an int32 it wrapped around to."""
+    values = dict(case.sizes, **{n: v for n, v in case.attrs.items() if n.startswith("offset_")})
+    # While tracing, TensorFlow appends the node, attributes and all: only the op's own words count.
+    message = message.split(" for '{{node ")[0]
+    for name, value in values.items():
+        # Named as the culprit: "fft_size must ...", "out_h = ...", "out_h and out_w must ...".
+        if (not INT32_MIN <= value <= INT32_MAX and re.search(r"\b%s( =| must| and)" % name, message)
+                and not re.search(r"(?<![\d-])%d(?!\d)" % value, message)):
+            return "%s = %d" % (name, value)
+    return None
+
+
 def run_case(index, case, mode, repeat, exact):
     """None if the op did what the rules say, else a failure record."""
     def failure(error):
@@ -290,8 +305,13 @@ def run_case(index, case, mode, repeat, exact):
         try:
             out = runner(case, mode)()
         except rejections as e:
+            message = str(getattr(e, "message", e))
             if case.valid:
-                return failure("rejected: " + str(getattr(e, "message", e))[:300])
+                return failure("rejected: " + message[:300])
+            unnamed = misquoted(case, message)
+            if unnamed:
+                return failure("the message names %s but not its value as given: %s"
+                               % (unnamed, message[:300]))
             continue
         except Exception as e:  # any other error type is a defect
             return failure("%s: %s" % (type(e).__name__, str(e)[:300]))
