@@ -77,12 +77,18 @@ def _checked_op(function):
     """
     signature = inspect.signature(function)
 
+    def past_int64(value):
+        return (isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+                and not INT64_MIN <= int(value) <= INT64_MAX)
+
     @functools.wraps(function)
     def op(*args, **kwargs):
-        for name, value in signature.bind(*args, **kwargs).arguments.items():
-            if (isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
-                    and not INT64_MIN <= int(value) <= INT64_MAX):
-                raise invalid_argument("%s = %d does not fit in int64" % (name, value))
+        # The arguments are looked at first and named only when one is refused: this runs on
+        # every eager call.
+        if any(map(past_int64, args)) or any(map(past_int64, kwargs.values())):
+            for name, value in signature.bind(*args, **kwargs).arguments.items():
+                if past_int64(value):
+                    raise invalid_argument("%s = %d does not fit in int64" % (name, value))
         return function(*args, **kwargs)
     return op
 
