@@ -132,9 +132,10 @@ inline absl::Status ValidateElementCount(const char* what, std::initializer_list
   }
   if (empty) {
     if (!product_too_large) return absl::OkStatus();
-    return absl::InvalidArgumentError(absl::StrCat(
-        what, " (", absl::StrJoin(dims, " x "), ") is empty, but the product of its other "
-        "dimensions exceeds ", kMaxDimensionProduct, ", past which no tensor shape can describe it"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " (", absl::StrJoin(dims, " x "),
+                     ") is empty, but the product of its other dimensions exceeds ",
+                     kMaxDimensionProduct, ", past which no tensor shape can describe it"));
   }
   if (unknown) return absl::OkStatus();
   int64_t count = 1;
@@ -149,8 +150,8 @@ inline absl::Status ValidateElementCount(const char* what, std::initializer_list
   return absl::OkStatus();
 }
 
-// A flag of a custom call (nhwc, transpose_a, ...), written by the lowering as 0 or 1: anything else
-// is refused rather than read as true.
+// A flag of a custom call (nhwc, transpose_a, ...), written by the lowering as 0 or 1: anything
+// else is refused rather than read as true.
 inline absl::Status FlagFromAttribute(const char* name, int64_t value, bool* flag) {
   if (value != 0 && value != 1) {
     return absl::InvalidArgumentError(absl::StrCat(name, " must be 0 or 1, got ", value));

@@ -35,7 +35,8 @@ REGISTER_OP("FftconvIrfft2d")
       TF_RETURN_IF_ERROR(ValidateIrfft2d(dims[0], dims[1], dims[2], fft_size, out_h, out_w,
                                          attrs.offset_h, attrs.offset_w));
       auto batch = DimOrUnknown(c, dims[1]), channels = DimOrUnknown(c, dims[2]);
-      auto height = DimOrUnknown(c, out_h.value_or(-1)), width = DimOrUnknown(c, out_w.value_or(-1));
+      auto height = DimOrUnknown(c, out_h.value_or(-1));
+      auto width = DimOrUnknown(c, out_w.value_or(-1));
       c->set_output(0, attrs.nhwc ? c->MakeShape({batch, height, width, channels})
                                   : c->MakeShape({batch, channels, height, width}));
       return absl::OkStatus();
@@ -43,12 +44,12 @@ REGISTER_OP("FftconvIrfft2d")
     .Doc(R"doc(
 Inverse real 2-D FFT of a frequency-major spectrum [bins, batch, channels], scaled by
 1 / fft_size^2, writing only the window [offset_h, offset_h + out_h) x [offset_w, offset_w + out_w)
-of the frame. fft_size, out_h and out_w are int32 or int64 scalar inputs, checked as given. As numpy.fft.irfft2, the imaginary
-parts of the kx = 0 and kx = S/2 columns are ignored. T is the output's type, Tcomplex the
-spectrum's: complex64 with float32, complex128 with float64; float16 and bfloat16 take a spectrum
-of their own type [bins, batch, channels, 2] (real, imaginary), stored divided by fft_size^2 as
-FftconvRfft2d writes it, so that the output is the unscaled inverse of the stored values
-(irfft2d(rfft2d(x)) = x in every type); computed in float32.
+of the frame. fft_size, out_h and out_w are int32 or int64 scalar inputs, checked as given. As
+numpy.fft.irfft2, the imaginary parts of the kx = 0 and kx = S/2 columns are ignored. T is the
+output's type, Tcomplex the spectrum's: complex64 with float32, complex128 with float64; float16
+and bfloat16 take a spectrum of their own type [bins, batch, channels, 2] (real, imaginary), stored
+divided by fft_size^2 as FftconvRfft2d writes it, so that the output is the unscaled inverse of the
+stored values (irfft2d(rfft2d(x)) = x in every type); computed in float32.
 )doc");
 
 template <typename Real>

@@ -41,8 +41,9 @@ REGISTER_OP("FftconvRfft2d")
     .Doc(R"doc(
 Forward real 2-D FFT of a batch of images placed at (offset_h, offset_w) in an fft_size x fft_size
 frame of zeros (the padding is implicit). fft_size is an int32 or int64 scalar input (as
-tf.signal's fft_length), so it may be computed at run time; it is checked as given. Output is frequency-major: [bins, batch, channels]
-with bins = fft_size * (fft_size / 2 + 1), bin index ky * (fft_size / 2 + 1) + kx.
+tf.signal's fft_length), so it may be computed at run time; it is checked as given. Output is
+frequency-major: [bins, batch, channels] with bins = fft_size * (fft_size / 2 + 1), bin index
+ky * (fft_size / 2 + 1) + kx.
 Tcomplex is the spectrum's type: complex64 for float32 x, complex128 for float64. For float16 and
 bfloat16 x it is x's own type and the spectrum is [bins, batch, channels, 2] (real, imaginary),
 computed in float32 and stored divided by fft_size^2, so that no bin exceeds the largest |x|.

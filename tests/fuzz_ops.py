@@ -286,7 +286,8 @@ def misquoted(case, message):
     message = message.split(" for '{{node ")[0]
     for name, value in values.items():
         # Named as the culprit: "fft_size must ...", "out_h = ...", "out_h and out_w must ...".
-        if (not INT32_MIN <= value <= INT32_MAX and re.search(r"\b%s( =| must| and)" % name, message)
+        if (not INT32_MIN <= value <= INT32_MAX
+                and re.search(r"\b%s( =| must| and)" % name, message)
                 and not re.search(r"(?<![\d-])%d(?!\d)" % value, message)):
             return "%s = %d" % (name, value)
     return None
