@@ -6,6 +6,7 @@
 #include <complex>
 #include <functional>
 #include <type_traits>
+#include <vector>
 
 #include "cc/fftconv_attrs.h"
 #include "cc/fftconv_cpu.h"
@@ -74,30 +75,57 @@ inline absl::Status CheckRank(const char* what, const tensorflow::TensorShape& s
   return absl::OkStatus();
 }
 
-// The scalar int32 inputs of the FFT ops (fft_size, out_h, out_w), read on the host by the kernels.
-inline absl::Status ReadScalarInput(tensorflow::OpKernelContext* ctx, int index, const char* name,
-                                    int64_t* value) {
-  const tensorflow::Tensor& input = ctx->input(index);
+// The value of a scalar size input (fft_size, out_h, out_w): int32 or int64 (the op's Tfft_size,
+// Tout_h, Tout_w), read as the int64 the caller gave, so that the checks see it before any
+// narrowing. `input` is a tensor in host memory.
+inline absl::Status ScalarInputValue(const tensorflow::Tensor& input, const char* name,
+                                     int64_t* value) {
   if (!tensorflow::TensorShapeUtils::IsScalar(input.shape())) {
     return absl::InvalidArgumentError(absl::StrCat(name, " must be a scalar, got shape ",
                                                    input.shape().DebugString()));
   }
-  *value = input.scalar<int32_t>()();
-  return absl::OkStatus();
+  switch (input.dtype()) {
+    case tensorflow::DT_INT32:
+      *value = input.scalar<int32_t>()();
+      return absl::OkStatus();
+    case tensorflow::DT_INT64:
+      *value = input.scalar<int64_t>()();
+      return absl::OkStatus();
+    default:
+      return absl::InvalidArgumentError(absl::StrCat(
+          name, " must be int32 or int64, got ", tensorflow::DataTypeString(input.dtype())));
+  }
+}
+
+// The size inputs of the FFT ops, read on the host by the kernels.
+inline absl::Status ReadScalarInput(tensorflow::OpKernelContext* ctx, int index, const char* name,
+                                    int64_t* value) {
+  return ScalarInputValue(ctx->input(index), name, value);
 }
 
 // The same input in a shape function: its value when it is a constant while tracing, else
-// kUnknownValue.
+// std::nullopt.
 inline absl::Status ReadScalarInput(tensorflow::shape_inference::InferenceContext* c, int index,
-                                    const char* name, int64_t* value) {
+                                    const char* name, ScalarValue* value) {
   tensorflow::shape_inference::ShapeHandle scalar;
   if (!c->WithRank(c->input(index), 0, &scalar).ok()) {
     return absl::InvalidArgumentError(absl::StrCat(name, " must be a scalar, got shape ",
                                                    c->DebugString(c->input(index))));
   }
   const tensorflow::Tensor* input = c->input_tensor(index);
-  *value = input == nullptr ? kUnknownValue : input->scalar<int32_t>()();
+  value->reset();
+  if (input == nullptr) return absl::OkStatus();
+  int64_t known = 0;
+  if (absl::Status s = ScalarInputValue(*input, name, &known); !s.ok()) return s;
+  *value = known;
   return absl::OkStatus();
+}
+
+// An output's shape from the int64 dimensions the checks above passed, by the constructor that
+// returns a status instead of stopping the process.
+inline absl::Status OutputShape(const std::vector<int64_t>& dims,
+                                tensorflow::TensorShape* shape) {
+  return tensorflow::TensorShape::BuildTensorShape(dims, shape);
 }
 
 // Dimensions of a shape-function input as int64 with -1 for unknown; false if the rank is unknown.

@@ -3,13 +3,16 @@
 // before any memory is touched.
 //
 // Dimensions are int64; -1 means "unknown" (only shape functions pass that) and every check that
-// needs an unknown value is skipped. The scalar inputs fft_size, out_h and out_w are kUnknownValue
-// in a shape function that cannot see them (not constants while tracing); kernels always know them.
+// needs an unknown value is skipped. The scalar inputs fft_size, out_h and out_w are int64 as the
+// caller gave them (int32 or int64 tensors, XLA constants, custom-call attributes) and are checked
+// here before anything narrows them to the int fields of the parameters; a shape function that
+// cannot see one (not a constant while tracing) passes std::nullopt, kernels always know them.
 #ifndef TF_FFTCONV_CC_FFTCONV_SHAPES_H_
 #define TF_FFTCONV_CC_FFTCONV_SHAPES_H_
 
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,10 +33,16 @@ inline int64_t BinIndex(int64_t fft_size, int64_t ky, int64_t kx) {
 
 inline bool Known(int64_t d) { return d >= 0; }
 
-// A scalar input that a shape function cannot see. Not -1: a constant out_h = -1 must be refused.
-constexpr int64_t kUnknownValue = std::numeric_limits<int64_t>::min();
-inline bool KnownValue(int64_t v) { return v != kUnknownValue; }
-inline std::string ValueText(int64_t v) { return KnownValue(v) ? absl::StrCat(v) : "unknown"; }
+// A scalar input's value, std::nullopt where a shape function cannot see it. Every int64 is a value
+// a caller may give (out_h = -2^63 included), so none of them can stand for "unknown".
+using ScalarValue = std::optional<int64_t>;
+inline std::string ValueText(ScalarValue v) { return v ? absl::StrCat(*v) : "unknown"; }
+
+// The largest product of an empty tensor's non-zero dimensions: TensorFlow's shapes multiply the
+// dimensions in order in int64, and XLA's also by the element's bytes (16 for complex128), so past
+// this an empty tensor's shape cannot be built on either side (a tensor with no zero dimension is
+// held to kMaxElements anyway).
+constexpr int64_t kMaxDimensionProduct = std::numeric_limits<int64_t>::max() / 16;
 
 // Flat offset of pixel (b, c, h, w) in an NCHW or NHWC image tensor: the one place that knows both
 // layouts on the CPU side.
@@ -69,12 +78,12 @@ inline ImageDims ImageDimsFrom(const int64_t dims[4], bool nhwc) {
   return d;
 }
 
-inline absl::Status ValidateFftSize(int64_t fft_size) {
-  if (KnownValue(fft_size) && !IsFftSize(fft_size)) {
+inline absl::Status ValidateFftSize(ScalarValue fft_size) {
+  if (fft_size && !IsFftSize(*fft_size)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "fft_size must be a power of two in [", kMinFftSize, ", ", kMaxFftSize, "], 3 * 2^k in [",
         kMinFftSize3, ", ", kMaxFftSize3, "] or 5 * 2^k in [", kMinFftSize5, ", ", kMaxFftSize5,
-        "] (one of " FFTCONV_FFT_SIZES_TEXT "), got ", fft_size));
+        "] (one of " FFTCONV_FFT_SIZES_TEXT "), got ", *fft_size));
   }
   return absl::OkStatus();
 }
@@ -82,15 +91,14 @@ inline absl::Status ValidateFftSize(int64_t fft_size) {
 // A run of `size` samples starting at `offset` must lie inside [0, fft_size). With fft_size unknown
 // it must at least fit in the largest frame.
 inline absl::Status ValidateWindow(const char* size_name, int64_t size, const char* offset_name,
-                                   int64_t offset, int64_t fft_size) {
+                                   int64_t offset, ScalarValue fft_size) {
   if (Known(size) && size > kMaxFftSize) {
     return absl::InvalidArgumentError(absl::StrCat(
         size_name, " = ", size, " needs an FFT frame larger than the largest fft_size (",
         kMaxFftSize, "); tiling larger images is not supported yet"));
   }
-  const bool frame_known = KnownValue(fft_size);
-  const int64_t frame = frame_known ? fft_size : kMaxFftSize;
-  const std::string frame_text = frame_known ? absl::StrCat("fft_size ", fft_size)
+  const int64_t frame = fft_size.value_or(kMaxFftSize);
+  const std::string frame_text = fft_size ? absl::StrCat("fft_size ", frame)
                                              : absl::StrCat("the largest fft_size ", frame);
   if (offset < 0 || offset >= frame) {
     return absl::InvalidArgumentError(absl::StrCat(offset_name, " = ", offset,
@@ -107,15 +115,29 @@ inline absl::Status ValidateWindow(const char* size_name, int64_t size, const ch
 }
 
 // The tensor `what`, of the given dimensions, must hold at most kMaxElements elements. An empty
-// tensor (a zero among its known dimensions) is never too large, whatever its other dimensions;
-// with an unknown dimension and no zero, nothing can be said yet.
+// tensor (a zero among its known dimensions) holds none, but the product of its other known
+// dimensions must stay within kMaxDimensionProduct, or no shape could describe it; with an unknown
+// dimension and no zero, nothing more can be said yet.
 inline absl::Status ValidateElementCount(const char* what, std::initializer_list<int64_t> dims) {
+  bool empty = false, unknown = false;
+  int64_t nonzero_product = 1;
+  bool product_too_large = false;
   for (int64_t d : dims) {
-    if (d == 0) return absl::OkStatus();
+    empty |= d == 0;
+    unknown |= !Known(d);
+    if (d > 0 && !product_too_large) {
+      product_too_large = nonzero_product > kMaxDimensionProduct / d;
+      if (!product_too_large) nonzero_product *= d;
+    }
   }
-  for (int64_t d : dims) {
-    if (!Known(d)) return absl::OkStatus();
+  if (empty) {
+    if (!product_too_large) return absl::OkStatus();
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " (", absl::StrJoin(dims, " x "),
+                     ") is empty, but the product of its other dimensions exceeds ",
+                     kMaxDimensionProduct, ", past which no tensor shape can describe it"));
   }
+  if (unknown) return absl::OkStatus();
   int64_t count = 1;
   for (int64_t d : dims) {
     if (count > kMaxElements / d) {
@@ -125,6 +147,16 @@ inline absl::Status ValidateElementCount(const char* what, std::initializer_list
     }
     count *= d;
   }
+  return absl::OkStatus();
+}
+
+// A flag of a custom call (nhwc, transpose_a, ...), written by the lowering as 0 or 1: anything
+// else is refused rather than read as true.
+inline absl::Status FlagFromAttribute(const char* name, int64_t value, bool* flag) {
+  if (value != 0 && value != 1) {
+    return absl::InvalidArgumentError(absl::StrCat(name, " must be 0 or 1, got ", value));
+  }
+  *flag = value == 1;
   return absl::OkStatus();
 }
 
@@ -149,7 +181,7 @@ inline absl::Status ValidateAlpha(float alpha) {
 }
 
 // FftconvRfft2d: real images -> spectrum [bins, batch, channels].
-inline absl::Status ValidateRfft2d(const ImageDims& image, int64_t fft_size, int64_t offset_h,
+inline absl::Status ValidateRfft2d(const ImageDims& image, ScalarValue fft_size, int64_t offset_h,
                                    int64_t offset_w) {
   if (absl::Status s = ValidateFftSize(fft_size); !s.ok()) return s;
   if (absl::Status s = ValidateWindow("height", image.height, "offset_h", offset_h, fft_size);
@@ -162,32 +194,34 @@ inline absl::Status ValidateRfft2d(const ImageDims& image, int64_t fft_size, int
           "the input x", {image.batch, image.channels, image.height, image.width});
       !s.ok())
     return s;
-  return ValidateElementCount("the spectrum", {KnownValue(fft_size) ? NumBins(fft_size) : -1,
+  return ValidateElementCount("the spectrum", {fft_size ? NumBins(*fft_size) : -1,
                                                image.batch, image.channels});
 }
 
 // FftconvIrfft2d: spectrum [bins, batch, channels] -> real window of out_h x out_w.
 inline absl::Status ValidateIrfft2d(int64_t bins, int64_t batch, int64_t channels,
-                                    int64_t fft_size, int64_t out_h, int64_t out_w,
+                                    ScalarValue fft_size, ScalarValue out_h, ScalarValue out_w,
                                     int64_t offset_h, int64_t offset_w) {
   if (absl::Status s = ValidateFftSize(fft_size); !s.ok()) return s;
-  if (Known(bins) && KnownValue(fft_size) && bins != NumBins(fft_size)) {
+  if (Known(bins) && fft_size && bins != NumBins(*fft_size)) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "the spectrum has ", bins, " bins but fft_size ", fft_size, " needs ", fft_size,
-        " * (", fft_size, "/2 + 1) = ", NumBins(fft_size)));
+        "the spectrum has ", bins, " bins but fft_size ", *fft_size, " needs ", *fft_size,
+        " * (", *fft_size, "/2 + 1) = ", NumBins(*fft_size)));
   }
-  if ((KnownValue(out_h) && out_h < 0) || (KnownValue(out_w) && out_w < 0)) {
+  if ((out_h && *out_h < 0) || (out_w && *out_w < 0)) {
     return absl::InvalidArgumentError(
         absl::StrCat("out_h and out_w must be >= 0, got ", ValueText(out_h), " and ",
                      ValueText(out_w)));
   }
-  if (absl::Status s = ValidateWindow("out_h", out_h, "offset_h", offset_h, fft_size); !s.ok())
+  // From here on the window sizes are -1 where unknown, as dimensions are.
+  const int64_t height = out_h.value_or(-1), width = out_w.value_or(-1);
+  if (absl::Status s = ValidateWindow("out_h", height, "offset_h", offset_h, fft_size); !s.ok())
     return s;
-  if (absl::Status s = ValidateWindow("out_w", out_w, "offset_w", offset_w, fft_size); !s.ok())
+  if (absl::Status s = ValidateWindow("out_w", width, "offset_w", offset_w, fft_size); !s.ok())
     return s;
   if (absl::Status s = ValidateElementCount("the spectrum", {bins, batch, channels}); !s.ok())
     return s;
-  return ValidateElementCount("the output", {batch, channels, out_h, out_w});
+  return ValidateElementCount("the output", {batch, channels, height, width});
 }
 
 // FftconvSpectralMatmul: sizes after op_a / op_b.

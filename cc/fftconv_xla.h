@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/types/span.h"
@@ -82,20 +83,27 @@ struct CustomCallOperand {
 // Emits the typed-FFI custom call `target`. Row-major layouts are pinned on the operands and the
 // result, since the handlers index the buffers exactly as the TensorFlow kernels index tensors;
 // the attributes travel as the FFI attribute dictionary, which XLA parses
-// ({name = value : i64, ...}) and the handlers bind by name.
-inline xla::XlaOp EmitCustomCall(tensorflow::XlaOpKernelContext* ctx, const char* target,
-                                 const std::vector<CustomCallOperand>& operands,
-                                 xla::PrimitiveType result_type,
-                                 const std::vector<int64_t>& result_dims,
-                                 const FfiAttributes& attributes,
-                                 const FfiFloatAttributes& float_attributes = {}) {
+// ({name = value : i64, ...}) and the handlers bind by name. The shapes are built by XLA's
+// validating constructors: a shape XLA cannot hold is an error status, not a stopped process.
+inline absl::StatusOr<xla::XlaOp> EmitCustomCall(tensorflow::XlaOpKernelContext* ctx,
+                                                 const char* target,
+                                                 const std::vector<CustomCallOperand>& operands,
+                                                 xla::PrimitiveType result_type,
+                                                 const std::vector<int64_t>& result_dims,
+                                                 const FfiAttributes& attributes,
+                                                 const FfiFloatAttributes& float_attributes = {}) {
   std::vector<xla::XlaOp> values;
   std::vector<xla::Shape> shapes;
   for (const CustomCallOperand& operand : operands) {
     values.push_back(ctx->Input(operand.input));
-    shapes.push_back(xla::ShapeUtil::MakeShapeWithDescendingLayout(
-        ctx->input_xla_type(operand.input), operand.dims));
+    absl::StatusOr<xla::Shape> shape = xla::ShapeUtil::MakeValidatedShapeWithDescendingLayout(
+        ctx->input_xla_type(operand.input), operand.dims);
+    if (!shape.ok()) return shape.status();
+    shapes.push_back(*std::move(shape));
   }
+  absl::StatusOr<xla::Shape> result_shape =
+      xla::ShapeUtil::MakeValidatedShapeWithDescendingLayout(result_type, result_dims);
+  if (!result_shape.ok()) return result_shape.status();
   std::string dictionary = "{";
   for (const auto& [name, value] : attributes) {
     absl::StrAppend(&dictionary, dictionary.size() > 1 ? ", " : "", name, " = ", value, " : i64");
@@ -107,8 +115,7 @@ inline xla::XlaOp EmitCustomCall(tensorflow::XlaOpKernelContext* ctx, const char
   }
   dictionary += "}";
   return xla::CustomCallWithLayout(
-      ctx->builder(), target, values,
-      xla::ShapeUtil::MakeShapeWithDescendingLayout(result_type, result_dims), shapes, dictionary,
+      ctx->builder(), target, values, *result_shape, shapes, dictionary,
       /*has_side_effect=*/false, /*output_operand_aliasing=*/{}, /*literal=*/nullptr,
       xla::CustomCallSchedule::SCHEDULE_NONE, xla::CustomCallApiVersion::API_VERSION_TYPED_FFI);
 }

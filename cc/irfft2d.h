@@ -2,7 +2,7 @@
 // only a window of the frame.
 //   spectrum : [bins, batch, channels] complex, bins = S * (S/2 + 1); for float16 / bfloat16 y:
 //              [bins, batch, channels, 2] of y's type, mean-normalised (y = irfft(S^2 spectrum))
-//   fft_size, out_h, out_w : int32 scalars (host memory)
+//   fft_size, out_h, out_w : int32 or int64 scalars (host memory), checked as given
 //   y        : NCHW [batch, channels, out_h, out_w] or NHWC [batch, out_h, out_w, channels], real;
 //              y[.., i, j] = frame[offset_h + i, offset_w + j]
 #ifndef TF_FFTCONV_CC_IRFFT2D_H_
@@ -65,7 +65,9 @@ class Irfft2dOp : public tensorflow::OpKernel {
                                           attrs_.offset_w, attrs_.nhwc, &params, &output_dims));
 
     tensorflow::Tensor* output = nullptr;
-    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, tensorflow::TensorShape(output_dims), &output));
+    tensorflow::TensorShape output_shape;
+    OP_REQUIRES_OK(ctx, OutputShape(output_dims, &output_shape));
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, output_shape, &output));
     if (output->NumElements() == 0) return;
     OP_REQUIRES_OK(ctx, Irfft2dFunctor<Device, Real>()(
                             ctx, params, spectrum.flat<SpectrumElement<Real>>().data(),

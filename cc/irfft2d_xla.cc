@@ -27,14 +27,16 @@ class Irfft2dXlaOp : public tensorflow::XlaOpKernel {
     OP_REQUIRES_OK(ctx, MakeIrfft2dParams(spectrum_dims.data(), fft_size, out_h, out_w,
                                           attrs_.offset_h, attrs_.offset_w, attrs_.nhwc, &params,
                                           &output_dims));
-    ctx->SetOutput(0, EmitCustomCall(ctx, kIrfft2dTarget, {{0, spectrum_dims}},
-                                     RealXlaType(ctx->input_xla_type(0)), output_dims,
-                                     {{"fft_size", fft_size},
-                                      {"out_h", out_h},
-                                      {"out_w", out_w},
-                                      {"offset_h", attrs_.offset_h},
-                                      {"offset_w", attrs_.offset_w},
-                                      {"nhwc", attrs_.nhwc}}));
+    absl::StatusOr<xla::XlaOp> output = EmitCustomCall(
+        ctx, kIrfft2dTarget, {{0, spectrum_dims}}, RealXlaType(ctx->input_xla_type(0)), output_dims,
+        {{"fft_size", fft_size},
+         {"out_h", out_h},
+         {"out_w", out_w},
+         {"offset_h", attrs_.offset_h},
+         {"offset_w", attrs_.offset_w},
+         {"nhwc", attrs_.nhwc}});
+    OP_REQUIRES_OK(ctx, output.status());
+    ctx->SetOutput(0, *output);
   }
 
  private:
@@ -61,7 +63,9 @@ absl::Status Irfft2dParamsFromCall(const ffi::AnyBuffer& spectrum, int64_t fft_s
   if (half_spectrum) {
     if (absl::Status s = ValidatePairDim("spectrum", spectrum_dims[3]); !s.ok()) return s;
   }
-  return MakeIrfft2dParams(spectrum_dims, fft_size, out_h, out_w, offset_h, offset_w, nhwc != 0,
+  bool nhwc_flag = false;
+  if (absl::Status s = FlagFromAttribute("nhwc", nhwc, &nhwc_flag); !s.ok()) return s;
+  return MakeIrfft2dParams(spectrum_dims, fft_size, out_h, out_w, offset_h, offset_w, nhwc_flag,
                            params);
 }
 

@@ -1,6 +1,6 @@
 // FftconvRfft2d(x, fft_size): forward real 2-D FFT of images placed in an S x S frame of zeros.
 //   x        : NCHW [batch, channels, height, width] or NHWC [batch, height, width, channels], real
-//   fft_size : S, int32 scalar (host memory)
+//   fft_size : S, int32 or int64 scalar (host memory), checked as given
 //   spectrum : [bins, batch, channels] complex, bins = S * (S/2 + 1), bin = ky * (S/2 + 1) + kx;
 //              for float16 / bfloat16 x: [bins, batch, channels, 2] of x's type, holding X / S^2
 #ifndef TF_FFTCONV_CC_RFFT2D_H_
@@ -63,7 +63,9 @@ class Rfft2dOp : public tensorflow::OpKernel {
     if (kHalfSpectrum<Real>) spectrum_dims.push_back(2);
 
     tensorflow::Tensor* spectrum = nullptr;
-    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, tensorflow::TensorShape(spectrum_dims), &spectrum));
+    tensorflow::TensorShape spectrum_shape;
+    OP_REQUIRES_OK(ctx, OutputShape(spectrum_dims, &spectrum_shape));
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, spectrum_shape, &spectrum));
     if (spectrum->NumElements() == 0) return;
     OP_REQUIRES_OK(ctx, Rfft2dFunctor<Device, Real>()(
                             ctx, params, x.flat<Real>().data(),

@@ -27,13 +27,15 @@ class Rfft2dXlaOp : public tensorflow::XlaOpKernel {
     OP_REQUIRES_OK(ctx, MakeRfft2dParams(x_dims.data(), fft_size, attrs_.offset_h, attrs_.offset_w,
                                          attrs_.nhwc, round_to_tf32, &params, &spectrum_dims));
     if (attrs_.half_spectrum) spectrum_dims.push_back(2);
-    ctx->SetOutput(0, EmitCustomCall(ctx, kRfft2dTarget, {{0, x_dims}},
-                                     ComplexXlaType(ctx->input_xla_type(0)), spectrum_dims,
-                                     {{"fft_size", fft_size},
-                                      {"offset_h", attrs_.offset_h},
-                                      {"offset_w", attrs_.offset_w},
-                                      {"nhwc", attrs_.nhwc},
-                                      {"round_to_tf32", round_to_tf32}}));
+    absl::StatusOr<xla::XlaOp> spectrum = EmitCustomCall(
+        ctx, kRfft2dTarget, {{0, x_dims}}, ComplexXlaType(ctx->input_xla_type(0)), spectrum_dims,
+        {{"fft_size", fft_size},
+         {"offset_h", attrs_.offset_h},
+         {"offset_w", attrs_.offset_w},
+         {"nhwc", attrs_.nhwc},
+         {"round_to_tf32", round_to_tf32}});
+    OP_REQUIRES_OK(ctx, spectrum.status());
+    ctx->SetOutput(0, *spectrum);
   }
 
  private:
@@ -56,8 +58,11 @@ absl::Status Rfft2dParamsFromCall(const ffi::AnyBuffer& x, const ffi::AnyBuffer&
     return absl::InvalidArgumentError(
         "FftconvRfft2d: a float16 / bfloat16 x needs a spectrum of its own type and no other x does");
   }
-  return MakeRfft2dParams(x_dims, fft_size, offset_h, offset_w, nhwc != 0, round_to_tf32 != 0,
-                          params);
+  bool nhwc_flag = false, round_flag = false;
+  if (absl::Status s = FlagFromAttribute("nhwc", nhwc, &nhwc_flag); !s.ok()) return s;
+  if (absl::Status s = FlagFromAttribute("round_to_tf32", round_to_tf32, &round_flag); !s.ok())
+    return s;
+  return MakeRfft2dParams(x_dims, fft_size, offset_h, offset_w, nhwc_flag, round_flag, params);
 }
 
 static ffi::Error Rfft2dHost(ffi::ThreadPool pool, ffi::AnyBuffer x,

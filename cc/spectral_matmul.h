@@ -76,7 +76,9 @@ class SpectralMatmulOp : public tensorflow::OpKernel {
     if (kHalfSpectrum<Real>) product_dims.push_back(2);
 
     tensorflow::Tensor* c = nullptr;
-    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, tensorflow::TensorShape(product_dims), &c));
+    tensorflow::TensorShape c_shape;
+    OP_REQUIRES_OK(ctx, OutputShape(product_dims, &c_shape));
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, c_shape, &c));
     if (c->NumElements() == 0) return;
 
     using Element = SpectrumElement<Real>;

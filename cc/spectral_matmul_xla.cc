@@ -31,17 +31,20 @@ class SpectralMatmulXlaOp : public tensorflow::XlaOpKernel {
                                                  attrs_.tf32_operands, attrs_.alpha, &params,
                                                  &product_dims));
     if (attrs_.half_spectrum) product_dims.push_back(2);
-    ctx->SetOutput(0, EmitCustomCall(ctx, kSpectralMatmulTarget, {{0, a_dims}, {1, b_dims}},
-                                     ctx->input_xla_type(0), product_dims,
-                                     {{"transpose_a", attrs_.transpose_a},
-                                      {"adjoint_a", attrs_.adjoint_a},
-                                      {"conjugate_a", attrs_.conjugate_a},
-                                      {"transpose_b", attrs_.transpose_b},
-                                      {"adjoint_b", attrs_.adjoint_b},
-                                      {"conjugate_b", attrs_.conjugate_b},
-                                      {"allow_tf32", allow_tf32},
-                                      {"tf32_operands", attrs_.tf32_operands}},
-                                     {{"alpha", attrs_.alpha}}));
+    absl::StatusOr<xla::XlaOp> product = EmitCustomCall(
+        ctx, kSpectralMatmulTarget, {{0, a_dims}, {1, b_dims}}, ctx->input_xla_type(0),
+        product_dims,
+        {{"transpose_a", attrs_.transpose_a},
+         {"adjoint_a", attrs_.adjoint_a},
+         {"conjugate_a", attrs_.conjugate_a},
+         {"transpose_b", attrs_.transpose_b},
+         {"adjoint_b", attrs_.adjoint_b},
+         {"conjugate_b", attrs_.conjugate_b},
+         {"allow_tf32", allow_tf32},
+         {"tf32_operands", attrs_.tf32_operands}},
+        {{"alpha", attrs_.alpha}});
+    OP_REQUIRES_OK(ctx, product.status());
+    ctx->SetOutput(0, *product);
   }
 
  private:
@@ -76,10 +79,18 @@ absl::Status SpectralMatmulParamsFromCall(const ffi::AnyBuffer& a, const ffi::An
     if (absl::Status s = ValidatePairDim("a", a_dims[3]); !s.ok()) return s;
     if (absl::Status s = ValidatePairDim("b", b_dims[3]); !s.ok()) return s;
   }
-  return MakeSpectralMatmulParams(a_dims, b_dims, transpose_a != 0, adjoint_a != 0,
-                                  conjugate_a != 0, transpose_b != 0, adjoint_b != 0,
-                                  conjugate_b != 0, allow_tf32 != 0, tf32_operands != 0, alpha,
-                                  params);
+  bool flags[8];
+  const std::pair<const char*, int64_t> attributes[8] = {
+      {"transpose_a", transpose_a}, {"adjoint_a", adjoint_a}, {"conjugate_a", conjugate_a},
+      {"transpose_b", transpose_b}, {"adjoint_b", adjoint_b}, {"conjugate_b", conjugate_b},
+      {"allow_tf32", allow_tf32},   {"tf32_operands", tf32_operands}};
+  for (int i = 0; i < 8; ++i) {
+    if (absl::Status s = FlagFromAttribute(attributes[i].first, attributes[i].second, &flags[i]);
+        !s.ok())
+      return s;
+  }
+  return MakeSpectralMatmulParams(a_dims, b_dims, flags[0], flags[1], flags[2], flags[3],
+                                  flags[4], flags[5], flags[6], flags[7], alpha, params);
 }
 
 static ffi::Error SpectralMatmulHost(ffi::ThreadPool pool, ffi::AnyBuffer a, ffi::AnyBuffer b,

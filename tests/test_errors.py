@@ -49,6 +49,13 @@ RFFT2D_CASES = [
     (lambda: fc.ops.rfft2d(tf.zeros([1, 1, 4, 4]), tf.constant(8, tf.int64)), "fft_size must be an int32 tensor"),
     (lambda: fc.ops.rfft2d(tf.zeros([1, 1, 4, 4]), 2**32 + 8), "fft_size = 4294967304 does not fit in int32"),
     (lambda: fc.ops.rfft2d(tf.zeros([1, 1, 4, 4]), 8.0), "fft_size must be an integer"),
+    # Past int64 the op module refuses before TensorFlow converts (offsets past int64, which
+    # stop the process in TensorFlow's conversion, are in tests/test_size_safety.py).
+    (lambda: lib.fftconv_rfft2d(x=tf.zeros([1, 1, 4, 4]), fft_size=-2**64),
+     "fft_size = -18446744073709551616 does not fit in int64"),
+    # The raw ops take int64 sizes, checked as given.
+    (lambda: lib.fftconv_rfft2d(x=tf.zeros([1, 1, 4, 4]), fft_size=2**32 + 8),
+     "fft_size must be a power of two .*, got 4294967304"),
     (lambda: fc.ops.rfft2d(tf.zeros([1, 1, 4, 4]), True), "fft_size must be an integer"),
     (lambda: lib.fftconv_rfft2d(x=tf.zeros([1, 1, 4, 4]), fft_size=[[8]]), "fft_size must be a scalar, got shape \\[1,1\\]"),
     (lambda: lib.fftconv_rfft2d(x=tf.zeros([1, 1, 4, 4]), fft_size=8, Tcomplex=tf.complex128),
@@ -74,6 +81,8 @@ IRFFT2D_CASES = [
     (lambda: fc.ops.irfft2d(tf.zeros([40, 1, 1], tf.complex64), 8, tf.constant([4]), 4), "out_h must be a scalar"),
     (lambda: fc.ops.irfft2d(tf.zeros([40, 1, 1], tf.complex64), 8, 4, np.zeros([2, 2], np.int32)), "out_w must be a scalar"),
     (lambda: fc.ops.irfft2d(tf.zeros([40, 1, 1], tf.complex64), 8, -2**31 - 1, 4), "out_h = -2147483649 does not fit"),
+    (lambda: lib.fftconv_irfft2d(spectrum=tf.zeros([40, 1, 1], tf.complex64), fft_size=8, out_h=4,
+                                 out_w=2**40), "out_w = 1099511627776 needs an FFT frame larger"),
     (lambda: lib.fftconv_irfft2d(spectrum=tf.zeros([40, 1, 1], tf.complex64), fft_size=8, out_h=4,
                                  out_w=4, T=tf.float64), "T = double goes with Tcomplex = complex128"),
 ]

@@ -151,3 +151,26 @@ def test_half_spectrum_multiplicity_from_a_tensor_fft_size():
         kx = np.arange(fft_size * (fft_size // 2 + 1)) % (fft_size // 2 + 1)
         np.testing.assert_array_equal(static.ravel(), np.where((kx == 0) | (kx == fft_size // 2), 1, 2))
         np.testing.assert_array_equal(traced(tf.constant(fft_size)).numpy(), static)
+
+
+def test_raw_op_gradients_with_int64_sizes():
+    """The raw ops take int32 or int64 sizes; their gradients are the same either way."""
+    lib = fc.load_library()
+    rng = np.random.default_rng()
+    x = tf.constant(rng.standard_normal([2, 3, 5, 6]))
+    weights = tf.constant(rng.standard_normal([2, 3, 4, 6]))
+
+    def loss_and_gradient(sizes):
+        fft_size, out_h, out_w = (tf.constant(v, sizes) for v in (8, 4, 6))
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            spectrum = lib.fftconv_rfft2d(x=x, fft_size=fft_size, offset_h=1,
+                                          Tcomplex=tf.complex128)
+            y = lib.fftconv_irfft2d(spectrum=spectrum, fft_size=fft_size, out_h=out_h,
+                                    out_w=out_w, offset_h=2, T=tf.float64)
+            loss = tf.reduce_sum(y * weights)
+        return loss, tape.gradient(loss, x)
+    loss, gradient = loss_and_gradient(tf.int64)
+    want_loss, want_gradient = loss_and_gradient(tf.int32)
+    np.testing.assert_allclose(loss.numpy(), want_loss.numpy(), rtol=1e-12)
+    np.testing.assert_allclose(gradient.numpy(), want_gradient.numpy(), rtol=1e-12, atol=1e-12)

@@ -1,10 +1,15 @@
 """Finds and loads the op library built by the Makefile (``tf_fftconv/_fftconv_ops.so``)."""
 
+import functools
+import inspect
 import json
 import os
 import threading
 
+import numpy as np
 import tensorflow as tf
+
+from tf_fftconv.errors import invalid_argument
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _LIBRARY = os.path.join(_HERE, "_fftconv_ops.so")
@@ -56,8 +61,52 @@ def _other_copies_loaded():
                   if os.path.basename(p) == name and os.path.realpath(p) != ours)
 
 
+INT64_MIN, INT64_MAX = -2**63, 2**63 - 1
+
+
+def _checked_op(function):
+    """``function``, an op of the generated module, refusing integers outside int64.
+
+    TensorFlow converts an integer argument of an op to int64 (an ``int`` attribute such as
+    ``offset_h``, or a size input ``fft_size``, ``out_h``, ``out_w``) without checking it; past
+    int64 it leaves a Python error pending that stops the process at its next call. Every
+    integer the kernels could not receive as given is refused here instead, naming it.
+    """
+    signature = inspect.signature(function)
+
+    def past_int64(value):
+        return (isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+                and not INT64_MIN <= int(value) <= INT64_MAX)
+
+    @functools.wraps(function)
+    def op(*args, **kwargs):
+        # The arguments are looked at first and named only when one is refused: this runs on
+        # every eager call.
+        if any(map(past_int64, args)) or any(map(past_int64, kwargs.values())):
+            for name, value in signature.bind(*args, **kwargs).arguments.items():
+                if past_int64(value):
+                    raise invalid_argument("%s = %d does not fit in int64" % (name, value))
+        return function(*args, **kwargs)
+    return op
+
+
+class _Ops:
+    """The generated op module with every op function checked by ``_checked_op``; its other
+    attributes are the module's own."""
+
+    def __init__(self, module):
+        self._module = module
+        for name, value in vars(module).items():
+            if name.startswith("fftconv_") and callable(value):
+                setattr(self, name, _checked_op(value))
+
+    def __getattr__(self, name):
+        return getattr(self._module, name)
+
+
 def load_library():
-    """Loads the op library once and returns its generated op module."""
+    """Loads the op library once and returns its generated op module, each op behind
+    ``_checked_op``."""
     global _module
     with _lock:
         if _module is None:
@@ -72,7 +121,7 @@ def load_library():
                     "tf_fftconv, or tf.load_op_library(tf_fftconv.library_path()))."
                     % (others[0], _LIBRARY))
             try:
-                _module = tf.load_op_library(_LIBRARY)
+                _module = _Ops(tf.load_op_library(_LIBRARY))
             except tf.errors.NotFoundError as e:
                 raise ImportError(
                     "tf_fftconv: loading %s failed (%s). This usually means it was built "

@@ -180,12 +180,19 @@ def _frame_area(fft_size, dtype):
     return tf.cast(fft_size, dtype) * tf.cast(fft_size, dtype)
 
 
+def _checked_fft_size(op):
+    """An FFT op's ``fft_size`` input as the int32 the wrappers pass: the raw ops also take int64,
+    and the op has checked that it is an allowed size, so the cast changes no value."""
+    fft_size = op.inputs[1]
+    return fft_size if fft_size.dtype == tf.int32 else tf.cast(fft_size, tf.int32)
+
+
 @tf.RegisterGradient("FftconvRfft2d")
 def _rfft2d_grad(op, grad):
     # grad_x[h, w] = Re sum_k grad[k] e^{+i theta}  =  S^2 * irfft2d(grad / multiplicity).
     # Half precision: rfft2d is the standard transform / S^2 and irfft2d the standard inverse times
     # S^2, so the same gradient is irfft2d(grad / (S^2 multiplicity)).
-    x, fft_size = op.inputs
+    x, fft_size = op.inputs[0], _checked_fft_size(op)
     data_format = op.get_attr("data_format").decode()
     height, width = _image_size(x, data_format)
     weighted = _scale_spectrum(grad, fft_size, lambda area, m: area / m,
@@ -199,7 +206,7 @@ def _rfft2d_grad(op, grad):
 def _irfft2d_grad(op, grad):
     # grad_spectrum[k] = multiplicity[k] / S^2 * rfft2d(grad placed at the window); half precision
     # (the scales of both ops differ by S^2 each way): multiplicity[k] * S^2 * rfft2d(grad).
-    fft_size = op.inputs[1]
+    fft_size = _checked_fft_size(op)
     spectrum = rfft2d(grad, fft_size, op.get_attr("offset_h"), op.get_attr("offset_w"),
                       op.get_attr("data_format").decode())
     return _scale_spectrum(spectrum, fft_size, lambda area, m: m / area,
