@@ -405,7 +405,7 @@ def format_table(result):
         + (f"; dtype policy {settings['precision']}"
            if settings.get("precision", "float32") != "float32" else "") + ".",
     ]
-    if all("plans" in r for _, r in timed):   # results from before the plans were recorded
+    if all("plans" in r for _, r in timed):   # older results have no plans
         notes.append("Convolutions run (per layer: algorithm, frame, tiling): " + "; ".join(
             f"{label} {_describe_plans(r['plans'])}" for label, r in timed) + ".")
     if auto is not None:
