@@ -77,3 +77,24 @@ def timed_problems(monkeypatch):
 
     monkeypatch.setattr(tuning, "tune_problem", tune_problem)
     return timed
+
+
+def followed_plans(layer):
+    """The plans an FFTConv2D followed in its traces and eager calls (not a plan made afresh for
+    the question, as ``explain`` makes one for a layer that has not run)."""
+    return list(layer._plans.entries.values())
+
+
+def assert_ran(layer_or_model, algorithm):
+    """Asserts that every FFTConv2D of a model (or the layer itself) ran, and only ran,
+    ``algorithm`` ("fft" or "spatial"), as its recorded plans say."""
+    from tf_fftconv.layers import FFTConv2D  # noqa: PLC0415  (the op library loads with it)
+
+    layers = ([layer_or_model] if isinstance(layer_or_model, FFTConv2D) else
+              [layer for layer in layer_or_model.layers if isinstance(layer, FFTConv2D)])
+    assert layers, "no FFTConv2D in %s" % layer_or_model.name
+    for layer in layers:
+        plans = followed_plans(layer)
+        assert plans, "%s has not run" % layer.name
+        assert {plan.algorithm for plan in plans} == {algorithm}, (
+            layer.name, [plan.label for plan in plans])

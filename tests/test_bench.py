@@ -8,7 +8,6 @@ import json
 import math
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -251,29 +250,53 @@ def test_time_per_call_rotates_inputs_and_calibrates():
     assert seen[6:] == [i % 3 for i in range(4 * calls)]
 
 
-def test_call_timer_separates_issuing_the_calls_from_waiting_for_the_device(monkeypatch):
-    # The device's work stands in as a sleep in the closing sync, the host's as one in each call:
-    # the sample holds both, the dispatch only the calls.
+class _FakeClock:
+    """measure's clock, moved on only by `spend` (a call's or a sync's work stands in as time
+    spent), so that the timer's arithmetic is checked exactly on a machine under any load."""
+
+    def __init__(self):
+        self.now = 1000.0
+
+    def perf_counter(self):
+        return self.now
+
+    def spend(self, seconds):
+        def work(*args):
+            self.now += seconds
+        return work
+
+
+@pytest.fixture
+def fake_clock(monkeypatch):
+    clock = _FakeClock()
+    monkeypatch.setattr(measure, "time", clock)
+    return clock
+
+
+def test_call_timer_separates_issuing_the_calls_from_waiting_for_the_device(monkeypatch,
+                                                                            fake_clock):
+    # The device's work stands in as time spent in the closing sync, the host's as time spent in
+    # each call: the sample holds both, the dispatch only the calls.
     device_s, host_s, calls = 0.2, 0.002, 4
-    monkeypatch.setattr(measure, "sync_devices", lambda: time.sleep(device_s))
-    timer = measure.CallTimer(lambda: time.sleep(host_s), [()], warmup=1, calls=calls)
+    monkeypatch.setattr(measure, "sync_devices", fake_clock.spend(device_s))
+    timer = measure.CallTimer(fake_clock.spend(host_s), [()], warmup=1, calls=calls)
     timer.sample()
     (sample,), (dispatch,) = timer.samples, timer.dispatch
-    assert host_s <= dispatch < host_s + device_s / calls / 2
-    assert sample >= dispatch + device_s / calls
+    assert dispatch == pytest.approx(host_s)
+    assert sample == pytest.approx(host_s + device_s / calls)
     timing = measure.summarize(timer.samples, timer.calls, timer.dispatch)
-    assert timing["dispatch_ms"] == pytest.approx(1e3 * dispatch)
+    assert timing["dispatch_ms"] == pytest.approx(1e3 * host_s)
     assert "dispatch_ms" not in measure.summarize(timer.samples, timer.calls)
 
 
-def test_call_timer_times_each_step_of_a_call_that_runs_several(monkeypatch):
+def test_call_timer_times_each_step_of_a_call_that_runs_several(monkeypatch, fake_clock):
     monkeypatch.setattr(measure, "sync_devices", lambda: None)
     host_s, steps = 0.004, 4
-    timer = measure.CallTimer(lambda: time.sleep(host_s), [()], warmup=1, calls=2,
+    timer = measure.CallTimer(fake_clock.spend(host_s), [()], warmup=1, calls=2,
                               steps_per_call=steps)
     timer.sample()
     (sample,), (dispatch,) = timer.samples, timer.dispatch
-    assert host_s / steps <= dispatch <= sample < host_s
+    assert sample == dispatch == pytest.approx(host_s / steps)
 
 
 @pytest.mark.parametrize("mode", ["forward", "train"])

@@ -9,7 +9,7 @@ import keras
 import numpy as np
 import pytest
 
-from conftest import rel_error
+from conftest import assert_ran, rel_error
 from tf_fftconv.experiments import data, models
 from tf_fftconv.layers import FFTConv2D
 
@@ -46,6 +46,7 @@ def test_same_function_from_same_weights(rng):
     spatial, fft = _pair()
     x = rng.random((16, 32, 32, 1)).astype(np.float32)
     assert rel_error(fft.predict(x, verbose=0), spatial.predict(x, verbose=0)) <= 1e-5
+    assert_ran(fft, "fft")
 
 
 def test_small_images_are_zero_padded_to_32(rng):
@@ -58,6 +59,7 @@ def test_small_images_are_zero_padded_to_32(rng):
     np.testing.assert_allclose(fft.predict(x, verbose=0), fft32.predict(padded, verbose=0),
                                rtol=1e-6, atol=1e-6)
     assert rel_error(fft.predict(x, verbose=0), spatial.predict(x, verbose=0)) <= 1e-5
+    assert_ran(fft, "fft")
 
 
 def test_options_and_errors():
@@ -73,18 +75,29 @@ def test_options_and_errors():
 
 
 def test_fit_with_default_compile(rng):
-    """compile_lenet and a bare model.compile (Keras defaults, jit_compile="auto") both train."""
-    images = rng.random((256, 32, 32, 1)).astype(np.float32)
+    """compile_lenet and a bare model.compile (Keras defaults, jit_compile="auto") both train:
+    the FFT model's losses are its spatial twin's (same weights, same batches), and fall."""
     labels = rng.integers(0, 10, 256)
-    keras.utils.set_random_seed(0)
-    model = models.compile_lenet(models.lenet5("fft"))
-    history = model.fit(images, labels, epochs=2, batch_size=64, verbose=0)
-    assert model.jit_compile is False
-    assert np.all(np.isfinite(history.history["loss"]))
+    # Learnable: each class lights its own band of rows.
+    images = rng.random((256, 32, 32, 1)).astype(np.float32) * 0.5
+    for row in range(3):
+        images[np.arange(256), 3 * labels + row, :, 0] += 1.0
+    spatial, fft = _pair(seed=0)
+    losses = {}
+    for name, model in (("spatial", spatial), ("fft", fft)):
+        models.compile_lenet(model)
+        keras.utils.set_random_seed(0)
+        losses[name] = model.fit(images, labels, epochs=3, batch_size=64, verbose=0,
+                                 shuffle=False).history["loss"]
+        assert model.jit_compile is False
+    assert_ran(fft, "fft")
+    np.testing.assert_allclose(losses["fft"], losses["spatial"], rtol=1e-4)
+    assert losses["fft"][-1] < 0.8 * losses["fft"][0], losses["fft"]
     bare = models.lenet5("fft")
     bare.compile(optimizer="adam", loss="sparse_categorical_crossentropy")
     bare.fit(images, labels, epochs=1, batch_size=64, verbose=0)
     assert bare.jit_compile is False
+    assert_ran(bare, "fft")
 
 
 _LOAD_SCRIPT = textwrap.dedent("""
@@ -119,6 +132,7 @@ def test_save_and_load_in_fresh_process(rng, tmp_path):
     model = models.lenet5("fft", input_shape=(28, 28, 1))
     x = rng.random((5, 28, 28, 1)).astype(np.float32)
     expected = model.predict(x, verbose=0)
+    assert_ran(model, "fft")
     np.save(tmp_path / "x.npy", x)
     model.save(tmp_path / "model.keras")
     tf.saved_model.save(model, str(tmp_path / "saved_model"))
@@ -147,13 +161,16 @@ def test_training_trajectories_identical_in_float64_without_kinks(rng):
         spatial, fft = _pair(seed=4, activation="tanh", pooling="average")
         images = rng.random((192, 32, 32, 1))
         labels = rng.integers(0, 10, 192)
+        initial = fft.get_weights()
         for model in (spatial, fft):
             models.compile_lenet(model)
             keras.utils.set_random_seed(4)
             model.fit(images, labels, batch_size=32, epochs=1, shuffle=False, verbose=0)
-        for a, b in zip(spatial.get_weights(), fft.get_weights()):
+        assert_ran(fft, "fft")
+        for a, b, start in zip(spatial.get_weights(), fft.get_weights(), initial):
             assert a.dtype == np.float64
-            np.testing.assert_allclose(b, a, rtol=1e-9, atol=1e-12)
+            assert rel_error(a, start) > 1e-3                 # the weights moved ...
+            assert rel_error(b, a) <= 1e-11, rel_error(b, a)  # ... the same way
     finally:
         keras.config.set_floatx(floatx)
         keras.config.set_dtype_policy(policy)
@@ -186,6 +203,7 @@ def test_accuracy_parity_on_fashion_mnist():
         history = model.fit(train, epochs=2, verbose=0, shuffle=False)
         final = model.evaluate(test, verbose=0, return_dict=True)
         results[name] = (initial, history.history, final)
+    assert_ran(fft, "fft")
     (s_init, s_hist, s_final), (f_init, f_hist, f_final) = results["spatial"], results["fft"]
     assert abs(s_init["loss"] - f_init["loss"]) <= 1e-5 * s_init["loss"]  # same start
     np.testing.assert_allclose(f_hist["loss"], s_hist["loss"], rtol=1e-2)

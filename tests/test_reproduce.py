@@ -10,15 +10,24 @@ import sys
 import pytest
 
 from tf_fftconv.experiments import reproduce
+from tf_fftconv.geometry import FFT_SIZES
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def _run_record(label, times, accuracy, jit=False):
+SPATIAL = {"algorithm": "spatial", "frame": None, "tiling": None}
+
+
+def _run_record(label, times, accuracy, jit=False, plans=None):
     return {"label": label, "epochs": len(times), "epoch_times_s": times,
             "first_epoch_time_s": times[0], "avg_epoch_time_s": sum(times[1:]) / (len(times) - 1),
             "avg_epoch_time_excludes_first": True, "wall_time_s": sum(times) + 0.04,
-            "test_accuracy": accuracy, "jit_compile": jit}
+            "test_accuracy": accuracy, "jit_compile": jit,
+            "plans": plans or {"c1": [SPATIAL], "c3": [SPATIAL]}}
+
+
+def _fft_plan(frame, tiling="single"):
+    return {"algorithm": "fft", "frame": frame, "tiling": tiling}
 
 
 def test_format_table_matches_the_design_document_style():
@@ -29,8 +38,12 @@ def test_format_table_matches_the_design_document_style():
         "environment": {"description": "GPU: test", "tf_version": "2.21.0",
                         "keras_version": "3.15.1"},
         "runs": {"baseline": _run_record("baseline", [3.0, 1.67633, 1.67633], 0.9879416, True),
-                 "fft": _run_record("fft", [4.0, 1.5, 1.5], 0.9878),
-                 "auto": _run_record("auto", [3.5, 1.25, 1.25], 0.9877)},
+                 "fft": _run_record("fft", [4.0, 1.5, 1.5], 0.9878,
+                                    plans={"c1": [_fft_plan(32)],
+                                           "c3": [_fft_plan(8, "2x2 tiles of 5x5"),
+                                                  _fft_plan(16)]}),
+                 "auto": _run_record("auto", [3.5, 1.25, 1.25], 0.9877,
+                                     plans={"c1": [SPATIAL], "c3": [_fft_plan(16)]})},
         "auto_choices": {"c1": ["spatial"], "c3": ["fft S=16 single keep"]},
         "baseline_accuracy_over_seeds": {"seeds": [0, 1, 2], "accuracies": [0.98, 0.99, 0.985],
                                          "mean": 0.985, "stdev": 0.005, "min": 0.98,
@@ -65,6 +78,9 @@ def test_format_table_matches_the_design_document_style():
         reproduce.format_table(result)
     result["fft_accuracy_over_seeds"]["mean"] = 0.9816667
     assert 'baseline on, FFT off, auto off' in text
+    assert ("Convolutions run (per layer: algorithm, frame, tiling): baseline c1 spatial, "
+            "c3 spatial; FFT c1 fft S=32 single, c3 fft S=8 2x2 tiles of 5x5 / fft S=16 single; "
+            "auto c1 spatial, c3 fft S=16 single.") in text
     assert "Device: GPU: test. TensorFlow 2.21.0, Keras 3.15.1." in text
     assert "NOTE" not in text
 
@@ -170,7 +186,20 @@ def test_cli_smoke(tmp_path):
     # Same initial weights and batches: the first epoch's losses agree closely.
     for run in (fft, auto):
         assert abs(run["train_loss"][0] - baseline["train_loss"][0]) <= 1e-3 * baseline["train_loss"][0]
-    # The FFT row is the FFT path itself; auto says what it chose for each layer.
+    # The FFT rows ran the FFT path in both layers, the baseline rows tf.nn.conv2d (the plans
+    # the layers followed); auto says what it chose for each layer.
+    for run in [fft] + result["runs"]["fft_extra_seeds"]:
+        assert set(run["plans"]) == {"c1", "c3"}
+        for layer, records in run["plans"].items():
+            assert records and all(r["algorithm"] == "fft" and r["frame"] in FFT_SIZES
+                                   and r["tiling"] for r in records), (layer, records)
+    for run in [baseline] + result["runs"]["baseline_extra_seeds"]:
+        assert run["plans"] == {"c1": [SPATIAL], "c3": [SPATIAL]}
+    assert set(auto["plans"]) == {"c1", "c3"}
+    fft_paths = re.search(r"Convolutions run \(per layer: algorithm, frame, tiling\): "
+                          r"baseline c1 spatial, c3 spatial; FFT c1 (.*), c3 (.*); auto ",
+                          result["table"])
+    assert fft_paths and all(p.startswith("fft S=") for p in fft_paths.groups()), result["table"]
     assert set(result["auto_choices"]) == {"c1", "c3"}
     assert all(labels for labels in result["auto_choices"].values())
     # The second seed's pair: a baseline and an FFT model from one set of initial weights, on

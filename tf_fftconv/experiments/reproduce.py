@@ -35,8 +35,9 @@ differences: the FFT accuracy judged against run-to-run noise, like for like.
 
 The data set comes from `tf_fftconv.experiments.data.load`: MNIST when it can be had quickly,
 otherwise Fashion-MNIST, otherwise synthetic data, always announced and named in the table's rows.
-`--json PATH` writes per-epoch times, losses and accuracies, the device, the TensorFlow
-version and the data set actually used.
+`--json PATH` writes per-epoch times, losses and accuracies, each model's plans (per
+convolution layer: algorithm, frame, tiling; also printed under the table), the device, the
+TensorFlow version and the data set actually used.
 """
 
 import argparse
@@ -167,6 +168,7 @@ class TimedRun:
             "test_accuracy": float(scores["accuracy"]),
             "eval_time_s": eval_time,
             "jit_compile": bool(self.model.jit_compile),
+            "plans": model_plans(self.model),
         }
 
 
@@ -189,6 +191,51 @@ def train_all(timed_runs, epochs, order):
             for epoch in range(epochs):
                 timed.fit_epoch(epoch)
     return [timed.record() for timed in timed_runs]
+
+
+def _plan_record(plan):
+    """One plan as the result records it: the algorithm, and for the FFT path its frame size and
+    tiling ("single", "TxT tiles of HxW", or "run-time" where the sizes were unknown while
+    tracing). None is a keras.layers.Conv2D: the spatial convolution."""
+    if plan is None or plan.algorithm != "fft":
+        return {"algorithm": "spatial", "frame": None, "tiling": None}
+    if plan.config is None:
+        return {"algorithm": "fft", "frame": None, "tiling": "run-time"}
+    tiles = plan.config.tiles
+    tiling = ("single" if not tiles.tiled else
+              f"{tiles.tiles_h}x{tiles.tiles_w} tiles of {tiles.tile_h}x{tiles.tile_w}")
+    return {"algorithm": "fft", "frame": tiles.fft_size, "tiling": tiling}
+
+
+def model_plans(model):
+    """What each convolution layer of `model` ran: layer name -> the distinct records
+    (`_plan_record`) of the plans its traces followed."""
+    import keras
+
+    from tf_fftconv.layers import FFTConv2D
+
+    plans = {}
+    for layer in model.layers:
+        if isinstance(layer, FFTConv2D):
+            records = [_plan_record(plan) for plan in layer.explain_plans()]
+        elif isinstance(layer, keras.layers.Conv2D):
+            records = [_plan_record(None)]
+        else:
+            continue
+        plans[layer.name] = [dict(items) for items in sorted({tuple(r.items()) for r in records},
+                                                             key=str)]
+    return plans
+
+
+def _describe_plans(plans):
+    """`model_plans` in words: "c1 fft S=32 single, c3 spatial"."""
+    def one(record):
+        if record["algorithm"] != "fft":
+            return record["algorithm"]
+        return " ".join(str(v) for v in ("fft", record["frame"] and f"S={record['frame']}",
+                                         record["tiling"]) if v)
+    return ", ".join(f"{layer} {' / '.join(one(r) for r in records)}"
+                     for layer, records in plans.items())
 
 
 def _auto_choices(model):
@@ -358,6 +405,9 @@ def format_table(result):
         + (f"; dtype policy {settings['precision']}"
            if settings.get("precision", "float32") != "float32" else "") + ".",
     ]
+    if all("plans" in r for _, r in timed):   # older results have no plans
+        notes.append("Convolutions run (per layer: algorithm, frame, tiling): " + "; ".join(
+            f"{label} {_describe_plans(r['plans'])}" for label, r in timed) + ".")
     if auto is not None:
         choices = result.get("auto_choices", {})
         notes.append(
