@@ -1,17 +1,19 @@
-"""fft_depthwise_conv2d: tf.nn.depthwise_conv2d (channel multiplier, strides, dilations) against
-a float64 NumPy reference written from the definition (tests/strided_reference.py), gradients
-included, eagerly and under XLA.
+"""fft_depthwise_conv2d and FFTDepthwiseConv2D: tf.nn.depthwise_conv2d (channel multiplier,
+strides, dilations) against a float64 NumPy reference written from the definition
+(tests/strided_reference.py), gradients included, eagerly and under XLA; the Keras layer against
+keras.layers.DepthwiseConv2D with the same weights.
 
 The combinations are drawn afresh each run (the seed is printed), a fixed number per test.
 """
 
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 
 import strided_reference as reference
 import tf_fftconv as fc
-from test_strided_grouped import check_case
+from test_strided_grouped import check_case, check_drop_in
 
 
 def _depthwise(case, rng, **options):
@@ -111,3 +113,61 @@ def test_no_channels():
     assert y.shape == (2, 5, 5, 0)
     y = fc.fft_depthwise_conv2d(tf.zeros([2, 9, 9, 3]), tf.zeros([3, 3, 3, 0]), 2, "VALID")
     assert y.shape == (2, 4, 4, 0)
+
+
+@pytest.mark.parametrize("options", [
+    dict(), dict(depth_multiplier=3, padding="same"), dict(strides=(2, 3)),
+    dict(dilation_rate=(3, 2), padding="same"), dict(strides=2, dilation_rate=2, padding="same"),
+    dict(data_format="channels_first", depth_multiplier=2, strides=2)])
+def test_layer_is_a_drop_in(rng, options):
+    """FFTDepthwiseConv2D against DepthwiseConv2D: the weights move both ways with set_weights,
+    the outputs and the kernel's gradients agree, and the config round-trips."""
+    channels_first = options.get("data_format") == "channels_first"
+    x = tf.constant(rng.standard_normal((2, 5, 21, 18) if channels_first else (2, 21, 18, 5)),
+                    tf.float32)
+    ours = fc.FFTDepthwiseConv2D(5, algorithm="fft", **options)
+    theirs = keras.layers.DepthwiseConv2D(5, **options)
+    theirs_call = None
+    if channels_first:
+        # TensorFlow's CPU depthwise convolution takes NHWC only: Keras' layer (its weights are
+        # the same in both formats) runs on the transposed input.
+        theirs = keras.layers.DepthwiseConv2D(5, **dict(options, data_format="channels_last"))
+        theirs.build((2, 21, 18, 5))
+
+        def theirs_call(t):
+            return tf.transpose(theirs(tf.transpose(t, [0, 2, 3, 1])), [0, 3, 1, 2])
+
+    check_drop_in(rng, ours, theirs, x, theirs_call)
+
+
+def test_layer_saves_and_loads(tmp_path, rng):
+    """Registered for serialization as FFTConv2D is: a saved model loads with the layer."""
+    model = keras.Sequential([keras.Input((12, 12, 3)),
+                              fc.FFTDepthwiseConv2D(3, depth_multiplier=2, strides=2,
+                                                    padding="same")])
+    x = rng.standard_normal((2, 12, 12, 3)).astype(np.float32)
+    path = str(tmp_path / "depthwise.keras")
+    model.save(path)
+    loaded = keras.models.load_model(path)
+    assert isinstance(loaded.layers[0], fc.FFTDepthwiseConv2D)
+    np.testing.assert_allclose(loaded(x), model(x), rtol=1e-6, atol=1e-6)
+
+
+def test_layer_mixed_precision(rng):
+    """Under mixed_float16 the kernel stays float32 and the output is float16, as
+    DepthwiseConv2D's."""
+    policy = keras.config.dtype_policy()
+    keras.config.set_dtype_policy("mixed_float16")
+    try:
+        ours = fc.FFTDepthwiseConv2D(3, depth_multiplier=2, algorithm="fft", padding="same")
+        theirs = keras.layers.DepthwiseConv2D(3, depth_multiplier=2, padding="same")
+        x = rng.standard_normal((2, 10, 10, 4)).astype(np.float32)
+        theirs.build(x.shape)
+        ours.build(x.shape)
+        ours.set_weights(theirs.get_weights())
+        y_ours, y_theirs = ours(x), theirs(x)
+    finally:
+        keras.config.set_dtype_policy(policy)
+    assert ours.kernel.dtype == "float32" and y_ours.dtype == y_theirs.dtype == tf.float16
+    np.testing.assert_allclose(np.asarray(y_ours, np.float32), np.asarray(y_theirs, np.float32),
+                               rtol=1e-2, atol=1e-2)

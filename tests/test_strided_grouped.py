@@ -1,10 +1,12 @@
 """fft_conv2d with strides, dilations and groups, against a float64 NumPy reference written from
-the definition (tests/strided_reference.py), gradients included; the argument checks.
+the definition (tests/strided_reference.py), gradients included; the argument checks; FFTConv2D
+with them.
 
 The combinations (stride 1-4, dilation 1-8, groups 1, 2, 4, both paddings and data formats, the
 argument forms) are drawn afresh each run (the seed is printed), a fixed number per test.
 """
 
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -199,3 +201,44 @@ def test_cost_model_counts_groups_strides_and_dilations():
     assert made.candidates and all(
         c.config.tiles.k_h == 9 for c in made.candidates if c.config is not None)
     assert isinstance(made.problem, cost_model.Problem)
+
+
+@pytest.mark.parametrize("options", [dict(strides=2), dict(strides=(3, 1), padding="valid"),
+                                     dict(dilation_rate=(2, 3)), dict(groups=2),
+                                     dict(dilation_rate=2, groups=4, padding="same")])
+def test_fft_conv2d_layer_options(rng, options):
+    """FFTConv2D with Conv2D's strides, dilation_rate and groups: the same outputs and weight
+    gradients as Conv2D with the same weights, moved both ways with set_weights."""
+    x = tf.constant(rng.standard_normal((2, 19, 17, 8)), tf.float32)
+    ours = fc.FFTConv2D(8, 3, algorithm="fft", **options)
+    theirs = keras.layers.Conv2D(8, 3, **options)
+    check_drop_in(rng, ours, theirs, x)
+
+
+def check_drop_in(rng, ours, theirs, x, theirs_call=None):
+    """Fresh weights moved from Keras' layer to ours, then others from ours to Keras' (with
+    set_weights, unchanged): each time the same outputs and kernel gradients; ours' config
+    round-trips. ``theirs_call``: how to call Keras' layer (default: the layer; one built
+    already keeps its build)."""
+    theirs_call = theirs_call or theirs
+    for layer in (ours, theirs):
+        if not layer.built:
+            layer.build(x.shape)
+    for source, target in ((theirs, ours), (ours, theirs)):
+        source.set_weights([rng.standard_normal(v.shape) for v in source.get_weights()])
+        target.set_weights(source.get_weights())
+        with tf.GradientTape(persistent=True) as tape:
+            y_ours, y_theirs = ours(x), theirs_call(x)
+        np.testing.assert_allclose(y_ours, y_theirs, rtol=1e-4, atol=1e-4)
+        np.testing.assert_allclose(tape.gradient(y_ours, ours.kernel),
+                                   tape.gradient(y_theirs, theirs.kernel), rtol=1e-4, atol=1e-3)
+    restored = type(ours).from_config(ours.get_config())
+    assert restored.get_config() == ours.get_config()
+
+
+def test_fft_conv2d_layer_refuses_what_conv2d_refuses():
+    for options in (dict(strides=2, dilation_rate=2), dict(groups=3)):
+        with pytest.raises(ValueError):
+            keras.layers.Conv2D(6, 3, **options).build((1, 8, 8, 4))
+        with pytest.raises(ValueError):
+            fc.FFTConv2D(6, 3, **options).build((1, 8, 8, 4))
