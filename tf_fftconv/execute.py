@@ -429,8 +429,10 @@ def _spatial_conv(x, w, problem):
     if data_format == "NCHW":
         strides = [1, 1, problem.strides[0], problem.strides[1]]
     if problem.depthwise and not (problem.strides != (1, 1) and problem.dilations != (1, 1)):
-        # tf.nn.depthwise_conv2d's filters [kh, kw, C, multiplier] (w is [kh, kw, 1, C * m]);
-        # it refuses strides with dilations, which tf.nn.conv2d with C groups computes.
+        # tf.nn.depthwise_conv2d's filters [kh, kw, C, multiplier] (w is [kh, kw, 1, C * m]).
+        # With strides and dilations both above 1 it only warns, and its values are not the
+        # convolution's (TensorFlow 2.21: off by the size of the outputs), so tf.nn.conv2d with
+        # C groups computes those.
         filters = tf.reshape(w, [problem.k_h, problem.k_w, problem.in_channels,
                                  problem.out_channels // problem.in_channels])
         y = tf.nn.depthwise_conv2d(x, filters, strides, problem.padding,
