@@ -283,9 +283,11 @@ def _op_time(costs, bytes_moved=0.0, bytes_per_s=1.0, flops=0.0, flops_per_s=1.0
 
 
 def estimate_spatial(problem, costs):
-    """tf.nn.conv2d: three passes of ``2 B Cin Cout Ho Wo kh kw`` flops each (in a half type:
-    half the bytes, and the device's measured factor on the time, ``spatial_dtype_factors``; in
-    float32 with TF32 off, ``spatial_no_tf32_factor``)."""
+    """tf.nn.conv2d: three passes of ``2 B (Cin / groups) Cout Ho Wo kh kw`` flops each, ``Ho x
+    Wo`` the strided output and ``kh x kw`` the taps, whatever the dilation (in a half type: half
+    the bytes, and the device's measured factor on the time, ``spatial_dtype_factors``; in float32
+    with TF32 off, ``spatial_no_tf32_factor``). A depthwise problem takes the same formula with
+    its channel term at one channel per group: its rate is not calibrated."""
     real = _element_bytes(problem.dtype)
     slow = ((2.0 if problem.dtype == "float64" else 1.0)
             * dict(costs.spatial_dtype_factors).get(problem.dtype, 1.0)

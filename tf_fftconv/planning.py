@@ -182,7 +182,8 @@ def unknown_size_rule(problem):
     ``Cin * Cout >= 64``, spatial otherwise. On the H200 the FFT path won in those cases with
     VALID padding (Mathieu's layer at k >= 5, LeNet's second layer) and lost below them (k = 3,
     LeNet's first layer); it also lost with SAME padding at Mathieu's size, so for unknown sizes
-    this is a guess, which static sizes replace with the cost model.
+    this is a guess, which static sizes replace with the cost model. A dilated kernel counts by
+    its extent (the FFT path's cost), a grouped one by ``Cin / groups * Cout`` (the w's size).
     """
     return "fft" if (min(problem.dilated_k_h, problem.dilated_k_w) >= 5
                      and problem.in_channels // max(problem.groups, 1) * problem.out_channels
