@@ -171,3 +171,31 @@ def test_layer_mixed_precision(rng):
     assert ours.kernel.dtype == "float32" and y_ours.dtype == y_theirs.dtype == tf.float16
     np.testing.assert_allclose(np.asarray(y_ours, np.float32), np.asarray(y_theirs, np.float32),
                                rtol=1e-2, atol=1e-2)
+
+
+def test_model_trains_as_its_keras_twin_under_xla(rng):
+    """A model of a strided grouped FFTConv2D, a dilated FFTDepthwiseConv2D and a strided one,
+    compiled with jit_compile=True, takes the same SGD step as its twin of Keras' layers with the
+    same weights (the FFT path forced, so the ops are what XLA compiles)."""
+    def model(conv, depthwise, **fft):
+        return keras.Sequential([
+            keras.Input((20, 20, 4)),
+            conv(8, 3, strides=2, groups=2, padding="same", activation="relu", **fft),
+            depthwise(5, dilation_rate=2, depth_multiplier=2, padding="same", **fft),
+            depthwise(3, strides=2, padding="valid", **fft),
+            keras.layers.GlobalAveragePooling2D(), keras.layers.Dense(3)])
+
+    ours = model(fc.FFTConv2D, fc.FFTDepthwiseConv2D, algorithm="fft")
+    theirs = model(keras.layers.Conv2D, keras.layers.DepthwiseConv2D)
+    theirs.set_weights([rng.standard_normal(w.shape) * 0.3 for w in theirs.get_weights()])
+    ours.set_weights(theirs.get_weights())
+    x = rng.standard_normal((6, 20, 20, 4)).astype(np.float32)
+    y = rng.integers(0, 3, 6)
+    losses = []
+    for net, jit in ((ours, True), (theirs, False)):
+        net.compile(keras.optimizers.SGD(0.1), keras.losses.SparseCategoricalCrossentropy(
+            from_logits=True), jit_compile=jit)
+        losses.append(net.train_on_batch(x, y))
+    np.testing.assert_allclose(losses[0], losses[1], rtol=1e-4)
+    for a, b in zip(ours.get_weights(), theirs.get_weights()):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
