@@ -29,8 +29,9 @@ def _max_relative(got, want):
     return np.max(np.abs(np.asarray(got, np.float64) - want)) / np.max(np.abs(want))
 
 
-def check_case(case, rng, conv, dtype=tf.float32, jit=False):
-    """``conv(x, w)`` (NHWC or NCHW per ``case``) and its gradients against the reference."""
+def check_case(case, rng, conv, dtype=tf.float32, jit=False, tolerance=None):
+    """``conv(x, w)`` (NHWC or NCHW per ``case``) and its gradients against the reference, to
+    ``tolerance`` (default: the dtype's) of each result's scale."""
     x = rng.standard_normal(case["x_shape"])
     w = rng.standard_normal(case["w_shape"])
     k_h, k_w, _, multiplier = case["w_shape"]
@@ -71,7 +72,7 @@ def check_case(case, rng, conv, dtype=tf.float32, jit=False):
     for name, got, exact, scale in zip(("y", "dx", "dw"), (y, dx, dw), want, scales):
         assert got.shape == exact.shape, (name, case)
         error = np.max(np.abs(got.astype(np.float64) - exact), initial=0.0) / max(scale, 1e-30)
-        assert error < TOLERANCE[dtype], (name, error, case)
+        assert error < (tolerance or TOLERANCE[dtype]), (name, error, case)
 
 
 def _fft_conv2d(case, rng, **options):
@@ -93,6 +94,24 @@ def test_fft_path_float64_and_half(rng, device):
     for dtype in (tf.float64, tf.float16, tf.float64, tf.float16):
         case = reference.random_case(rng)
         check_case(case, rng, _fft_conv2d(case, rng, algorithm="fft"), dtype)
+
+
+def test_grouped_half_spectra(rng, device):
+    """float16 and bfloat16 spectra ([F, B, C, 2] pairs) moved to and from group-major order: the
+    half-precision products, forced (the CPU's cost model keeps float32 spectra)."""
+    for dtype, tolerance in ((tf.float16, 1e-2), (tf.bfloat16, 6e-2)):
+        case = dict(reference.random_case(rng), groups=2, x_shape=(2, 13, 11, 4),
+                    w_shape=(3, 3, 2, 6), padding="SAME")
+        conv = lambda x, w: fc.fft_conv2d(  # noqa: E731
+            x, w, case["padding"], case["data_format"], strides=case["strides"],
+            dilations=case["dilations"], algorithm="fft", half_spectra=True)
+        check_case(case, rng, conv, dtype, tolerance=tolerance)
+        _, made = fc.conv.conv2d_with_plan(
+            tf.zeros(case["x_shape"] if case["data_format"] == "NHWC" else (2, 4, 13, 11),
+                     dtype), tf.zeros(case["w_shape"], dtype), case["padding"],
+            case["data_format"], algorithm="fft", half_spectra=True, strides=case["strides"],
+            dilations=case["dilations"])
+        assert made.config.spectra == "native"   # the half-precision spectra, not float32 ones
 
 
 def test_spatial_and_auto_match_reference(rng, device):
