@@ -137,10 +137,6 @@ def test_weights_have_conv2d_layout_and_order(rng):
 
 
 @pytest.mark.parametrize("kwargs,match", [
-    ({"strides": 2}, r"strides=1.*got strides=\(2, 2\)"),
-    ({"strides": (1, 3)}, r"got strides=\(1, 3\)"),
-    ({"dilation_rate": 2}, r"got dilation_rate=\(2, 2\)"),
-    ({"groups": 2}, r"got groups=2"),
     ({"fft_size": 0}, r"fft_size must be None or a positive integer"),
     ({"fft_size": 32.0}, r"fft_size must be None or a positive integer"),
     ({"fft_size": np.float32(32)}, r"fft_size must be None or a positive integer"),

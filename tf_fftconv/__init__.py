@@ -1,9 +1,10 @@
 """tf_fftconv: fast FFT convolution for TensorFlow (Mathieu, Henaff & LeCun 2013; fbfft).
 
-``fft_conv2d`` is a stride-1 ``tf.nn.conv2d`` computed with three custom ops (``tf_fftconv.ops``),
-or by ``tf.nn.conv2d`` where a cost model or a timing (``autotune``) says that is faster;
-``explain`` says which, and why. ``FFTConv2D`` is the Keras layer; ``reference.signal_fft_conv2d``
-is the same convolution written with ``tf.signal``. ``tf.load_op_library(tf_fftconv.library_path())``
+``fft_conv2d`` is ``tf.nn.conv2d`` (strides, dilations and groups included) computed with three
+custom ops (``tf_fftconv.ops``), or by ``tf.nn.conv2d`` where a cost model or a timing
+(``autotune``) says that is faster; ``fft_depthwise_conv2d`` is ``tf.nn.depthwise_conv2d`` so;
+``explain`` says which, and why. ``FFTConv2D`` and ``FFTDepthwiseConv2D`` are the Keras layers;
+``reference.signal_fft_conv2d`` is the same convolution written with ``tf.signal``. ``tf.load_op_library(tf_fftconv.library_path())``
 gives the raw ops to scripts.
 
 The experiment tools around the library live in ``tf_fftconv.experiments`` (LeNet-5 models, data
@@ -17,15 +18,15 @@ import os as _os
 from tf_fftconv._loader import build_info, library_path, load_library
 from tf_fftconv import ops
 from tf_fftconv.tuning import autotune
-from tf_fftconv.conv import fft_conv2d
+from tf_fftconv.conv import fft_conv2d, fft_depthwise_conv2d
 from tf_fftconv.geometry import conv_geometry
-from tf_fftconv.layers import FFTConv2D
+from tf_fftconv.layers import FFTConv2D, FFTDepthwiseConv2D
 from tf_fftconv.planning import explain
 
 __version__ = "0.1.0"
 
-__all__ = ["FFTConv2D", "autotune", "build_info", "conv_geometry", "data", "explain", "fft_conv2d",
-           "library_path", "load_library", "models", "ops"]
+__all__ = ["FFTConv2D", "FFTDepthwiseConv2D", "autotune", "build_info", "conv_geometry", "data", "explain", "fft_conv2d",
+           "fft_depthwise_conv2d", "library_path", "load_library", "models", "ops"]
 
 # Public names served by the experiment tools, imported when first asked for so that a plain
 # `import tf_fftconv` stays the library alone.

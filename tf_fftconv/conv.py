@@ -1,5 +1,6 @@
-"""``fft_conv2d``: a stride-1 ``tf.nn.conv2d`` computed in the frequency domain with the three ops,
-or by ``tf.nn.conv2d`` itself where that is faster.
+"""``fft_conv2d`` and ``fft_depthwise_conv2d``: ``tf.nn.conv2d`` and ``tf.nn.depthwise_conv2d``
+computed in the frequency domain with the three ops, or by TensorFlow's own op where that is
+faster.
 
 It checks the arguments, takes the plan for the problem from ``planning`` (eagerly, after a timing
 by ``tuning`` where the cost model calls the choice close or ``TF_FFTCONV_AUTOTUNE=1`` asks for
@@ -37,8 +38,9 @@ def _optional_int(value, name, smallest):
 
 
 def fft_conv2d(x, w, padding="VALID", data_format="NHWC", fft_size=None, algorithm="auto",
-               tile=None, memory_budget=None, half_spectra=None, name=None):
-    """Stride-1, dilation-1 ``tf.nn.conv2d`` (cross-correlation), by FFT where that pays.
+               tile=None, memory_budget=None, half_spectra=None, name=None, *, strides=1,
+               dilations=1, groups=None):
+    """``tf.nn.conv2d`` (cross-correlation), by FFT where that pays.
 
     Args:
       x: float32, float64, float16 or bfloat16 input, ``[B, H, W, Cin]`` (NHWC) or
@@ -47,8 +49,9 @@ def fft_conv2d(x, w, padding="VALID", data_format="NHWC", fft_size=None, algorit
         otherwise those are float32 (``half_spectra``).
         Cin must be known statically; B, H and W may be dynamic (with static H and W the sizes
         are Python numbers, otherwise they are computed in the graph).
-      w: filters ``[kh, kw, Cin, Cout]``, the same dtype as ``x``, with a static shape.
-      padding: "VALID" or "SAME".
+      w: filters ``[kh, kw, Cin / groups, Cout]``, the same dtype as ``x``, with a static shape.
+      padding: "VALID" or "SAME" (with strides, TensorFlow's SAME: ``ceil(H / s)`` outputs,
+        ``pad_total // 2`` of the padding before the image).
       data_format: "NHWC" or "NCHW".
       fft_size: the FFT frame (a power of two in [2, 128], 3 * 2^k in [6, 96] or 5 * 2^k in
         [10, 80]); an image that does not fit is cut into tiles. Default: chosen by the cost
@@ -56,9 +59,11 @@ def fft_conv2d(x, w, padding="VALID", data_format="NHWC", fft_size=None, algorit
       algorithm: "auto" (the cost model, or timings from ``tf_fftconv.autotune``, choose per
         shape, device and dtype; on a GPU an eager call times a close call of the model once,
         as ``FFTConv2D`` does when built), "fft" (always the FFT path) or "spatial"
-        (``tf.nn.conv2d``). ``fft_size`` or ``tile`` given: the FFT path with them.
-      tile: output tile side for tiling (the frame is then the smallest that holds
-        ``tile + k - 1``, unless ``fft_size`` is given). Needs a static height and width.
+        (``tf.nn.conv2d`` with the same arguments). ``fft_size`` or ``tile`` given: the FFT path
+        with them.
+      tile: output tile side (of the stride-1 output) for tiling (the frame is then the smallest
+        that holds ``tile + k - 1``, k the dilated kernel's extent, unless ``fft_size`` is
+        given). Needs a static height and width.
       memory_budget: bytes of spectra the FFT path may hold at once; default
         ``$TF_FFTCONV_MEMORY_BUDGET``, else none. Above it the FFT path recomputes spectra in
         pieces, or (``algorithm="auto"``) spatial convolution is used.
@@ -67,17 +72,57 @@ def fft_conv2d(x, w, padding="VALID", data_format="NHWC", fft_size=None, algorit
         float32 spectra with FP32 products (one rounding, of the result; small layers); with
         height or width unknown while tracing (no cost model), half spectra. True or False forces
         half or float32 spectra.
+      strides (keyword): as ``tf.nn.conv2d``'s: an integer, or a list of 1, 2 or 4 integers (4:
+        in ``data_format``'s order, 1 for batch and channels). The FFT path computes the
+        stride-1 convolution and keeps every stride-th output.
+      dilations (keyword): as ``tf.nn.conv2d``'s, in the same forms as ``strides``. The FFT path
+        convolves with the kernel with zeros between its taps; its cost does not depend on them.
+      groups (keyword): None (default): ``Cin / w.shape[2]``, as ``tf.nn.conv2d`` infers it;
+        else checked against it. Each group of ``Cin / groups`` input channels makes
+        ``Cout / groups`` output channels: per frequency bin one matmul per group.
     Returns:
       ``[B, Ho, Wo, Cout]`` (NHWC) or ``[B, Cout, Ho, Wo]`` (NCHW), differentiable in ``x`` and
       ``w``. ``tf_fftconv.explain`` says what was chosen and why.
+
+    ``strides``, ``dilations`` and ``groups`` are keywords so that the positional order of the
+    other arguments (``fft_conv2d(x, w, padding, data_format, fft_size)``) stays as it was.
     """
     return conv2d_with_plan(x, w, padding, data_format, fft_size, algorithm, tile, memory_budget,
-                            half_spectra, name)[0]
+                            half_spectra, name, strides=strides, dilations=dilations,
+                            groups=groups)[0]
+
+
+def fft_depthwise_conv2d(x, w, strides=1, padding="SAME", dilations=1, data_format="NHWC",
+                         algorithm="auto", fft_size=None, tile=None, memory_budget=None,
+                         name=None):
+    """``tf.nn.depthwise_conv2d``, by FFT where that pays.
+
+    Each of the C input channels is convolved with its own ``multiplier`` filters; output
+    channel ``c * multiplier + m`` is input channel c with filter ``w[:, :, c, m]``. On the FFT
+    path each frequency bin's product is a complex multiply per channel (no matmul): the
+    transforms of ``fft_conv2d`` with C groups of one input channel.
+
+    Args:
+      x: ``[B, H, W, C]`` (NHWC) or ``[B, C, H, W]`` (NCHW), float32, float64, float16 or
+        bfloat16 (the half types are computed with float32 spectra).
+      w: ``[kh, kw, C, multiplier]``, the same dtype as ``x``, with a static shape.
+      strides, padding, dilations, data_format, fft_size, tile, memory_budget: as
+        ``fft_conv2d``'s.
+      algorithm: "auto", "fft" or "spatial" (``tf.nn.depthwise_conv2d``).
+    Returns:
+      ``[B, Ho, Wo, C * multiplier]`` (NHWC) or ``[B, C * multiplier, Ho, Wo]``,
+      differentiable in ``x`` and ``w``.
+    """
+    return conv2d_with_plan(x, w, padding, data_format, fft_size, algorithm, tile, memory_budget,
+                            None, name or "fft_depthwise_conv2d", strides=strides,
+                            dilations=dilations, depthwise=True)[0]
 
 
 def conv2d_with_plan(x, w, padding="VALID", data_format="NHWC", fft_size=None, algorithm="auto",
-                     tile=None, memory_budget=None, half_spectra=None, name=None):
-    """``fft_conv2d`` that also returns the ``planning.Plan`` it followed."""
+                     tile=None, memory_budget=None, half_spectra=None, name=None, *, strides=1,
+                     dilations=1, groups=None, depthwise=False):
+    """``fft_conv2d`` (``depthwise``: ``fft_depthwise_conv2d``) that also returns the
+    ``planning.Plan`` it followed."""
     with tf.name_scope(name or "fft_conv2d"):
         x = tf.convert_to_tensor(x)
         w = tf.convert_to_tensor(w)
@@ -90,15 +135,21 @@ def conv2d_with_plan(x, w, padding="VALID", data_format="NHWC", fft_size=None, a
         fft_size = _optional_int(fft_size, "fft_size", 1)
         tile = _optional_int(tile, "tile", 1)
         problem = planning.make_problem(_static_dims(x, "x"), _static_dims(w, "w"), padding,
-                                        data_format, x.dtype, half_spectra=half_spectra)
+                                        data_format, x.dtype, half_spectra=half_spectra,
+                                        strides=strides, dilations=dilations, groups=groups,
+                                        depthwise=depthwise)
+        if depthwise:   # [kh, kw, C, multiplier] -> the grouped [kh, kw, 1, C * multiplier]
+            w = tf.reshape(w, [problem.k_h, problem.k_w, problem.in_channels // problem.groups,
+                               problem.out_channels])
+        k_h, k_w = problem.dilated_k_h, problem.dilated_k_w
         if (fft_size is not None or tile is not None) and not problem.sizes_known:
             raise _invalid("an explicit fft_size or tile needs a static height and width, got "
                            "x %s" % (x.shape,))
         if (fft_size is not None or tile is not None) and algorithm == "spatial":
             raise _invalid("fft_size and tile set the FFT path, but algorithm is \"spatial\"")
         if fft_size is not None and tile is not None and problem.sizes_known:
-            geometry.tile_geometry(problem.in_h, problem.in_w, problem.k_h, problem.k_w,
-                                   problem.padding, fft_size, tile)  # validates the pair
+            geometry.tile_geometry(problem.in_h, problem.in_w, k_h, k_w, problem.padding,
+                                   fft_size, tile)  # validates the pair
         chosen = planning.plan(problem, algorithm, fft_size, tile, memory_budget)
         if tf.executing_eagerly() and algorithm == "auto" and problem.sizes_known:
             if planning.autotune_enabled() and not chosen.timings_ms:

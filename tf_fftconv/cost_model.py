@@ -153,6 +153,16 @@ class Problem:
     # float16 / bfloat16 only: None lets the cost model choose each configuration's spectra;
     # True forces half-precision spectra, False float32 ones.
     half_spectra: object = None
+    # tf.nn.conv2d's strides and dilations (height, width) and groups: the filters are
+    # [k_h, k_w, in_channels / groups, out_channels]. The FFT path computes the stride-1
+    # convolution with the dilated kernel (``dilated_k_h`` x ``dilated_k_w``) and keeps every
+    # stride-th output (``geometry.strided_axis``).
+    strides: tuple = (1, 1)
+    dilations: tuple = (1, 1)
+    groups: int = 1
+    # tf.nn.depthwise_conv2d: groups = in_channels, out_channels = in_channels * multiplier, the
+    # filters [k_h, k_w, 1, out_channels] (its [k_h, k_w, in_channels, multiplier] reshaped).
+    depthwise: bool = False
 
     @property
     def sizes_known(self):
@@ -163,6 +173,25 @@ class Problem:
         """No input or no output channels: the output is zeros (a sum over no input channels) or
         empty, and there is nothing to compute."""
         return self.in_channels == 0 or self.out_channels == 0
+
+    @property
+    def dilated_k_h(self):
+        return geometry.dilated_size(self.k_h, self.dilations[0])
+
+    @property
+    def dilated_k_w(self):
+        return geometry.dilated_size(self.k_w, self.dilations[1])
+
+    @property
+    def elementwise(self):
+        """One input channel per group (depthwise): each bin's product is a per-channel complex
+        multiply instead of a matmul."""
+        return self.groups > 1 and self.in_channels == self.groups
+
+    def strided_axes(self):
+        """``geometry.StridedAxis`` of height and width (sizes known)."""
+        return (geometry.strided_axis(self.in_h, self.dilated_k_h, self.strides[0], self.padding),
+                geometry.strided_axis(self.in_w, self.dilated_k_w, self.strides[1], self.padding))
 
     @property
     def model_batch(self):
@@ -176,7 +205,21 @@ class Problem:
             self.device_name, self.dtype, "tf32" if self.tf32 else "fp32", self.padding,
             self.data_format, "B%s" % self.batch, "%sx%s" % (self.in_h, self.in_w),
             "%d->%d" % (self.in_channels, self.out_channels),
-            "k%dx%d" % (self.k_h, self.k_w))) + forced
+            "k%dx%d" % (self.k_h, self.k_w))) + forced + self._options()
+
+    def _options(self):
+        """Strides, dilations, groups and depthwise where they are not tf.nn.conv2d's defaults
+        (so the keys and words of a plain convolution stay as they were)."""
+        words = []
+        if self.strides != (1, 1):
+            words.append("strides %dx%d" % self.strides)
+        if self.dilations != (1, 1):
+            words.append("dilations %dx%d" % self.dilations)
+        if self.depthwise:
+            words.append("depthwise, multiplier %d" % (self.out_channels // max(self.groups, 1)))
+        elif self.groups != 1:
+            words.append("groups %d" % self.groups)
+        return "".join(", " + word for word in words)
 
     def describe(self):
         x = ("[%s, %s, %s, %d]" if self.data_format == "NHWC" else "[%s, %d, %s, %s]") % (
@@ -185,7 +228,8 @@ class Problem:
         return ("x %s %s, kernel %dx%d, %d -> %d channels, %s, %s on %s%s"
                 % (x.replace("None", "?"), self.data_format, self.k_h, self.k_w,
                    self.in_channels, self.out_channels, self.padding, self.dtype,
-                   self.device_name, ", TF32 on" if self.tf32 and self.device == "GPU" else ""))
+                   self.device_name, ", TF32 on" if self.tf32 and self.device == "GPU" else "")
+                + self._options())
 
 
 @dataclasses.dataclass(frozen=True)
@@ -239,23 +283,26 @@ def _op_time(costs, bytes_moved=0.0, bytes_per_s=1.0, flops=0.0, flops_per_s=1.0
 
 
 def estimate_spatial(problem, costs):
-    """tf.nn.conv2d: three passes of ``2 B Cin Cout Ho Wo kh kw`` flops each (in a half type:
-    half the bytes, and the device's measured factor on the time, ``spatial_dtype_factors``; in
-    float32 with TF32 off, ``spatial_no_tf32_factor``)."""
+    """tf.nn.conv2d: three passes of ``2 B (Cin / groups) Cout Ho Wo kh kw`` flops each, ``Ho x
+    Wo`` the strided output and ``kh x kw`` the taps, whatever the dilation (in a half type: half
+    the bytes, and the device's measured factor on the time, ``spatial_dtype_factors``; in float32
+    with TF32 off, ``spatial_no_tf32_factor``). A depthwise problem takes the same formula with
+    its channel term at one channel per group: its rate is not calibrated."""
     real = _element_bytes(problem.dtype)
     slow = ((2.0 if problem.dtype == "float64" else 1.0)
             * dict(costs.spatial_dtype_factors).get(problem.dtype, 1.0)
             * (costs.spatial_no_tf32_factor
                if problem.dtype == "float32" and not problem.tf32 else 1.0))
-    out = geometry.output_geometry(problem.in_h, problem.in_w, problem.k_h, problem.k_w,
-                                   problem.padding)
+    out_h, out_w = (axis.out for axis in problem.strided_axes())
     batch = problem.model_batch
-    flops = (2.0 * batch * problem.in_channels * problem.out_channels * out.out_h * out.out_w
+    # Each output sums k_h k_w taps (whatever the dilation) of in_channels / groups channels.
+    group_in = problem.in_channels // max(problem.groups, 1)
+    flops = (2.0 * batch * group_in * problem.out_channels * out_h * out_w
              * problem.k_h * problem.k_w)
     moved = real * (batch * problem.in_channels * problem.in_h * problem.in_w
-                    + problem.k_h * problem.k_w * problem.in_channels * problem.out_channels
-                    + batch * problem.out_channels * out.out_h * out.out_w)
-    channels = min(problem.in_channels, problem.out_channels)
+                    + problem.k_h * problem.k_w * group_in * problem.out_channels
+                    + batch * problem.out_channels * out_h * out_w)
+    channels = min(group_in, problem.out_channels // max(problem.groups, 1))
     rate = (min(costs.spatial_flops_per_s * math.sqrt(problem.k_h * problem.k_w),
                 costs.spatial_max_flops_per_s)
             * channels / (channels + costs.spatial_half_channels) / slow)
@@ -287,12 +334,12 @@ def estimate_fft(problem, config, costs):
     if config.spectra == "float32":
         inner = estimate_fft(dataclasses.replace(problem, dtype="float32", tf32=False),
                              dataclasses.replace(config, spectra="native"), costs)
-        out = geometry.output_geometry(problem.in_h, problem.in_w, problem.k_h, problem.k_w,
-                                       problem.padding)
+        out_h, out_w = (axis.out for axis in problem.strided_axes())
         batch = problem.model_batch
         elements = (batch * problem.in_channels * problem.in_h * problem.in_w
-                    + batch * problem.out_channels * out.out_h * out.out_w
-                    + problem.k_h * problem.k_w * problem.in_channels * problem.out_channels)
+                    + batch * problem.out_channels * out_h * out_w
+                    + problem.k_h * problem.k_w * problem.in_channels // max(problem.groups, 1)
+                    * problem.out_channels)
         cast_bytes = 2 * (2 + 4) * elements      # each tensor cast once per pass, both ways
         return dataclasses.replace(
             inner, time_s=inner.time_s + cast_bytes / costs.cast_bytes_per_s,
@@ -305,17 +352,20 @@ def estimate_fft(problem, config, costs):
     batch = problem.model_batch
     frames = batch * t.tiles                    # images of the (tiled) batch
     ci, co, n = problem.in_channels, problem.out_channels, config.chunks
+    groups = max(problem.groups, 1)
+    gi = ci // groups                            # input channels per group: w's dimension 2
     bins = t.bins
     x_bytes = real * batch * ci * problem.in_h * problem.in_w
-    y_bytes = real * batch * co * t.out_h * t.out_w
-    w_bytes = real * problem.k_h * problem.k_w * ci * co
+    y_bytes = real * batch * co * t.out_h * t.out_w   # the stride-1 output
+    w_bytes = real * problem.dilated_k_h * problem.dilated_k_w * gi * co   # the dilated kernel
     x_tiles = real * frames * ci * t.in_tile_h * t.in_tile_w if t.tiled else x_bytes
     y_tiles = real * frames * co * t.tile_h * t.tile_w if t.tiled else y_bytes
     X = complex_bytes * bins * frames * ci      # [F, B*tiles, Cin]
-    W = complex_bytes * bins * ci * co          # [F, Cin, Cout]
+    W = complex_bytes * bins * gi * co          # [F, Cin / groups, Cout]
     Y = complex_bytes * bins * frames * co      # [F, B*tiles, Cout], also dY
-    matmul_flops = 8.0 * bins * frames * ci * co
-    work = frames / n * ci * co                 # multiply-adds per bin of one matmul
+    # The per-bin product is block-diagonal: groups matmuls of (Cin / groups) x (Cout / groups).
+    matmul_flops = 8.0 * bins * frames * gi * co
+    work = frames / n * gi * co / groups        # multiply-adds per bin of one group's matmul
     peak = costs.matmul_tf32_flops_per_s if problem.tf32 else costs.matmul_flops_per_s
     half_work = costs.matmul_half_work * peak / costs.matmul_tf32_flops_per_s
     matmul_rate = peak * work / (work + half_work) / slow
@@ -333,15 +383,31 @@ def estimate_fft(problem, config, costs):
         ops.extend([(moved, transform_rate, flops, fft_rate, fixed)] * times)
 
     def matmul(moved, times):
+        if problem.elementwise:
+            # Depthwise: a per-channel complex multiply (TensorFlow's elementwise ops: the
+            # operands, the product and a conjugate or broadcast copy), bound by bandwidth.
+            copy(2 * moved, times)
+            return
         ops.extend([(moved, costs.matmul_bytes_per_s / slow, matmul_flops / n, matmul_rate)]
                    * times)
+        if groups > 1:
+            # Each product's operands and result moved to and from group-major order.
+            copy(2 * moved, times)
 
     def copy(moved, times=1):
         ops.extend([(moved, costs.copy_bytes_per_s / slow, 0.0, 1.0)] * times)
 
     recompute = config.memory == "recompute"
     for _ in range(2 if recompute else 1):     # the weight spectrum, again in the backward pass
-        transform(w_bytes + W, co * ci, problem.k_h)
+        transform(w_bytes + W, co * gi, problem.dilated_k_h)
+    if problem.dilations != (1, 1):
+        copy(w_bytes + real * problem.k_h * problem.k_w * gi * co, 2)   # dilating w, and its grad
+    if problem.strides != (1, 1):
+        # Every stride-th output kept, and its gradient spread onto the stride grid; the
+        # stride-1 output is computed whole (the inverse writing only the kept outputs is the
+        # custom kernels' next step).
+        out_h, out_w = (axis.out for axis in problem.strided_axes())
+        copy(y_bytes + real * batch * co * out_h * out_w, 2)
     if t.tiled:
         # Cutting (pad, per axis a reshape, m slices and a concat, transpose, reshape) and joining
         # (reshape, transpose, reshape, slice), and their gradients: the bytes go through four
@@ -361,7 +427,7 @@ def estimate_fft(problem, config, costs):
     matmul(X / n + W + Y / n, 3 * n)
     if n > 1:
         copy(3 * W, n - 1)                      # accumulating the weight-gradient spectrum
-    transform(W + w_bytes, co * ci, problem.k_h)  # irfft dw
+    transform(W + w_bytes, co * gi, problem.dilated_k_h)  # irfft dw
     time = sum(_op_time(costs, *op) for op in ops)
     flops = sum(op[2] for op in ops)
     moved = sum(op[0] for op in ops)
@@ -378,4 +444,7 @@ def estimate_fft(problem, config, costs):
         # The whole batch's tiles are cut before the pieces run and joined after them: both
         # copies are alive with the spectra (in either mode).
         workspace += x_tiles + y_tiles
+    if groups > 1:
+        # One product's operands and result in group-major order (or the depthwise broadcast).
+        workspace += (X + Y) / n + W
     return Estimate(time, int(workspace), int(kept), flops, moved)

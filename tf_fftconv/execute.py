@@ -48,7 +48,8 @@ import dataclasses
 import tensorflow as tf
 
 from tf_fftconv import ops
-from tf_fftconv.geometry import FFT_SIZES, MAX_FFT_SIZE, ConvGeometry, check_padding
+from tf_fftconv.geometry import (
+    FFT_SIZES, MAX_FFT_SIZE, ConvGeometry, check_padding, strided_axis)
 
 
 # float16 weights are multiplied by at most this power of two before their transform (below).
@@ -144,30 +145,100 @@ def _spectral_product(a, b, fft_size, kernel_size=None, **flags):
         for size in FFT_SIZES])
 
 
-# The three products per bin, on X [F, B, Cin], dY [F, B, Cout] and the weights' W' [F, Cin, Cout].
-# tf32_operands: both spectra were stored rounded to TF32 (``_tf32_spectra``).
+# Groups: channel c of X [F, B, Cin] belongs to group c // (Cin / groups), output channel o of
+# dY [F, B, Cout] to group o // (Cout / groups), and the weights' W' [F, Cin / groups, Cout] hold
+# each group's [Cin / groups, Cout / groups] block side by side. Each bin's product is then
+# block-diagonal: one matmul per group and bin. ``_to_groups`` moves a spectrum's channel groups
+# next to its bins, so that one batched spectral matmul over F * groups "bins" does every group,
+# and ``_from_groups`` moves them back (each a TensorFlow transpose, a copy).
+# Depthwise (one input channel per group, ``_is_elementwise``): each bin's product is a complex
+# multiply per channel, done with TensorFlow's complex ops on the spectra; fusing it into the
+# inverse transform's pass is the custom kernels' next step.
+
+def _pair(spectrum):
+    """The trailing [2] of a half-precision spectrum's shape, else []."""
+    return [2] if ops.is_half(spectrum.dtype) else []
+
+
+def _to_groups(spectrum, groups):
+    """``[F, R, C]`` (half: ``[F, R, C, 2]``) -> ``[F * groups, R, C / groups]``, group ``g`` of
+    bin ``f`` at ``f * groups + g``."""
+    if groups == 1:
+        return spectrum
+    pair, shape = _pair(spectrum), tf.shape(spectrum)
+    per_group = spectrum.shape[2] // groups
+    split = tf.reshape(spectrum, tf.concat([shape[:2], [groups, per_group], pair], 0))
+    moved = tf.transpose(split, [0, 2, 1, 3] + [4] * len(pair))    # [F, groups, R, C / groups]
+    return tf.reshape(moved, tf.concat([[-1], shape[1:2], [per_group], pair], 0))
+
+
+def _from_groups(spectrum, groups):
+    """``_to_groups``' inverse: ``[F * groups, R, C]`` -> ``[F, R, groups * C]``."""
+    if groups == 1:
+        return spectrum
+    pair, shape = _pair(spectrum), tf.shape(spectrum)
+    per_group = spectrum.shape[2]
+    split = tf.reshape(spectrum, tf.concat([[-1, groups], shape[1:2], [per_group], pair], 0))
+    moved = tf.transpose(split, [0, 2, 1, 3] + [4] * len(pair))    # [F, R, groups, C]
+    return tf.reshape(moved, tf.concat([[-1], shape[1:2], [groups * per_group], pair], 0))
+
+
+def _is_elementwise(w_spectrum, groups):
+    """Depthwise: one input channel per group (W' ``[F, 1, Cout]``)."""
+    return groups > 1 and w_spectrum.shape[1] == 1
+
+
+def _by_channel(spectrum, groups):
+    """``[F, R, groups * m]`` -> ``[F, R, groups, m]``: each input channel's m outputs."""
+    shape = tf.shape(spectrum)
+    return tf.reshape(spectrum, tf.concat([shape[:2], [groups, spectrum.shape[2] // groups]], 0))
+
+
+def _merge_channels(spectrum):
+    """``[F, R, groups, m]`` -> ``[F, R, groups * m]``."""
+    shape = tf.shape(spectrum)
+    return tf.reshape(spectrum, tf.concat([shape[:2], [shape[2] * shape[3]]], 0))
+
+
+# The three products per bin, on X [F, B, Cin], dY [F, B, Cout] and the weights'
+# W' [F, Cin / groups, Cout]. tf32_operands: both spectra were stored rounded to TF32
+# (``_tf32_spectra``).
 
 def _forward_product(x_spectrum, w_spectrum, fft_size, kernel_size, allow_tf32=True,
-                     tf32_operands=False):
-    """``Y = X · conj(W')`` ``[F, B, Cout]`` (the design's ``X · W^H``)."""
-    return _spectral_product(x_spectrum, w_spectrum, fft_size, kernel_size, conjugate_b=True,
-                             allow_tf32=allow_tf32, tf32_operands=tf32_operands)
+                     tf32_operands=False, groups=1):
+    """``Y = X · conj(W')`` ``[F, B, Cout]`` (the design's ``X · W^H``), per group."""
+    if _is_elementwise(w_spectrum, groups):     # Y[f, b, c, m] = X[f, b, c] conj(W'[f, 0, c, m])
+        return _merge_channels(x_spectrum[..., tf.newaxis]
+                               * tf.math.conj(_by_channel(w_spectrum, groups)))
+    return _from_groups(_spectral_product(
+        _to_groups(x_spectrum, groups), _to_groups(w_spectrum, groups), fft_size, kernel_size,
+        conjugate_b=True, allow_tf32=allow_tf32, tf32_operands=tf32_operands), groups)
 
 
 def _input_gradient_product(dy_spectrum, w_spectrum, fft_size, kernel_size, allow_tf32=True,
-                            tf32_operands=False):
-    """``dX = dY · W'^T`` ``[F, B, Cin]`` (the design's ``dY · W``)."""
-    return _spectral_product(dy_spectrum, w_spectrum, fft_size, kernel_size, transpose_b=True,
-                             allow_tf32=allow_tf32, tf32_operands=tf32_operands)
+                            tf32_operands=False, groups=1):
+    """``dX = dY · W'^T`` ``[F, B, Cin]`` (the design's ``dY · W``), per group."""
+    if _is_elementwise(w_spectrum, groups):     # dX[f, b, c] = sum_m dY[f, b, c, m] W'[f, 0, c, m]
+        return tf.reduce_sum(_by_channel(dy_spectrum, groups) * _by_channel(w_spectrum, groups),
+                             axis=-1)
+    return _from_groups(_spectral_product(
+        _to_groups(dy_spectrum, groups), _to_groups(w_spectrum, groups), fft_size, kernel_size,
+        transpose_b=True, allow_tf32=allow_tf32, tf32_operands=tf32_operands), groups)
 
 
 def _weight_gradient_product(x_spectrum, dy_spectrum, fft_size, allow_tf32=True,
-                             tf32_operands=False):
-    """``dW' = X^T · conj(dY)`` ``[F, Cin, Cout]`` (the transpose of the design's ``dY^H · X``):
-    the weight gradient's spectrum in the weights' own layout."""
-    return _spectral_product(x_spectrum, dy_spectrum, fft_size, transpose_a=True,
-                             conjugate_b=True, allow_tf32=allow_tf32,
-                             tf32_operands=tf32_operands)
+                             tf32_operands=False, groups=1):
+    """``dW' = X^T · conj(dY)`` ``[F, Cin / groups, Cout]`` (the transpose of the design's
+    ``dY^H · X``), per group: the weight gradient's spectrum in the weights' own layout."""
+    if groups > 1 and x_spectrum.shape[2] == groups:
+        # Depthwise: dW'[f, 0, c, m] = sum_b X[f, b, c] conj(dY[f, b, c, m]).
+        return _merge_channels(tf.reduce_sum(
+            x_spectrum[..., tf.newaxis] * tf.math.conj(_by_channel(dy_spectrum, groups)),
+            axis=1, keepdims=True))
+    return _from_groups(_spectral_product(
+        _to_groups(x_spectrum, groups), _to_groups(dy_spectrum, groups), fft_size,
+        transpose_a=True, conjugate_b=True, allow_tf32=allow_tf32, tf32_operands=tf32_operands),
+        groups)
 
 
 def _run_time_geometry(x, data_format, k_h, k_w, padding):
@@ -194,22 +265,38 @@ def _run_time_geometry(x, data_format, k_h, k_w, padding):
 
 
 def run_plan(chosen, x, w):
-    """Computes the convolution of ``x`` and ``w`` as ``chosen`` says."""
+    """Computes the convolution of ``x`` and ``w`` as ``chosen`` says.
+
+    ``w`` is ``[kh, kw, Cin / groups, Cout]`` (a depthwise problem's filters reshaped so,
+    ``conv.fft_depthwise_conv2d``). The FFT path computes the stride-1 convolution with the
+    dilated kernel (``dilate_kernel``) and keeps every stride-th output (``subsample``).
+    """
     problem = chosen.problem
     if problem.no_channels:   # whatever the plan: nothing to compute
         return _without_channels(x, w, problem)
     if chosen.algorithm == "spatial":
         return _spatial_conv(x, w, problem)
-    kernel_size = (problem.k_h, problem.k_w)
+    return subsample(_stride_one_fft(chosen, x, dilate_kernel(w, problem.dilations)), x,
+                     problem)
+
+
+def _stride_one_fft(chosen, x, w):
+    """The stride-1 convolution of ``x`` with the (dilated) kernel ``w`` on the FFT path."""
+    problem = chosen.problem
+    kernel_size = (problem.dilated_k_h, problem.dilated_k_w)
+    # The depthwise product takes the spectra as they are: none rounded to TF32, and no half
+    # precision (TensorFlow's complex multiply has no half type).
+    allow_tf32 = not problem.elementwise
     if chosen.config is None:   # sizes unknown while tracing: one frame, sized at run time
-        geometry, image_size = _run_time_geometry(x, problem.data_format, problem.k_h,
-                                                  problem.k_w, problem.padding)
+        geometry, image_size = _run_time_geometry(x, problem.data_format, kernel_size[0],
+                                                  kernel_size[1], problem.padding)
 
-        def run_time_conv(x, w, allow_tf32=True):
+        def run_time_conv(x, w, allow_tf32=allow_tf32):
             return _frequency_domain_conv(geometry, image_size, kernel_size, problem.data_format,
-                                          allow_tf32)(x, w)
+                                          allow_tf32, problem.groups)(x, w)
 
-        if problem.half_spectra is False:  # no cost model here: float32 spectra only if forced
+        # No cost model here: float32 spectra only if forced (or depthwise).
+        if ops.is_half(x.dtype) and (problem.half_spectra is False or problem.elementwise):
             return _in_float32(run_time_conv, x, w)
         return run_time_conv(x, w)
     config = chosen.config
@@ -217,7 +304,49 @@ def run_plan(chosen, x, w):
         wide = dataclasses.replace(config, spectra="native")
         return _in_float32(
             lambda x, w, allow_tf32: _run_config(wide, problem, x, w, allow_tf32), x, w)
-    return _run_config(config, problem, x, w)
+    return _run_config(config, problem, x, w, allow_tf32)
+
+
+def dilate_kernel(w, dilations):
+    """``w [kh, kw, I, O]`` with ``d - 1`` zeros between its taps along each axis: ``[(kh - 1)
+    dh + 1, (kw - 1) dw + 1, I, O]``. Made of TensorFlow ops (a stack with zeros, a reshape, a
+    slice per axis), whose gradient picks the taps back out of the dilated kernel's."""
+    for axis, dilation in enumerate(dilations):
+        if dilation == 1:
+            continue
+        taps = w.shape[axis]
+        # [.., k, ..] -> [.., k, d, ..] (tap, then d - 1 zeros) -> [.., k d, ..] -> first (k-1) d + 1
+        spaced = tf.stack([w] + [tf.zeros_like(w)] * (dilation - 1), axis=axis + 1)
+        dims = w.shape.as_list()
+        dims[axis] = taps * dilation
+        spaced = tf.reshape(spaced, dims)
+        w = spaced[(slice(None),) * axis + (slice(0, (taps - 1) * dilation + 1),)]
+    return w
+
+
+def subsample(y, x, problem):
+    """The strided output from ``y``, the stride-1 output of the same padding with the dilated
+    kernel: along each axis every stride-th value from ``first`` (``geometry.strided_axis``).
+    ``tf.strided_slice``'s gradient spreads dy onto the stride grid, zeros between."""
+    if problem.strides == (1, 1):
+        return y
+    h_axis, w_axis = _spatial_axes(problem.data_format)
+    window = [slice(None)] * 4
+    for axis, stride, k in ((h_axis, problem.strides[0], problem.dilated_k_h),
+                            (w_axis, problem.strides[1], problem.dilated_k_w)):
+        in_size = x.shape[axis]
+        if in_size is not None:
+            out, first, _ = strided_axis(in_size, k, stride, problem.padding)
+        else:   # computed in the graph (folds to constants under XLA for a concrete shape)
+            in_size = tf.shape(x)[axis]
+            if problem.padding == "VALID":
+                out, first = (in_size - k + stride) // stride, 0
+            else:
+                out = (in_size + stride - 1) // stride
+                pad_total = tf.maximum((out - 1) * stride + k - in_size, 0)
+                first = tf.maximum((k - 1) // 2 - pad_total // 2, 0)
+        window[axis] = slice(first, first + (out - 1) * stride + 1, stride)
+    return y[tuple(window)]
 
 
 def _in_float32(conv, x, w):
@@ -230,17 +359,18 @@ def _in_float32(conv, x, w):
 
 
 def _run_config(config, problem, x, w, allow_tf32=True):
-    """The FFT path of ``config`` (sizes known) on ``x`` and ``w``."""
-    tiles, kernel_size = config.tiles, (problem.k_h, problem.k_w)
+    """The FFT path of ``config`` (sizes known) on ``x`` and the dilated kernel ``w``: the
+    stride-1 convolution."""
+    tiles, kernel_size = config.tiles, (problem.dilated_k_h, problem.dilated_k_w)
     if not tiles.tiled:
         geometry = ConvGeometry(tiles.out_h, tiles.out_w, tiles.pad_top, tiles.pad_left,
                                 tiles.fft_size)
         return _spectral_conv(config, geometry, (problem.in_h, problem.in_w), kernel_size,
-                              problem.data_format, allow_tf32)(x, w)
+                              problem.data_format, allow_tf32, problem.groups)(x, w)
     # Each tile: a VALID convolution of [in_tile_h, in_tile_w] into [tile_h, tile_w].
     geometry = ConvGeometry(tiles.tile_h, tiles.tile_w, 0, 0, tiles.fft_size)
     y_tiles = _spectral_conv(config, geometry, (tiles.in_tile_h, tiles.in_tile_w), kernel_size,
-                             problem.data_format, allow_tf32)(
+                             problem.data_format, allow_tf32, problem.groups)(
                                  cut_tiles(x, tiles, problem.data_format), w)
     return join_tiles(y_tiles, tiles, problem.data_format)
 
@@ -263,9 +393,12 @@ def _without_channels(x, w, problem):
     h_axis, w_axis = _spatial_axes(problem.data_format)
     none_of = [slice(None)] * 4
     none_of[channel_axis] = slice(0, 0)
-    if problem.padding == "VALID":   # the output's window of the input: [0, in - k + 1)
-        none_of[h_axis] = slice(0, size(x, h_axis) - problem.k_h + 1)
-        none_of[w_axis] = slice(0, size(x, w_axis) - problem.k_w + 1)
+    # The output's window of the input, every stride-th row and column: VALID [0, in - k + 1),
+    # SAME [0, in) (k the dilated kernel's extent).
+    for axis, k, stride in ((h_axis, problem.dilated_k_h, problem.strides[0]),
+                            (w_axis, problem.dilated_k_w, problem.strides[1])):
+        end = size(x, axis) - k + 1 if problem.padding == "VALID" else size(x, axis)
+        none_of[axis] = slice(0, end, stride)
     # [B, Ho, Wo, 1] (NCHW: [B, 1, Ho, Wo]) zeros, plus w's sum over no channels (a scalar 0)
     zeros = (tf.reduce_sum(x[tuple(none_of)], axis=channel_axis, keepdims=True)
              + tf.reduce_sum(w[:, :, :0, :0]))
@@ -276,19 +409,40 @@ def _without_channels(x, w, problem):
     # run time among its bounds, leaves unknown).
     static = x.shape.as_list()
     static[channel_axis] = problem.out_channels
-    for axis, k in ((h_axis, problem.k_h), (w_axis, problem.k_w)):
-        if problem.padding == "VALID" and static[axis] is not None:
-            static[axis] -= k - 1
+    for axis, k, stride in ((h_axis, problem.dilated_k_h, problem.strides[0]),
+                            (w_axis, problem.dilated_k_w, problem.strides[1])):
+        if static[axis] is not None:
+            static[axis] = strided_axis(static[axis], k, stride, problem.padding).out
     y.set_shape(static)
     return y
 
 
 def _spatial_conv(x, w, problem):
-    if problem.data_format == "NCHW" and problem.device == "CPU":
-        # TensorFlow's CPU convolution takes NHWC only.
-        y = tf.nn.conv2d(tf.transpose(x, [0, 2, 3, 1]), w, 1, problem.padding)
-        return tf.transpose(y, [0, 3, 1, 2])
-    return tf.nn.conv2d(x, w, 1, problem.padding, data_format=problem.data_format)
+    """``tf.nn.conv2d`` with the problem's strides, dilations and groups (implied by ``w``'s
+    shape), or ``tf.nn.depthwise_conv2d`` for a depthwise problem."""
+    data_format = problem.data_format
+    if data_format == "NCHW" and problem.device == "CPU":
+        # TensorFlow's CPU convolutions take NHWC only.
+        x = tf.transpose(x, [0, 2, 3, 1])
+        data_format = "NHWC"
+    strides = [1, problem.strides[0], problem.strides[1], 1]
+    if data_format == "NCHW":
+        strides = [1, 1, problem.strides[0], problem.strides[1]]
+    if problem.depthwise and not (problem.strides != (1, 1) and problem.dilations != (1, 1)):
+        # tf.nn.depthwise_conv2d's filters [kh, kw, C, multiplier] (w is [kh, kw, 1, C * m]).
+        # With strides and dilations both above 1 it only warns, and its values are not the
+        # convolution's (TensorFlow 2.21: off by the size of the outputs), so tf.nn.conv2d with
+        # C groups computes those.
+        filters = tf.reshape(w, [problem.k_h, problem.k_w, problem.in_channels,
+                                 problem.out_channels // problem.in_channels])
+        y = tf.nn.depthwise_conv2d(x, filters, strides, problem.padding,
+                                   data_format=data_format, dilations=problem.dilations)
+    else:
+        y = tf.nn.conv2d(x, w, strides, problem.padding, data_format=data_format,
+                         dilations=list(problem.dilations))
+    if data_format != problem.data_format:
+        y = tf.transpose(y, [0, 3, 1, 2])
+    return y
 
 
 # ---------------------------------------------------------------------------------------------
@@ -377,14 +531,17 @@ def _unrecorded(*tensors):
     return tensors
 
 
-def _spectral_conv(config, geometry, image_size, kernel_size, data_format, allow_tf32=True):
+def _spectral_conv(config, geometry, image_size, kernel_size, data_format, allow_tf32=True,
+                   groups=1):
     if config.memory == "keep":
-        return _frequency_domain_conv(geometry, image_size, kernel_size, data_format, allow_tf32)
+        return _frequency_domain_conv(geometry, image_size, kernel_size, data_format, allow_tf32,
+                                      groups)
     return _recomputing_conv(geometry, image_size, kernel_size, data_format, config.chunks,
-                             allow_tf32)
+                             allow_tf32, groups)
 
 
-def _frequency_domain_conv(geometry, image_size, kernel_size, data_format, allow_tf32=True):
+def _frequency_domain_conv(geometry, image_size, kernel_size, data_format, allow_tf32=True,
+                           groups=1):
     """Mode "keep": X and W of the forward pass are kept for the backward pass. ``allow_tf32``
     False: FP32 products (complex spectra) whatever TensorFlow's TF32 switch says. The spectra
     are rounded to TF32 where ``_tf32_spectra`` says (the kept X and W feed only products too)."""
@@ -401,18 +558,18 @@ def _frequency_domain_conv(geometry, image_size, kernel_size, data_format, allow
         dy_spectrum = ops.rfft2d(dy, size, 0, 0, data_format,
                                  round_to_tf32=tf32)                           # [F, B, Cout]
         dx_spectrum = _input_gradient_product(dy_spectrum, w_spectrum, size, kernel_size,
-                                              allow_tf32, tf32)                # [F, B, Cin]
+                                              allow_tf32, tf32, groups)        # [F, B, Cin]
         dx = ops.irfft2d(dx_spectrum, size, image_size[0], image_size[1], pad_top, pad_left,
                          data_format)
         dw_spectrum = _weight_gradient_product(x_spectrum, dy_spectrum, size,
-                                               allow_tf32, tf32)               # [F, Cin, Cout]
+                                               allow_tf32, tf32, groups)  # [F, Cin / g, Cout]
         return dx, _weight_gradient(dw_spectrum, size, kernel_size)
 
     @tf.custom_gradient
     def conv(x, w):
         x_spectrum, w_spectrum = forward_spectra(*_unrecorded(x, w))
         y_spectrum = _forward_product(x_spectrum, w_spectrum, size, kernel_size, allow_tf32,
-                                      _tf32_spectra(x.dtype, allow_tf32))      # [F, B, Cout]
+                                      _tf32_spectra(x.dtype, allow_tf32), groups)  # [F, B, Cout]
         y = ops.irfft2d(y_spectrum, size, geometry.out_h, geometry.out_w, 0, 0, data_format)
 
         def grad(dy):
@@ -462,7 +619,8 @@ def _pieces(t, count):
     return [t[min(i * step, batch):min((i + 1) * step, batch)] for i in range(count)]
 
 
-def _recomputing_conv(geometry, image_size, kernel_size, data_format, chunks, allow_tf32=True):
+def _recomputing_conv(geometry, image_size, kernel_size, data_format, chunks, allow_tf32=True,
+                      groups=1):
     """Mode "recompute": no spectrum kept between the passes; the batch in ``chunks`` pieces.
 
     Each piece's ops are made to wait for the previous piece's result (control dependencies), so
@@ -489,7 +647,7 @@ def _recomputing_conv(geometry, image_size, kernel_size, data_format, chunks, al
                 x_spectrum = ops.rfft2d(piece, size, pad_top, pad_left, data_format,
                                         round_to_tf32=tf32)                    # [F, b, Cin]
             y_spectrum = _forward_product(x_spectrum, w_spectrum, size, kernel_size,
-                                          allow_tf32, tf32)                    # [F, b, Cout]
+                                          allow_tf32, tf32, groups)            # [F, b, Cout]
             outputs.append(ops.irfft2d(y_spectrum, size, geometry.out_h, geometry.out_w, 0, 0,
                                        data_format))
         y = outputs[0] if chunks == 1 else tf.concat(outputs, 0)
@@ -502,15 +660,17 @@ def _recomputing_conv(geometry, image_size, kernel_size, data_format, chunks, al
                     dy_spectrum = ops.rfft2d(dy_piece, size, 0, 0, data_format,
                                              round_to_tf32=tf32)               # [F, b, Cout]
                 dx_spectrum = _input_gradient_product(dy_spectrum, w_spectrum, size,
-                                                      kernel_size, allow_tf32, tf32)  # [F, b, Cin]
+                                                      kernel_size, allow_tf32, tf32,
+                                                      groups)                  # [F, b, Cin]
                 dxs.append(ops.irfft2d(dx_spectrum, size, image_size[0], image_size[1], pad_top,
                                        pad_left, data_format))
                 with tf.control_dependencies(dxs[-1:]):
                     x_spectrum = ops.rfft2d(piece, size, pad_top, pad_left, data_format,
                                             round_to_tf32=tf32)
-                # [F, Cin, Cout], summed over the pieces (the sum of products, not rounded)
+                # [F, Cin / groups, Cout], summed over the pieces (the sum of products, not
+                # rounded)
                 piece_dw = _weight_gradient_product(x_spectrum, dy_spectrum, size, allow_tf32,
-                                                    tf32)
+                                                    tf32, groups)
                 dw_spectrum = piece_dw if dw_spectrum is None else dw_spectrum + piece_dw
             dx = dxs[0] if chunks == 1 else tf.concat(dxs, 0)
             return dx, _weight_gradient(dw_spectrum, size, kernel_size)

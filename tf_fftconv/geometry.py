@@ -34,6 +34,9 @@ ConvGeometry = collections.namedtuple(
     "ConvGeometry", ["out_h", "out_w", "pad_top", "pad_left", "fft_size"])
 OutputGeometry = collections.namedtuple(
     "OutputGeometry", ["out_h", "out_w", "pad_top", "pad_left", "need_h", "need_w"])
+# One axis of a strided convolution as a subsample of the stride-1 one (``strided_axis``): ``out``
+# outputs, the first at index ``first`` of the stride-1 output, then every ``stride``-th.
+StridedAxis = collections.namedtuple("StridedAxis", ["out", "first", "stride"])
 
 
 def next_power_of_two(n):
@@ -74,6 +77,66 @@ def output_geometry(in_h, in_w, k_h, k_w, padding):
         out_h, out_w, pad_top, pad_left = in_h, in_w, (k_h - 1) // 2, (k_w - 1) // 2
     return OutputGeometry(out_h, out_w, pad_top, pad_left,
                           max(out_h + k_h - 1, k_h), max(out_w + k_w - 1, k_w))
+
+
+def integer(value):
+    """A Python int from an integer (NumPy's too); None for bools, floats and the rest."""
+    if isinstance(value, bool) or not hasattr(value, "__index__"):
+        return None
+    return value.__index__()
+
+
+def spatial_pair(value, name, data_format="NHWC"):
+    """``(height, width)`` of ``tf.nn.conv2d``'s ``strides`` or ``dilations``: an integer, or a
+    list of 1, 2 or 4 integers (4: in ``data_format``'s order, 1 for batch and channels), each
+    >= 1."""
+    single = integer(value)
+    if single is not None:
+        values = [single]
+    else:
+        try:
+            values = [integer(v) for v in value]
+        except TypeError:
+            values = [None]
+    if None in values or len(values) not in (1, 2, 4):
+        raise _invalid("%s must be an integer or a list of 1, 2 or 4 integers, got %r"
+                       % (name, value))
+    if len(values) == 4:
+        h_axis, w_axis = (1, 2) if data_format == "NHWC" else (2, 3)
+        others = [v for axis, v in enumerate(values) if axis not in (h_axis, w_axis)]
+        if others != [1, 1]:
+            raise _invalid("%s must be 1 in the batch and channel dimensions (%s), got %r"
+                           % (name, data_format, value))
+        values = [values[h_axis], values[w_axis]]
+    if len(values) == 1:
+        values = values * 2
+    if min(values) < 1:
+        raise _invalid("%s must be >= 1, got %r" % (name, value))
+    return tuple(values)
+
+
+def dilated_size(k, dilation):
+    """The extent of a ``k``-tap kernel with ``dilation - 1`` zeros between its taps."""
+    return (k - 1) * dilation + 1
+
+
+def strided_axis(in_size, k_dilated, stride, padding):
+    """One axis of a convolution with ``stride``, as the stride-1 one of the same padding
+    subsampled (``StridedAxis``); ``k_dilated`` is the kernel's extent (``dilated_size``).
+
+    TensorFlow's SAME with a stride outputs ``ceil(H / s)`` values and pads
+    ``pad_total = max((ceil(H / s) - 1) s + k - H, 0)``, ``pad_total // 2`` before the image:
+    output ``j`` reads the window at input ``j s - pad_total // 2``. The stride-1 SAME output
+    ``i`` reads the window at ``i - (k - 1) // 2``, so output ``j`` is the stride-1 output
+    ``first + j s`` with ``first = (k - 1) // 2 - pad_total // 2``, which lies in ``[0, H)``
+    because ``pad_total <= k - 1``. VALID: ``ceil((H - k + 1) / s)`` outputs from ``first = 0``.
+    """
+    padding = check_padding(padding)
+    if padding == "VALID":
+        return StridedAxis(max(-(-(in_size - k_dilated + 1) // stride), 0), 0, stride)
+    out = -(-in_size // stride)
+    pad_total = max((out - 1) * stride + k_dilated - in_size, 0)
+    return StridedAxis(out, max((k_dilated - 1) // 2 - pad_total // 2, 0), stride)
 
 
 def conv_geometry(in_h, in_w, k_h, k_w, padding, fft_size=None, max_fft_size=MAX_FFT_SIZE):

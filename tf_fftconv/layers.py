@@ -1,4 +1,5 @@
-"""Keras layer over `tf_fftconv.fft_conv2d`: a drop-in for `keras.layers.Conv2D` (stride 1)."""
+"""Keras layers over `tf_fftconv.fft_conv2d` and `fft_depthwise_conv2d`: drop-ins for
+`keras.layers.Conv2D` and `keras.layers.DepthwiseConv2D`."""
 
 import numbers
 import operator
@@ -15,14 +16,98 @@ _DATA_FORMATS = {"channels_last": "NHWC", "channels_first": "NCHW"}
 _OP_DTYPES = (tf.float32, tf.float64, tf.float16, tf.bfloat16)
 
 
+class _FFTOptions:
+    """What both layers add to their Keras base: the options passed to the op, the plans each
+    input shape got (for ``explain``), the close-call timing when built."""
+
+    def _init_fft_options(self, fft_size, algorithm, tile, memory_budget):
+        self.fft_size = _positive_int_or_none(fft_size, "fft_size")
+        self.tile = _positive_int_or_none(tile, "tile")
+        if algorithm not in _planning.ALGORITHMS:
+            raise ValueError(f"algorithm must be one of {', '.join(_planning.ALGORITHMS)}, got "
+                             f"{algorithm!r}")
+        if algorithm == "spatial" and (self.fft_size is not None or self.tile is not None):
+            raise ValueError("fft_size and tile set the FFT path, but algorithm is \"spatial\"")
+        self.algorithm = algorithm
+        try:
+            _planning.parse_budget(memory_budget)
+        except tf.errors.InvalidArgumentError as error:
+            raise ValueError(error.message) from None
+        # Kept as given (a number of bytes or a string such as "512M"), so the config stays JSON.
+        self.memory_budget = (operator.index(memory_budget) if isinstance(memory_budget,
+                                                                         numbers.Integral)
+                              else memory_budget)
+        self._built_input_shape = None
+        # Problem -> the plan its last trace or eager call followed (for explain).
+        self._plans = _PlanLog()
+
+    def _confirm_close_call(self, input_shape):
+        self._built_input_shape = tuple(input_shape)
+        if self.algorithm == "auto" and self.fft_size is None and self.tile is None:
+            # A close call of the cost model on a GPU is timed once, here, where Python runs
+            # eagerly (traces of the layer plan from the timings; tuning.confirm_close_call).
+            arguments = self.tuning_arguments(input_shape)
+            _tuning.confirm_close_call(arguments["problem"], self.memory_budget)
+
+    def _fft_convolution(self, inputs, kernel, **options):
+        """The op on ``inputs`` and ``kernel`` in the dtype the ops run in (the compute dtype,
+        or float32 for one they do not take), the result in the compute dtype."""
+        compute_dtype = inputs.dtype
+        op_dtype = compute_dtype if compute_dtype in _OP_DTYPES else tf.float32
+        outputs, plan = _conv.conv2d_with_plan(
+            tf.cast(inputs, op_dtype), tf.cast(kernel, op_dtype),
+            padding=self.padding.upper(), data_format=_DATA_FORMATS[self.data_format],
+            fft_size=self.fft_size, algorithm=self.algorithm, tile=self.tile,
+            memory_budget=self.memory_budget, strides=self.strides,
+            dilations=self.dilation_rate, **options)
+        self._plans.entries[plan.problem] = plan
+        return tf.cast(outputs, compute_dtype)   # a no-op for the dtypes the ops run in
+
+    def _op_dtype(self):
+        dtype = tf.as_dtype(self.compute_dtype)
+        return dtype.name if dtype in _OP_DTYPES else "float32"
+
+    def _input_shape(self, input_shape):
+        input_shape = input_shape or self._built_input_shape
+        if input_shape is None:
+            raise ValueError(f"layer {self.name!r} is not built: call it, build it, or pass "
+                             "input_shape")
+        input_shape = tuple(input_shape)
+        channels = input_shape[-1] if self.data_format == "channels_last" else input_shape[1]
+        return input_shape, channels
+
+    def _tuning_arguments(self, input_shape, w_shape, device, **options):
+        problem = _planning.make_problem(
+            input_shape, w_shape, self.padding.upper(), _DATA_FORMATS[self.data_format],
+            self._op_dtype(), device, strides=self.strides, dilations=self.dilation_rate,
+            **options)
+        return dict(problem=problem, algorithm=self.algorithm, fft_size=self.fft_size,
+                    tile=self.tile, memory_budget=self.memory_budget)
+
+    def explain_plans(self, input_shape=None):
+        """The plans of ``tf_fftconv.explain(layer)``: for ``input_shape`` if given, else those
+        the layer followed, else the plan for the shape it was built for."""
+        if input_shape is None and self._plans.entries:
+            return list(self._plans.entries.values())
+        arguments = self.tuning_arguments(input_shape)
+        return [_planning.plan(arguments.pop("problem"), **arguments)]
+
+    def _fft_config(self, config):
+        config.update(fft_size=self.fft_size, algorithm=self.algorithm, tile=self.tile,
+                      memory_budget=self.memory_budget)
+        return config
+
+
 @keras.saving.register_keras_serializable(package="tf_fftconv")
-class FFTConv2D(keras.layers.Conv2D):
+class FFTConv2D(_FFTOptions, keras.layers.Conv2D):
     """2-D convolution computed in the frequency domain (Mathieu et al., 2013).
 
-    Same arguments, weights and results as `keras.layers.Conv2D` with `strides=1`,
-    `dilation_rate=1` and `groups=1`: the kernel is stored `[kh, kw, in, out]`, so
-    `set_weights(conv2d.get_weights())` moves weights between the two unchanged.
-    Strided, dilated and grouped convolutions are refused with a ValueError.
+    Same arguments, weights and results as `keras.layers.Conv2D`, every `strides`,
+    `dilation_rate` and `groups` it accepts included: the kernel is stored
+    `[kh, kw, in / groups, out]`, so `set_weights(conv2d.get_weights())` moves weights between
+    the two unchanged. On the FFT path a strided convolution is the stride-1 one with every
+    stride-th output kept, a dilated one the convolution with the kernel's taps spread apart by
+    zeros, and a grouped one a block-diagonal product per frequency bin.
 
     Args (beyond Conv2D's), passed to `tf_fftconv.fft_conv2d`:
       algorithm: "auto" (default: FFT or `tf.nn.conv2d`, whichever the cost model or a timing
@@ -61,89 +146,79 @@ class FFTConv2D(keras.layers.Conv2D):
             bias_initializer=bias_initializer, kernel_regularizer=kernel_regularizer,
             bias_regularizer=bias_regularizer, activity_regularizer=activity_regularizer,
             kernel_constraint=kernel_constraint, bias_constraint=bias_constraint, **kwargs)
-        unsupported = {name: value for name, value in (
-            ("strides", self.strides), ("dilation_rate", self.dilation_rate))
-            if any(v != 1 for v in value)}
-        if self.groups != 1:
-            unsupported["groups"] = self.groups
-        if unsupported:
-            got = ", ".join(f"{k}={v}" for k, v in unsupported.items())
-            raise ValueError(
-                f"FFTConv2D supports only strides=1, dilation_rate=1 and groups=1 (stride-1, "
-                f"undilated, ungrouped convolution); got {got}. Use keras.layers.Conv2D for "
-                f"strided, dilated or grouped convolutions.")
-        self.fft_size = _positive_int_or_none(fft_size, "fft_size")
-        self.tile = _positive_int_or_none(tile, "tile")
-        if algorithm not in _planning.ALGORITHMS:
-            raise ValueError(f"algorithm must be one of {', '.join(_planning.ALGORITHMS)}, got "
-                             f"{algorithm!r}")
-        if algorithm == "spatial" and (self.fft_size is not None or self.tile is not None):
-            raise ValueError("fft_size and tile set the FFT path, but algorithm is \"spatial\"")
-        self.algorithm = algorithm
-        try:
-            _planning.parse_budget(memory_budget)
-        except tf.errors.InvalidArgumentError as error:
-            raise ValueError(error.message) from None
-        # Kept as given (a number of bytes or a string such as "512M"), so the config stays JSON.
-        self.memory_budget = (operator.index(memory_budget) if isinstance(memory_budget,
-                                                                         numbers.Integral)
-                              else memory_budget)
-        self._built_input_shape = None
-        # Problem -> the plan its last trace or eager call followed (for explain).
-        self._plans = _PlanLog()
+        self._init_fft_options(fft_size, algorithm, tile, memory_budget)
 
     def build(self, input_shape):
         super().build(input_shape)
-        self._built_input_shape = tuple(input_shape)
-        if self.algorithm == "auto" and self.fft_size is None and self.tile is None:
-            # A close call of the cost model on a GPU is timed once, here, where Python runs
-            # eagerly (traces of the layer plan from the timings; tuning.confirm_close_call).
-            arguments = self.tuning_arguments(input_shape)
-            _tuning.confirm_close_call(arguments["problem"], self.memory_budget)
+        self._confirm_close_call(input_shape)
 
     def convolution_op(self, inputs, kernel):
-        compute_dtype = inputs.dtype
-        op_dtype = compute_dtype if compute_dtype in _OP_DTYPES else tf.float32
-        outputs, plan = _conv.conv2d_with_plan(
-            tf.cast(inputs, op_dtype), tf.cast(kernel, op_dtype),
-            padding=self.padding.upper(), data_format=_DATA_FORMATS[self.data_format],
-            fft_size=self.fft_size, algorithm=self.algorithm, tile=self.tile,
-            memory_budget=self.memory_budget)
-        self._plans.entries[plan.problem] = plan
-        return tf.cast(outputs, compute_dtype)   # a no-op for the dtypes the ops run in
-
-    def _op_dtype(self):
-        dtype = tf.as_dtype(self.compute_dtype)
-        return dtype.name if dtype in _OP_DTYPES else "float32"
+        return self._fft_convolution(inputs, kernel, groups=self.groups)
 
     def tuning_arguments(self, input_shape=None, device=None):
         """The ``planning`` problem and options of this layer for an input shape (default: the
         shape it was built for)."""
-        input_shape = input_shape or self._built_input_shape
-        if input_shape is None:
-            raise ValueError(f"layer {self.name!r} is not built: call it, build it, or pass "
-                             "input_shape")
-        input_shape = tuple(input_shape)
-        channels = input_shape[-1] if self.data_format == "channels_last" else input_shape[1]
-        problem = _planning.make_problem(
-            input_shape, tuple(self.kernel_size) + (channels, self.filters),
-            self.padding.upper(), _DATA_FORMATS[self.data_format], self._op_dtype(), device)
-        return dict(problem=problem, algorithm=self.algorithm, fft_size=self.fft_size,
-                    tile=self.tile, memory_budget=self.memory_budget)
-
-    def explain_plans(self, input_shape=None):
-        """The plans of ``tf_fftconv.explain(layer)``: for ``input_shape`` if given, else those
-        the layer followed, else the plan for the shape it was built for."""
-        if input_shape is None and self._plans.entries:
-            return list(self._plans.entries.values())
-        arguments = self.tuning_arguments(input_shape)
-        return [_planning.plan(arguments.pop("problem"), **arguments)]
+        input_shape, channels = self._input_shape(input_shape)
+        return self._tuning_arguments(
+            input_shape, tuple(self.kernel_size) + (channels // self.groups, self.filters),
+            device, groups=self.groups)
 
     def get_config(self):
-        config = super().get_config()
-        config.update(fft_size=self.fft_size, algorithm=self.algorithm, tile=self.tile,
-                      memory_budget=self.memory_budget)
-        return config
+        return self._fft_config(super().get_config())
+
+
+@keras.saving.register_keras_serializable(package="tf_fftconv")
+class FFTDepthwiseConv2D(_FFTOptions, keras.layers.DepthwiseConv2D):
+    """Depthwise 2-D convolution computed in the frequency domain: a drop-in for
+    `keras.layers.DepthwiseConv2D`.
+
+    Same arguments (`strides`, `dilation_rate` and `depth_multiplier` included), weights
+    (`[kh, kw, channels, depth_multiplier]`, then the bias) and results; `set_weights` moves
+    weights between the two unchanged. Per frequency bin each channel's spectrum is multiplied by
+    its filters' (no matmul), by `tf_fftconv.fft_depthwise_conv2d`. `algorithm`, `fft_size`,
+    `tile` and `memory_budget` as `FFTConv2D`'s ("spatial" is `tf.nn.depthwise_conv2d`); mixed
+    precision as `FFTConv2D` (the product in float32 spectra).
+    """
+
+    def __init__(self, kernel_size, strides=(1, 1), padding="valid", depth_multiplier=1,
+                 data_format=None, dilation_rate=(1, 1), activation=None, use_bias=True,
+                 depthwise_initializer="glorot_uniform", bias_initializer="zeros",
+                 depthwise_regularizer=None, bias_regularizer=None, activity_regularizer=None,
+                 depthwise_constraint=None, bias_constraint=None, fft_size=None,
+                 algorithm="auto", tile=None, memory_budget=None, **kwargs):
+        super().__init__(
+            kernel_size=kernel_size, strides=strides, padding=padding,
+            depth_multiplier=depth_multiplier, data_format=data_format,
+            dilation_rate=dilation_rate, activation=activation, use_bias=use_bias,
+            depthwise_initializer=depthwise_initializer, bias_initializer=bias_initializer,
+            depthwise_regularizer=depthwise_regularizer, bias_regularizer=bias_regularizer,
+            activity_regularizer=activity_regularizer, depthwise_constraint=depthwise_constraint,
+            bias_constraint=bias_constraint, **kwargs)
+        self._init_fft_options(fft_size, algorithm, tile, memory_budget)
+
+    def build(self, input_shape):
+        super().build(input_shape)
+        self._confirm_close_call(input_shape)
+
+    def call(self, inputs):
+        outputs = self._fft_convolution(inputs, self.kernel, depthwise=True)
+        if self.use_bias:
+            outputs = tf.nn.bias_add(outputs, tf.cast(self.bias, outputs.dtype),
+                                     data_format=_DATA_FORMATS[self.data_format])
+        if self.activation is not None:
+            return self.activation(outputs)
+        return outputs
+
+    def tuning_arguments(self, input_shape=None, device=None):
+        """The ``planning`` problem and options of this layer for an input shape (default: the
+        shape it was built for)."""
+        input_shape, channels = self._input_shape(input_shape)
+        return self._tuning_arguments(
+            input_shape, tuple(self.kernel_size) + (channels, self.depth_multiplier), device,
+            depthwise=True)
+
+    def get_config(self):
+        return self._fft_config(super().get_config())
 
 
 class _PlanLog:

@@ -116,6 +116,9 @@ def _with_spectra(problem, config):
         return config
     half = dataclasses.replace(config, spectra="native")
     wide = dataclasses.replace(config, spectra="float32")
+    if problem.elementwise:
+        # The depthwise product is TensorFlow's complex multiply, which has no half type.
+        return wide
     if problem.half_spectra is not None:
         return half if problem.half_spectra else wide
     costs = DEVICE_COSTS[problem.device]
@@ -127,25 +130,25 @@ def _with_spectra(problem, config):
 def _fft_configs(problem, fft_size=None, tile=None):
     """Every FFT configuration of a problem with static sizes (forced frame or tile honoured),
     each with its spectrum type (``_with_spectra``)."""
-    out = geometry.output_geometry(problem.in_h, problem.in_w, problem.k_h, problem.k_w,
-                                   problem.padding)
+    k_h, k_w = problem.dilated_k_h, problem.dilated_k_w   # the stride-1 problem's kernel
+    out = geometry.output_geometry(problem.in_h, problem.in_w, k_h, k_w, problem.padding)
     if fft_size is not None:
         sizes = [fft_size]
     elif tile is not None:
-        sizes = [geometry.tile_fft_size(tile, problem.k_h, problem.k_w)]
+        sizes = [geometry.tile_fft_size(tile, k_h, k_w)]
     else:
         # From the smallest tiling frame (or the single frame of a tiny image) to the single frame.
         # Every allowed size, powers of two, 3 * 2^k and 5 * 2^k alike, as single frames and as
         # tiles.
         single = geometry.next_fft_size(max(out.need_h, out.need_w))
-        smallest = max(geometry.next_fft_size(max(problem.k_h, problem.k_w, 2)),
+        smallest = max(geometry.next_fft_size(max(k_h, k_w, 2)),
                        min(geometry.SMALLEST_TILE_FFT_SIZE, single))
         largest = min(single, geometry.MAX_FFT_SIZE)
         sizes = [s for s in geometry.FFT_SIZES if smallest <= s <= largest]
     configs = []
     for size in sizes:
-        tiles = geometry.tile_geometry(problem.in_h, problem.in_w, problem.k_h, problem.k_w,
-                                       problem.padding, size, tile)
+        tiles = geometry.tile_geometry(problem.in_h, problem.in_w, k_h, k_w, problem.padding,
+                                       size, tile)
         frames = None if problem.batch is None else problem.batch * tiles.tiles
         configs.append(FftConfig(tiles))
         for chunks in CHUNK_COUNTS:
@@ -179,10 +182,12 @@ def unknown_size_rule(problem):
     ``Cin * Cout >= 64``, spatial otherwise. On the H200 the FFT path won in those cases with
     VALID padding (Mathieu's layer at k >= 5, LeNet's second layer) and lost below them (k = 3,
     LeNet's first layer); it also lost with SAME padding at Mathieu's size, so for unknown sizes
-    this is a guess, which static sizes replace with the cost model.
+    this is a guess, which static sizes replace with the cost model. A dilated kernel counts by
+    its extent (the FFT path's cost), a grouped one by ``Cin / groups * Cout`` (the w's size).
     """
-    return "fft" if (min(problem.k_h, problem.k_w) >= 5
-                     and problem.in_channels * problem.out_channels >= 64) else SPATIAL
+    return "fft" if (min(problem.dilated_k_h, problem.dilated_k_w) >= 5
+                     and problem.in_channels // max(problem.groups, 1) * problem.out_channels
+                     >= 64) else SPATIAL
 
 
 _LOCK = threading.Lock()
@@ -356,7 +361,7 @@ def _make_plan(problem, algorithm, fft_size, tile, budget):
         return Plan(algorithm=NO_CHANNELS, config=None, source=(
             "no %s channels (w [%d, %d, %d, %d]): the output is %s, whatever the algorithm"
             % ("output" if problem.out_channels == 0 else "input", problem.k_h, problem.k_w,
-               problem.in_channels, problem.out_channels,
+               problem.in_channels // max(problem.groups, 1), problem.out_channels,
                "empty" if problem.out_channels == 0 else "zeros (a sum over no channels)")),
             **common)
     if algorithm == SPATIAL:
@@ -494,12 +499,21 @@ def _cpu_name():
 
 
 def make_problem(x_shape, w_shape, padding="VALID", data_format="NHWC", dtype="float32",
-                 device=None, half_spectra=None):
+                 device=None, half_spectra=None, strides=1, dilations=1, groups=None,
+                 depthwise=False):
     """A ``Problem`` from static shapes (None for unknown batch, height or width);
-    ``half_spectra`` (float16 and bfloat16 only): None, True or False (``Problem``)."""
+    ``half_spectra`` (float16 and bfloat16 only): None, True or False (``Problem``).
+
+    ``strides`` and ``dilations`` as ``tf.nn.conv2d`` takes them (``geometry.spatial_pair``);
+    ``groups`` None: ``in_channels / w_shape[2]``, as ``tf.nn.conv2d`` infers it, else checked
+    against it. ``depthwise``: ``w_shape`` is ``tf.nn.depthwise_conv2d``'s ``[kh, kw, C,
+    multiplier]``, taken as the grouped convolution it is (``Problem.depthwise``).
+    """
     padding = geometry.check_padding(padding)
     if data_format not in ("NHWC", "NCHW"):
         raise _invalid("data_format must be \"NHWC\" or \"NCHW\", got %r" % (data_format,))
+    strides = geometry.spatial_pair(strides, "strides", data_format)
+    dilations = geometry.spatial_pair(dilations, "dilations", data_format)
     x_shape, w_shape = list(x_shape), list(w_shape)
     if len(x_shape) != 4 or len(w_shape) != 4:
         raise _invalid("x and w shapes must have 4 dimensions, got %s and %s"
@@ -512,9 +526,14 @@ def make_problem(x_shape, w_shape, padding="VALID", data_format="NHWC", dtype="f
     if None in (in_channels, k_h, k_w, w_in, w_out):
         raise _invalid("the channels of x and the shape of w must be known statically, got "
                        "x %s and w %s" % (x_shape, w_shape))
-    if w_in != in_channels:
-        raise _invalid("x has %d input channels but w is [%d, %d, %d, %d] (dimension 2 must "
-                       "match)" % (in_channels, k_h, k_w, w_in, w_out))
+    if depthwise:
+        if w_in != in_channels:
+            raise _invalid("x has %d channels but the depthwise filters are [%d, %d, %d, %d] "
+                           "(dimension 2 must match)" % (in_channels, k_h, k_w, w_in, w_out))
+        # [kh, kw, C, multiplier] as the grouped [kh, kw, 1, C * multiplier], C groups.
+        groups, w_in, w_out = max(in_channels, 1), min(in_channels, 1), in_channels * w_out
+    else:
+        groups = _groups(groups, in_channels, w_shape)
     dtype = tf.as_dtype(dtype).name
     if half_spectra is not None and not isinstance(half_spectra, bool):
         raise _invalid("half_spectra must be None, True or False, got %r" % (half_spectra,))
@@ -524,10 +543,37 @@ def make_problem(x_shape, w_shape, padding="VALID", data_format="NHWC", dtype="f
     problem = Problem(batch, in_h, in_w, int(in_channels), int(w_out), int(k_h), int(k_w),
                       padding, data_format, dtype, kind, name,
                       bool(tf.config.experimental.tensor_float_32_execution_enabled()),
-                      half_spectra)
+                      half_spectra, strides, dilations, int(groups), bool(depthwise))
     if problem.sizes_known:
-        geometry.output_geometry(in_h, in_w, problem.k_h, problem.k_w, padding)  # validates
+        geometry.output_geometry(in_h, in_w, problem.dilated_k_h, problem.dilated_k_w,
+                                 padding)  # validates
     return problem
+
+
+def _groups(groups, in_channels, w_shape):
+    """``tf.nn.conv2d``'s groups: ``in_channels / w_shape[2]`` (which must divide both the input
+    and the output channels); an explicit ``groups`` must be that number."""
+    k_h, k_w, w_in, w_out = w_shape
+    if groups is not None:
+        given = geometry.integer(groups)
+        if given is None or given < 1:
+            raise _invalid("groups must be None or a positive integer, got %r" % (groups,))
+        if given * w_in != in_channels or w_out % given:
+            raise _invalid("groups %r does not fit x's %d input channels and w [%d, %d, %d, %d]: "
+                           "w must be [kh, kw, in_channels / groups, out_channels] with "
+                           "out_channels a multiple of groups"
+                           % (groups, in_channels, k_h, k_w, w_in, w_out))
+        return given
+    if w_in == in_channels:
+        return 1
+    if w_in == 0 or in_channels % w_in:
+        raise _invalid("x has %d input channels but w is [%d, %d, %d, %d] (dimension 2 must "
+                       "match, or divide it for groups)" % (in_channels, k_h, k_w, w_in, w_out))
+    inferred = in_channels // w_in
+    if w_out % inferred:
+        raise _invalid("x's %d input channels in groups of w's %d make %d groups, which must "
+                       "divide w's %d output channels" % (in_channels, w_in, inferred, w_out))
+    return inferred
 
 
 # ---------------------------------------------------------------------------------------------
@@ -541,11 +587,48 @@ def _ms(seconds):
     return "%.3f ms" % (seconds * 1e3)
 
 
+def _how_computed(problem):
+    """How strides, dilations, groups and depthwise are computed on either path, and so
+    estimated (``cost_model``), in words."""
+    words = []
+    if problem.dilations != (1, 1):
+        words.append("dilations %dx%d: the FFT path convolves with the %dx%d dilated kernel "
+                     "(zeros between the %dx%d taps), so its cost is that of a %dx%d kernel; "
+                     "spatial convolution's work is that of the taps"
+                     % (problem.dilations + (problem.dilated_k_h, problem.dilated_k_w,
+                                             problem.k_h, problem.k_w, problem.dilated_k_h,
+                                             problem.dilated_k_w)))
+    if problem.strides != (1, 1) and problem.sizes_known:
+        rows, cols = problem.strided_axes()
+        full = geometry.output_geometry(problem.in_h, problem.in_w, problem.dilated_k_h,
+                                        problem.dilated_k_w, problem.padding)
+        words.append("strides %dx%d: the FFT path computes the %dx%d stride-1 outputs and keeps "
+                     "%dx%d of them (every stride-th, from (%d, %d)); spatial convolution "
+                     "computes those alone"
+                     % (problem.strides + (full.out_h, full.out_w, rows.out, cols.out,
+                                           rows.first, cols.first)))
+    elif problem.strides != (1, 1):
+        words.append("strides %dx%d: the FFT path computes the stride-1 outputs and keeps "
+                     "every stride-th" % problem.strides)
+    if problem.elementwise:
+        words.append("depthwise (%d channels, multiplier %d): per bin a complex multiply per "
+                     "channel, no matmul, in float32 or float64 spectra"
+                     % (problem.in_channels, problem.out_channels // problem.groups))
+    elif problem.groups > 1:
+        words.append("groups %d: the per-bin product is block-diagonal, one %d x %d matmul per "
+                     "group (1/%d of the dense work, on either path)"
+                     % (problem.groups, problem.in_channels // problem.groups,
+                        problem.out_channels // problem.groups, problem.groups))
+    return words
+
+
 def explain_plan(p):
     """The text of ``tf_fftconv.explain`` for one plan."""
-    lines = ["fft_conv2d: " + p.problem.describe()]
+    lines = [("fft_depthwise_conv2d: " if p.problem.depthwise else "fft_conv2d: ")
+             + p.problem.describe()]
     if p.algorithm == SPATIAL:
-        lines.append("  chosen: spatial convolution (tf.nn.conv2d)")
+        lines.append("  chosen: spatial convolution (tf.nn.%s)"
+                     % ("depthwise_conv2d" if p.problem.depthwise else "conv2d"))
     elif p.algorithm == NO_CHANNELS:
         lines.append("  chosen: no convolution op, only the output's fill")
     elif p.config is None:
@@ -555,6 +638,8 @@ def explain_plan(p):
     lines.append("  decided by: " + p.source)
     for note in p.notes:
         lines.append("  note: " + note)
+    for how in _how_computed(p.problem):
+        lines.append("  how: " + how)
     if p.candidates:
         chosen = p.candidate(p.label)
         spatial = p.candidate(SPATIAL)
@@ -585,19 +670,23 @@ def explain_plan(p):
     return "\n".join(lines)
 
 
-def explain(layer_or_shape, w_shape=None, *, input_shape=None, padding="VALID",
-            data_format="NHWC", dtype="float32", device=None, algorithm="auto", fft_size=None,
-            tile=None, memory_budget=None):
+def explain(layer_or_shape, w_shape=None, *, input_shape=None, strides=1, padding="VALID",
+            dilations=1, groups=None, depthwise=False, data_format="NHWC", dtype="float32",
+            device=None, algorithm="auto", fft_size=None, tile=None, memory_budget=None):
     """What ``fft_conv2d`` does for a layer or a shape, in words, and why.
 
-    ``explain(layer)``: an ``FFTConv2D`` (every input shape it was called on, else the shape it was
-    built for, else ``input_shape``). ``explain(x_shape, w_shape, padding=..., ...)``: the same
-    arguments as ``fft_conv2d`` with shapes (None for unknown sizes) instead of tensors; ``device``
-    "CPU" or "GPU" (default: where an op would run here). Returns a string.
+    ``explain(layer)``: an ``FFTConv2D`` or ``FFTDepthwiseConv2D`` (every input shape it was
+    called on, else the shape it was built for, else ``input_shape``). ``explain(x_shape, w_shape,
+    padding=..., ...)``: the same arguments as ``fft_conv2d`` with shapes (None for unknown sizes)
+    instead of tensors; ``depthwise=True``: those of ``fft_depthwise_conv2d`` (``w_shape``
+    ``[kh, kw, C, multiplier]``); ``device`` "CPU" or "GPU" (default: where an op would run
+    here). Returns a string.
     """
     if hasattr(layer_or_shape, "explain_plans"):
         return "\n".join(str(p) for p in layer_or_shape.explain_plans(input_shape))
     if w_shape is None:
         raise _invalid("explain needs a layer, or an input shape and a weight shape")
-    problem = make_problem(layer_or_shape, w_shape, padding, data_format, dtype, device)
+    problem = make_problem(layer_or_shape, w_shape, padding, data_format, dtype, device,
+                           strides=strides, dilations=dilations, groups=groups,
+                           depthwise=depthwise)
     return str(plan(problem, algorithm, fft_size, tile, memory_budget))

@@ -27,7 +27,6 @@ import tensorflow as tf
 
 from tf_fftconv import cost_model
 from tf_fftconv import execute
-from tf_fftconv import geometry
 from tf_fftconv import planning
 from tf_fftconv.errors import invalid_argument as _invalid
 
@@ -60,19 +59,19 @@ def _train_step(timed_plan):
 
 
 def _random_inputs(problem, batch, seed):
-    """x, w and dy of ``problem`` at ``batch`` images, random normal."""
-    out = geometry.output_geometry(problem.in_h, problem.in_w, problem.k_h, problem.k_w,
-                                   problem.padding)
+    """x, w and dy of ``problem`` at ``batch`` images, random normal (w as ``execute.run_plan``
+    takes it: ``[kh, kw, Cin / groups, Cout]``)."""
+    out_h, out_w = (axis.out for axis in problem.strided_axes())
     if problem.data_format == "NHWC":
         x_shape = (batch, problem.in_h, problem.in_w, problem.in_channels)
-        y_shape = (batch, out.out_h, out.out_w, problem.out_channels)
+        y_shape = (batch, out_h, out_w, problem.out_channels)
     else:
         x_shape = (batch, problem.in_channels, problem.in_h, problem.in_w)
-        y_shape = (batch, problem.out_channels, out.out_h, out.out_w)
+        y_shape = (batch, problem.out_channels, out_h, out_w)
     generator = tf.random.Generator.from_seed(seed)
     x = generator.normal(x_shape, dtype=problem.dtype)
-    w = generator.normal((problem.k_h, problem.k_w, problem.in_channels, problem.out_channels),
-                         dtype=problem.dtype)
+    w = generator.normal((problem.k_h, problem.k_w, problem.in_channels // problem.groups,
+                          problem.out_channels), dtype=problem.dtype)
     dy = generator.normal(y_shape, dtype=problem.dtype)
     return x, w, dy
 
