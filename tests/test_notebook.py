@@ -27,7 +27,7 @@ def test_parameters_cell_is_tagged_and_complete():
     notebook = _read()
     tagged = [c for c in notebook.cells if "parameters" in c.metadata.get("tags", [])]
     assert len(tagged) == 1 and tagged[0].cell_type == "code"
-    for name in ("INSTALL", "DATASET", "EPOCHS", "BATCH_SIZE", "SEED", "LIMIT_TRAIN",
+    for name in ("INSTALL", "MODEL", "DATASET", "EPOCHS", "BATCH_SIZE", "SEED", "LIMIT_TRAIN",
                  "LIMIT_TEST", "SEEDS", "JSON_PATH", "PLOT_PATH"):
         assert f"\n{name} = " in "\n" + tagged[0].source
     assert all(not c.get("outputs") for c in notebook.cells if c.cell_type == "code"), \

@@ -1,8 +1,9 @@
-"""LeNet-5 with spatial or frequency-domain convolutions, for the baseline vs FFT comparison."""
+"""LeNet-5 and a large-kernel ConvNet with spatial or frequency-domain convolutions, for the
+baseline vs FFT comparison."""
 
 import keras
 
-from tf_fftconv.layers import FFTConv2D
+from tf_fftconv.layers import FFTConv2D, FFTDepthwiseConv2D
 
 # conv -> (layer class, its extra arguments): "fft" is the FFT path always (Mathieu's LeNet),
 # "auto" lets FFTConv2D choose per layer between it and spatial convolution.
@@ -75,6 +76,65 @@ def lenet5(conv="fft", input_shape=(32, 32, 1), num_classes=10, *, activation="r
     x = keras.layers.Dense(84, activation=activation, name="f6")(x)
     outputs = keras.layers.Dense(num_classes, name="logits")(x)
     return keras.Model(inputs, outputs, name=name or f"lenet5_{conv}")
+
+
+# conv -> (depthwise layer class, its extra arguments), for largekernel's large kernels.
+DEPTHWISE_LAYERS = {"spatial": (keras.layers.DepthwiseConv2D, {}),
+                    "fft": (FFTDepthwiseConv2D, {"algorithm": "fft"}),
+                    "auto": (FFTDepthwiseConv2D, {"algorithm": "auto"})}
+
+
+def largekernel(conv="fft", input_shape=(28, 28, 1), num_classes=10, *, widths=(32, 64, 128),
+                kernels=(27, 13, 7), blocks=1, data_format=None, name=None):
+    """A small large-kernel ConvNet in the style of RepLKNet (Ding et al., 2022).
+
+    A 3x3 stem to ``widths[0]`` channels, then one stage per kernel size: ``blocks`` residual
+    blocks of [1x1 convolution, ReLU, depthwise ``k x k`` convolution (SAME), ReLU, 1x1
+    convolution], a 3x3 convolution of stride 2 to the next width between stages (28 -> 14 -> 7
+    pixels for MNIST), then global average pooling and a dense layer to ``num_classes`` logits.
+    The models differ only in their depthwise layers (``keras.layers.DepthwiseConv2D``, or
+    ``tf_fftconv.FFTDepthwiseConv2D`` with algorithm "fft" or "auto"): their weights have the same
+    shapes and order, so ``fft.set_weights(spatial.get_weights())`` starts both from one point.
+
+    Args:
+      conv: "fft", "auto" or "spatial", as ``lenet5``'s.
+      input_shape: one example, in ``data_format`` layout.
+      num_classes: size of the output.
+      widths: channels of each stage.
+      kernels: the depthwise kernel size of each stage (as many as ``widths``).
+      blocks: residual blocks per stage.
+      data_format: "channels_last" or "channels_first"; default keras.config.image_data_format().
+
+    Returns:
+      An uncompiled keras.Model whose output is logits; ``compile_lenet`` compiles it too.
+    """
+    if conv not in DEPTHWISE_LAYERS:
+        raise ValueError(f"conv must be one of {sorted(DEPTHWISE_LAYERS)}, got {conv!r}")
+    if len(widths) != len(kernels) or not widths:
+        raise ValueError(f"widths and kernels must be as long as each other and not empty, got "
+                         f"{widths} and {kernels}")
+    data_format = data_format or keras.config.image_data_format()
+    depthwise_layer, depthwise_kwargs = DEPTHWISE_LAYERS[conv]
+    layers = keras.layers
+
+    inputs = keras.Input(shape=tuple(input_shape), name="image")
+    x = layers.Conv2D(widths[0], 3, padding="same", activation="relu", data_format=data_format,
+                      name="stem")(inputs)
+    for stage, (width, kernel) in enumerate(zip(widths, kernels)):
+        if stage:
+            x = layers.Conv2D(width, 3, strides=2, padding="same", activation="relu",
+                              data_format=data_format, name=f"down{stage}")(x)
+        for block in range(blocks):
+            prefix = f"s{stage}b{block}"
+            y = layers.Conv2D(width, 1, activation="relu", data_format=data_format,
+                              name=f"{prefix}_in")(x)
+            y = depthwise_layer(kernel, padding="same", activation="relu", data_format=data_format,
+                                name=f"{prefix}_dw{kernel}", **depthwise_kwargs)(y)
+            y = layers.Conv2D(width, 1, data_format=data_format, name=f"{prefix}_out")(y)
+            x = layers.Add(name=f"{prefix}_add")([x, y])
+    x = layers.GlobalAveragePooling2D(data_format=data_format, name="pool")(x)
+    outputs = layers.Dense(num_classes, name="logits")(x)
+    return keras.Model(inputs, outputs, name=name or f"largekernel_{conv}")
 
 
 def compile_lenet(model, learning_rate=1e-3, jit_compile="auto", steps_per_execution=1):

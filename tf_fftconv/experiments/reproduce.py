@@ -51,11 +51,16 @@ from pathlib import Path
 BASELINE_DESCRIPTION = "Baseline"
 FFT_DESCRIPTION = "Frequency domain convolutions (tf_fftconv)"
 AUTO_DESCRIPTION = "Automatic choice per layer (tf_fftconv, algorithm=\"auto\")"
-# The timed models: result["runs"] key, the `conv` of models.lenet5.
+# The timed models: result["runs"] key, the `conv` of the model's builder (models.lenet5 or
+# models.largekernel).
 PRECISIONS = ("float32", "mixed_float16", "mixed_bfloat16")
 MODELS = (("baseline", "spatial"), ("fft", "fft"), ("auto", "auto"))
 # How the models' epochs follow one another (train_all).
 ORDERS = ("interleaved", "sequential")
+# --model: the architecture, and the name of its rows (baseline, FFT, auto).
+ARCHITECTURES = {"lenet5": ("LeNet", "Mathieu LeNet", "LeNet, auto"),
+                 "largekernel": ("large-kernel ConvNet", "large-kernel ConvNet, FFT",
+                                 "large-kernel ConvNet, auto")}
 TABLE_HEADER = ("| Experiment | Description | Avg epoch time | Wall time | Acc |\n"
                 "|---|---|---|---|---|")
 
@@ -85,15 +90,19 @@ def _epoch_logger(label, epochs, progress):
     return EpochLog()
 
 
-def _build(conv, info, fft_size=None):
+def _build(conv, info, fft_size=None, architecture="lenet5"):
     from tf_fftconv.experiments import models
 
     data_format = "channels_first" if info.image_shape[0] == 1 else "channels_last"
+    if architecture == "largekernel":  # its FFT layers take their frames from the cost model
+        return models.largekernel(conv, input_shape=info.image_shape,
+                                  num_classes=info.num_classes, data_format=data_format)
     return models.lenet5(conv, input_shape=info.image_shape, num_classes=info.num_classes,
                          data_format=data_format, fft_size=fft_size)
 
 
-def _warm_up(batches, info, fft_size, jit_compile="auto", steps_per_execution=1):
+def _warm_up(batches, info, fft_size, jit_compile="auto", steps_per_execution=1,
+             architecture="lenet5"):
     """One training step of each model type on throwaway models, before anything is timed.
 
     `batches` must not be a timed run's training pipeline: iterating it would move that
@@ -103,23 +112,23 @@ def _warm_up(batches, info, fft_size, jit_compile="auto", steps_per_execution=1)
 
     images, labels = next(iter(batches.take(1)))
     for _, conv in MODELS:
-        model = models.compile_lenet(_build(conv, info, fft_size), jit_compile=jit_compile,
+        model = models.compile_lenet(_build(conv, info, fft_size, architecture), jit_compile=jit_compile,
                                      steps_per_execution=steps_per_execution)
         model.train_on_batch(images, labels)
 
 
-def _from_one_initialisation(convs, info, fft_size, seed, compile_options):
-    """Compiled LeNet-5 models for `convs` ("spatial" first), all with the initial weights that
-    the first one draws after `keras.utils.set_random_seed(seed)`."""
+def _from_one_initialisation(convs, info, fft_size, seed, compile_options, architecture="lenet5"):
+    """Compiled models of `architecture` for `convs` ("spatial" first), all with the initial
+    weights that the first one draws after `keras.utils.set_random_seed(seed)`."""
     import keras
 
     from tf_fftconv.experiments import models
 
     keras.utils.set_random_seed(seed)
-    first = models.compile_lenet(_build(convs[0], info, fft_size), **compile_options)
+    first = models.compile_lenet(_build(convs[0], info, fft_size, architecture), **compile_options)
     built = [first]
     for conv in convs[1:]:
-        model = _build(conv, info, fft_size)
+        model = _build(conv, info, fft_size, architecture)
         model.set_weights(first.get_weights())
         built.append(models.compile_lenet(model, **compile_options))
     return built
@@ -239,11 +248,11 @@ def _describe_plans(plans):
 
 
 def _auto_choices(model):
-    """What each FFTConv2D of `model` followed: layer name -> the plan labels of its traces."""
-    from tf_fftconv.layers import FFTConv2D
+    """What each FFT layer of `model` followed: layer name -> the plan labels of its traces."""
+    from tf_fftconv.layers import FFTConv2D, FFTDepthwiseConv2D
 
     return {layer.name: sorted({plan.label for plan in layer.explain_plans()})
-            for layer in model.layers if isinstance(layer, FFTConv2D)}
+            for layer in model.layers if isinstance(layer, (FFTConv2D, FFTDepthwiseConv2D))}
 
 
 @contextlib.contextmanager
@@ -260,9 +269,10 @@ def _dtype_policy(keras, name):
 def run(dataset="mnist", epochs=10, batch_size=128, seed=0, limit_train=None, limit_test=None,
         seeds=1, fallback=True, data_dir=None, data_format=None, fft_size=None,
         warm_up=True, jit_compile="auto", xla_auto_clustering=False, steps_per_execution=1,
-        precision="float32", order="interleaved", progress=print):
-    """Trains the baseline, the FFT and the automatic LeNet-5 (and `seeds` - 1 more pairs of
-    baseline and FFT models); returns the results dict.
+        precision="float32", order="interleaved", model="lenet5", progress=print):
+    """Trains the baseline, the FFT and the automatic LeNet-5, or large-kernel ConvNet with
+    `model="largekernel"` (and `seeds` - 1 more pairs of baseline and FFT models); returns the
+    results dict.
 
     jit_compile: passed to model.compile for every model ("auto": Keras' default; False: no XLA for
     any, so the convolutions are compared on equal terms).
@@ -288,6 +298,8 @@ def run(dataset="mnist", epochs=10, batch_size=128, seed=0, limit_train=None, li
     if seeds < 1:
         raise ValueError(f"seeds must be >= 1, got {seeds}")
     _check_order(order)
+    if model not in ARCHITECTURES:
+        raise ValueError(f"model must be one of {', '.join(ARCHITECTURES)}, got {model!r}")
     with _dtype_policy(keras, precision):
         arrays = data.load_arrays(dataset, data_dir=data_dir, fallback=fallback)
 
@@ -303,13 +315,13 @@ def run(dataset="mnist", epochs=10, batch_size=128, seed=0, limit_train=None, li
         if xla_auto_clustering:
             tf.config.optimizer.set_jit("autoclustering")
         if warm_up:
-            _warm_up(test, info, fft_size, jit_compile, steps_per_execution)
+            _warm_up(test, info, fft_size, jit_compile, steps_per_execution, model)
 
         # Same initial weights: build the baseline, copy its weights into the other models.
         compile_options = {"jit_compile": jit_compile, "steps_per_execution": steps_per_execution}
         keys, convs = zip(*MODELS)
         trained = dict(zip(keys, _from_one_initialisation(convs, info, fft_size, seed,
-                                                          compile_options)))
+                                                          compile_options, model)))
         timed_runs = []
         for key in keys:
             # A pipeline per model with the same seed: the same batches in the same order.
@@ -319,7 +331,7 @@ def run(dataset="mnist", epochs=10, batch_size=128, seed=0, limit_train=None, li
         # Each further seed: a baseline and an FFT model from one initialisation, on that seed's
         # batches.
         pairs = [(seed + k, _from_one_initialisation(("spatial", "fft"), info, fft_size,
-                                                     seed + k, compile_options))
+                                                     seed + k, compile_options, model))
                  for k in range(1, seeds)]
         extra_runs = [TimedRun(pair[i], f"{label} seed {s}", *pipelines(s)[:2], epochs, s,
                                progress)
@@ -332,7 +344,7 @@ def run(dataset="mnist", epochs=10, batch_size=128, seed=0, limit_train=None, li
         result = {
             "dataset": info.to_dict(),
             "environment": env,
-            "settings": {"dataset": dataset, "epochs": epochs, "batch_size": batch_size,
+            "settings": {"model": model, "dataset": dataset, "epochs": epochs, "batch_size": batch_size,
                          "seed": seed, "limit_train": limit_train, "limit_test": limit_test,
                          "seeds": seeds, "fft_size": fft_size,
                          "data_format": data_format or keras.config.image_data_format(),
@@ -373,10 +385,10 @@ def format_table(result):
     name = info["display_name"]
     rows = [TABLE_HEADER]
     base, fft, auto = runs["baseline"], runs["fft"], runs.get("auto")
-    for experiment, description, r in (
-            (f"{name} LeNet", BASELINE_DESCRIPTION, base),
-            (f"{name} Mathieu LeNet", FFT_DESCRIPTION, fft),
-            (f"{name} LeNet, auto", AUTO_DESCRIPTION, auto)):
+    names = ARCHITECTURES[result.get("settings", {}).get("model", "lenet5")]
+    for experiment, description, r in zip((f"{name} {n}" for n in names),
+                                          (BASELINE_DESCRIPTION, FFT_DESCRIPTION, AUTO_DESCRIPTION),
+                                          (base, fft, auto)):
         if r is not None:
             rows.append(f"| {experiment} | {description} | {r['avg_epoch_time_s']:.5f} s | "
                         f"{r['wall_time_s']:.1f} s | {100 * r['test_accuracy']:.5f}% |")
@@ -489,6 +501,10 @@ def build_parser():
                         help="Keras dtype policy of every model (default float32; the mixed "
                              "policies run FFTConv2D's half-precision kernels and conv2d in the "
                              "same half type)")
+    parser.add_argument("--model", choices=tuple(ARCHITECTURES), default="lenet5",
+                        help="lenet5 (default): Mathieu's LeNet-5, its two convolutions Conv2D or "
+                             "FFTConv2D; largekernel: a RepLKNet-style ConvNet whose depthwise "
+                             "27x27, 13x13 and 7x7 layers are DepthwiseConv2D or FFTDepthwiseConv2D")
     parser.add_argument("--order", choices=ORDERS, default="interleaved",
                         help="interleaved (default): every model's epoch 1, then every model's "
                              "epoch 2, ..., so that a change in the machine's speed during the "
@@ -528,7 +544,7 @@ def main(argv=None):
                      jit_compile="auto" if args.jit_compile == "auto" else False,
                      xla_auto_clustering=args.xla_auto_clustering,
                      steps_per_execution=args.steps_per_execution, precision=args.precision,
-                     order=args.order,
+                     order=args.order, model=args.model,
                      progress=lambda line: print(line, flush=True))
     except (data.DatasetUnavailableError, data.IdxFormatError) as error:
         # What --dataset (or --no-fallback) asked for cannot be had or read here.

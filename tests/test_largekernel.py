@@ -1,0 +1,78 @@
+"""The large-kernel ConvNet (models.largekernel) and its reproduction (--model largekernel): the
+FFT model is its DepthwiseConv2D twin's function, trains as it does, and its large depthwise layers
+run the FFT path."""
+
+import json
+import os
+import re
+import subprocess
+import sys
+
+import keras
+import numpy as np
+import pytest
+
+from tf_fftconv.experiments import models
+from tf_fftconv.layers import FFTDepthwiseConv2D
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _depthwise_plans(model):
+    return {layer.name: sorted({plan.algorithm for plan in layer.explain_plans()})
+            for layer in model.layers if isinstance(layer, FFTDepthwiseConv2D)}
+
+
+def test_layers_stages_and_kernels():
+    model = models.largekernel("fft", widths=(8, 16, 32), kernels=(27, 13, 7))
+    depthwise = [layer for layer in model.layers if isinstance(layer, FFTDepthwiseConv2D)]
+    assert [layer.kernel_size for layer in depthwise] == [(27, 27), (13, 13), (7, 7)]
+    # 28 -> 14 -> 7 pixels: each depthwise layer sees its stage's image.
+    assert [layer.input.shape[1] for layer in depthwise] == [28, 14, 7]
+    spatial = models.largekernel("spatial", widths=(8, 16, 32))
+    assert not any(isinstance(layer, FFTDepthwiseConv2D) for layer in spatial.layers)
+    assert [w.shape for w in spatial.get_weights()] == [w.shape for w in model.get_weights()]
+    with pytest.raises(ValueError, match="conv must be one of"):
+        models.largekernel("winograd")
+    with pytest.raises(ValueError, match="as long as each other"):
+        models.largekernel("fft", widths=(8, 16), kernels=(27,))
+
+
+def test_fft_model_is_its_twins_function_and_trains_as_it_does():
+    rng = np.random.default_rng()
+    spatial = models.largekernel("spatial", widths=(8, 16, 16))
+    fft = models.largekernel("fft", widths=(8, 16, 16))
+    fft.set_weights(spatial.get_weights())
+    images = rng.random((32, 28, 28, 1)).astype(np.float32)
+    labels = rng.integers(0, 10, 32)
+    want, got = spatial(images).numpy(), fft(images).numpy()
+    assert np.linalg.norm(got - want) / np.linalg.norm(want) < 1e-5
+    losses = {}
+    for name, model in (("spatial", spatial), ("fft", fft)):
+        model.compile(optimizer=keras.optimizers.SGD(0.05),
+                      loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+        losses[name] = model.fit(images, labels, epochs=4, batch_size=16, verbose=0,
+                                 shuffle=False).history["loss"]
+    np.testing.assert_allclose(losses["fft"], losses["spatial"], rtol=1e-4)
+    assert losses["fft"][-1] < losses["fft"][0]
+    assert set(map(tuple, _depthwise_plans(fft).values())) == {("fft",)}
+
+
+def test_cli_runs_the_large_kernel_convnet(tmp_path):
+    """--model largekernel: the same table, its rows named for the model, and the FFT rows' depthwise
+    layers on the FFT path."""
+    out = tmp_path / "result.json"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [REPO] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
+    done = subprocess.run(
+        [sys.executable, "-m", "tf_fftconv.reproduce", "--model", "largekernel", "--dataset",
+         "synthetic", "--epochs", "1", "--batch-size", "32", "--limit-train", "64",
+         "--limit-test", "32", "--no-warm-up", "--json", str(out)],
+        env=env, capture_output=True, text=True, timeout=600, cwd=str(tmp_path))
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    for row in ("large-kernel ConvNet \\| Baseline", "large-kernel ConvNet, FFT \\| Frequency",
+                "large-kernel ConvNet, auto \\| Automatic"):
+        assert re.search(r"^\| Synthetic " + row, done.stdout, re.M), row
+    result = json.loads(out.read_text())
+    assert result["settings"]["model"] == "largekernel"
+    assert set(result["auto_choices"]) == {"s0b0_dw27", "s1b0_dw13", "s2b0_dw7"}
