@@ -76,3 +76,11 @@ def test_cli_runs_the_large_kernel_convnet(tmp_path):
     result = json.loads(out.read_text())
     assert result["settings"]["model"] == "largekernel"
     assert set(result["auto_choices"]) == {"s0b0_dw27", "s1b0_dw13", "s2b0_dw7"}
+    # The FFT row's depthwise layers ran the FFT path; the baseline's ran DepthwiseConv2D; the
+    # 3x3 stem and downsampling layers are Conv2D in both.
+    for key, depthwise in (("fft", "fft"), ("baseline", "spatial")):
+        plans = result["runs"][key]["plans"]
+        assert set(plans) == {"stem", "down1", "down2", "s0b0_dw27", "s1b0_dw13", "s2b0_dw7"}
+        for name, records in plans.items():
+            want = depthwise if "_dw" in name else "spatial"
+            assert [r["algorithm"] for r in records] == [want], (key, name, records)

@@ -217,17 +217,19 @@ def _plan_record(plan):
 
 
 def model_plans(model):
-    """What each convolution layer of `model` ran: layer name -> the distinct records
-    (`_plan_record`) of the plans its traces followed."""
+    """What each convolution layer of `model` with a kernel larger than 1x1 ran (1x1 layers are
+    Keras' Conv2D in every model): layer name -> the distinct records (`_plan_record`) of the
+    plans its traces followed."""
     import keras
 
-    from tf_fftconv.layers import FFTConv2D
+    from tf_fftconv.layers import FFTConv2D, FFTDepthwiseConv2D
 
     plans = {}
     for layer in model.layers:
-        if isinstance(layer, FFTConv2D):
+        if isinstance(layer, (FFTConv2D, FFTDepthwiseConv2D)):
             records = [_plan_record(plan) for plan in layer.explain_plans()]
-        elif isinstance(layer, keras.layers.Conv2D):
+        elif (isinstance(layer, (keras.layers.Conv2D, keras.layers.DepthwiseConv2D))
+              and tuple(layer.kernel_size) != (1, 1)):
             records = [_plan_record(None)]
         else:
             continue
