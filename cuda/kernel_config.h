@@ -18,9 +18,6 @@
 //   FFTCONV_RFFT_CLUSTER          1: the forward's cluster strategy (Rfft2dClusterKernel, sm_90+) for
 //                                 the frames of the cluster table below; 0 (default): off until a
 //                                 GPU has checked and timed it (variant n29_cluster).
-//   FFTCONV_RFFT_CLUSTER_CONFIGS  the cluster table that build takes: kClusterConfigs (default),
-//                                 kClusterConfigsMinBlocks4 (variant n30_cluster_minb4) or
-//                                 kClusterConfigsPairs (variant n31_cluster_k2).
 #ifndef TF_FFTCONV_CUDA_KERNEL_CONFIG_H_
 #define TF_FFTCONV_CUDA_KERNEL_CONFIG_H_
 
@@ -28,9 +25,6 @@
 
 #ifndef FFTCONV_RFFT_CLUSTER
 #define FFTCONV_RFFT_CLUSTER 0
-#endif
-#ifndef FFTCONV_RFFT_CLUSTER_CONFIGS
-#define FFTCONV_RFFT_CLUSTER_CONFIGS kClusterConfigs
 #endif
 
 namespace fftconv {
@@ -120,19 +114,13 @@ struct ClusterConfig {
   int fft_size, blocks, lanes, images, min_blocks;
 };
 constexpr ClusterConfig kClusterConfigs[] = {{40, 4, 4, 8, 3}, {48, 4, 4, 8, 3}, {64, 4, 4, 8, 3}};
-// Four blocks per SM promised (64-76 registers; the 64 frame's spills 200 bytes per thread).
-constexpr ClusterConfig kClusterConfigsMinBlocks4[] = {{40, 4, 4, 8, 4}, {48, 4, 4, 8, 4}, {64, 4, 4, 8, 4}};
-// Clusters of two blocks (320-512 threads, 66 KB of shared memory at S = 64).
-constexpr ClusterConfig kClusterConfigsPairs[] = {{40, 2, 4, 8, 3}, {48, 2, 4, 8, 2}, {64, 2, 4, 8, 2}};
 
-template <int N>
-constexpr ClusterConfig FindCluster(const ClusterConfig (&table)[N], int fft_size) {
-  for (int k = 0; k < N; ++k) {
-    if (table[k].fft_size == fft_size) return table[k];
+constexpr ClusterConfig ForwardCluster(int fft_size) {
+  for (const ClusterConfig& config : kClusterConfigs) {
+    if (config.fft_size == fft_size) return config;
   }
   return ClusterConfig{0, 0, 0, 0, 0};
 }
-constexpr ClusterConfig ForwardCluster(int fft_size) { return FindCluster(FFTCONV_RFFT_CLUSTER_CONFIGS, fft_size); }
 
 // The pipelined strategy's copies (detail::RunPipelinedGroups), per direction:
 //   copy_parts  : pieces in which a group's copies are issued: 1, all before the group before it
