@@ -211,6 +211,46 @@ def test_parse_cases():
             measure.parse_cases(bad)
 
 
+def test_parse_strided_grouped_and_depthwise_cases():
+    case = measure.parse_cases("64:128:128:56:31:same:dw")[0]
+    assert case == measure.Case(64, 128, 128, 56, 31, "SAME", depthwise=True)
+    assert case.name == "64x128->128 56x56 k31 SAME depthwise"
+    assert (case.w_shape, case.group_count, case.out_size) == ((31, 31, 128, 1), 128, 56)
+    # 2 x B x C x Ho x Wo x k^2: one input channel per output channel.
+    assert case.spatial_gflop("forward") == pytest.approx(2 * 64 * 128 * 56 ** 2 * 31 ** 2 / 1e9)
+    case = measure.parse_cases("32:64:64:32:9:valid:s2:d2")[0]
+    # A dilated 9-tap kernel spans 17 pixels: 16 VALID outputs, every second kept.
+    assert (case.stride, case.dilation, case.dilated_kernel, case.out_size) == (2, 2, 17, 8)
+    case = measure.parse_cases("32:128:64:28:7:same:s3:g4")[0]
+    assert (case.w_shape, case.out_size) == ((7, 7, 32, 64), 10)
+    for preset in ("depthwise", "strided"):
+        for case in measure.PRESETS[preset]:
+            assert measure.parse_cases(case.spec) == [case]
+            assert not case.plain
+    assert {c.kernel for c in measure.PRESETS["depthwise"]} == {31, 27, 13, 7, 51}
+    for bad in ("1:2:4:8:3:same:dw:g2", "2:4:6:8:3:same:dw", "1:3:4:8:3:same:g2",
+                "1:2:2:8:3:same:s0", "1:1:1:8:5:valid:d2", "1:2:2:8:3:same:x2"):
+        with pytest.raises(ValueError):
+            measure.parse_cases(bad)
+
+
+@pytest.mark.parametrize("spec", ["2:4:8:12:5:same:dw", "2:4:8:12:3:same:s2:d2:g2",
+                                  "2:3:3:13:3:valid:s3:dw"])
+def test_strided_grouped_and_depthwise_cases_run(spec):
+    """TensorFlow's op (tf.nn.depthwise_conv2d for a depthwise case) and the FFT path compute the
+    same layer; the tf.signal peer, which has stride 1 only, is skipped with the reason."""
+    case = measure.parse_cases(spec)[0]
+    with tf.device("/CPU:0"):
+        generator = tf.random.Generator.from_seed(3)
+    record = measure.run_case(case, "train", ["conv2d", "signal", "fft"], device="/CPU:0",
+                              generator=generator, data_format="NHWC", input_sets=1, warmup=3,
+                              repeats=1, calls=1)
+    assert set(record["timings"]) == {"conv2d", "fft"}
+    assert "stride 1" in record["skipped"]["signal"]
+    assert measure.worst_diff(record["max_rel_diff"]["fft"]) < 1e-4
+    assert measure.fft_bytes_moved(case, "NHWC") > 0
+
+
 @pytest.mark.parametrize("argv", [["--impl", "cudnn"], ["--modes", "backward"],
                                   ["--warmup", "2"], ["--iters", "many"], ["--cases", "1:2"],
                                   ["--device", "tpu"], ["--device", "gpu:64"],

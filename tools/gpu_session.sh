@@ -21,6 +21,11 @@
 #   bench-tf32off      Mathieu's layer with TensorFlow's TF32 switch off (FP32 products, cuDNN's
 #                      FP32 kernels)
 #   reproduce          the Fashion-MNIST reproduction under Keras' defaults
+#   bench-large        the depthwise, grouped, dilated and strided cases (presets depthwise and
+#                      strided) in train mode, eagerly and under XLA (tf.nn.depthwise_conv2d and
+#                      tf.nn.conv2d in the same runs; peak memory per call)
+#   reproduce-large    the reproduction of the large-kernel ConvNet against its DepthwiseConv2D twin
+#                      ($LARGE_EPOCHS epochs, default 3; $LARGE_SEEDS paired seeds, default 1)
 #   xla-off            the reproduction with XLA off for both models ($SHORT_EPOCHS epochs, default 5)
 #   steps              the reproduction with --steps-per-execution $STEPS_PER_EXECUTION (32), for
 #                      $SHORT_EPOCHS epochs
@@ -33,7 +38,8 @@
 #                      others, e.g. a part of the grid
 #   frames             frames that are not powers of two: Mathieu's SAME layer in $FRAME_SIZES
 #                      frames (default 40 and 48), and auto
-#   concurrency        tools/concurrency_probe.py: concurrent eager calls of the raw ops
+#   concurrency        tools/concurrency_probe.py: concurrent calls of TensorFlow's ops and ours, each
+#                      in cold processes of their own, eagerly and through tf.functions
 #   lib-variants       each library of make lib-variants (build/libvariants/<name>/) against the
 #                      library, in alternating bench runs ($LIBVARIANT_ROUNDS, default 2) of
 #                      $LIBVARIANT_CASES (Mathieu's k7 layer) with $LIBVARIANT_ARGS (e.g. --ops)
@@ -91,6 +97,20 @@ for step in $steps; do
       log reproduce
       timeout 540 python3 -m tf_fftconv.reproduce --dataset "idx:${DATA_DIR:-.data/fashion-mnist}" --epochs "${EPOCHS:-10}" \
         --seeds "${SEEDS:-3}" --json "$WORK/reproduce.json" 2>&1 | tee "$WORK/reproduce.log" | tail -30 ;;
+    bench-large)
+      for xla in "" --xla; do
+        name=bench_large${xla:+_xla}
+        log "bench ${xla:-(no XLA)} --cases ${LARGE_CASES:-depthwise,strided}"
+        timeout "${LARGE_TIMEOUT:-240}" python3 -m tf_fftconv.bench $xla --cases "${LARGE_CASES:-depthwise,strided}" \
+          --modes train --impl "${LARGE_IMPLS:-conv2d,fft,auto}" --json "$WORK/$name.json" --no-progress 2>&1 \
+          | tee "$WORK/$name.log" | grep -v "^[IWE]0000" | tail -30
+      done ;;
+    reproduce-large)
+      log "reproduce --model largekernel"
+      timeout "${LARGE_TIMEOUT:-300}" python3 -m tf_fftconv.reproduce --model largekernel \
+        --dataset "idx:${DATA_DIR:-.data/fashion-mnist}" --epochs "${LARGE_EPOCHS:-3}" \
+        --seeds "${LARGE_SEEDS:-1}" --json "$WORK/reproduce_largekernel.json" 2>&1 \
+        | tee "$WORK/reproduce_largekernel.log" | tail -16 ;;
     xla-steps)
       # Where the LeNet step's time goes under XLA: the Keras train step of both models with XLA's
       # command buffers (CUDA graphs) as by default, with our custom calls kept out of them
@@ -129,12 +149,26 @@ for step in $steps; do
           | tee "$WORK/bench_$dtype.log" | tail -4
       done ;;
     concurrency)
-      log "concurrent eager calls (sizes as Python numbers, then made on the host)"
-      for how in numbers host; do
-        timeout 120 python3 tools/concurrency_probe.py $([ $how = host ] && echo --host-sizes) \
-          > "$WORK/concurrency_$how.log" 2>&1; echo "exit status: $?" >> "$WORK/concurrency_$how.log"
-        grep -v "^I0000\|^W0000\|^E0000\|WARNING" "$WORK/concurrency_$how.log" | tail -12
-      done ;;
+      # TensorFlow's own ops (the control) and ours, each in processes of their own, so that every
+      # run is a cold start: $CONCURRENCY_RUNS runs of each eagerly (sizes as Python numbers and
+      # made on the host), then $CONCURRENCY_FUNCTION_RUNS of each through tf.functions.
+      log "concurrent calls: TensorFlow's ops and ours, each in its own cold processes"
+      : > "$WORK/concurrency.log"
+      for run in $(seq "${CONCURRENCY_RUNS:-4}"); do
+        for ops in tf ours; do
+          for sizes in "" --host-sizes; do
+            timeout 90 python3 tools/concurrency_probe.py --ops $ops $sizes --threads 8 \
+              --calls "${CONCURRENCY_CALLS:-300}" 2>&1 | grep -v "^[IWE]0000" >> "$WORK/concurrency.log"
+          done
+        done
+      done
+      for run in $(seq "${CONCURRENCY_FUNCTION_RUNS:-2}"); do
+        for ops in tf ours; do
+          timeout 90 python3 tools/concurrency_probe.py --ops $ops --function --threads 8 \
+            --calls "${CONCURRENCY_CALLS:-300}" 2>&1 | grep -v "^[IWE]0000" >> "$WORK/concurrency.log"
+        done
+      done
+      grep SUMMARY "$WORK/concurrency.log" | sort | uniq -c ;;
     half-accuracy)
       log "half precision on a trained LeNet's activations"
       timeout 240 python3 -m tf_fftconv.experiments.half_accuracy --dataset "idx:${DATA_DIR:-.data/fashion-mnist}" \

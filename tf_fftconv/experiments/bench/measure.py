@@ -16,7 +16,7 @@ import time
 import tensorflow as tf
 
 from tf_fftconv import execute, ops, planning, tuning
-from tf_fftconv.conv import fft_conv2d
+from tf_fftconv.conv import fft_conv2d, fft_depthwise_conv2d
 from tf_fftconv.geometry import conv_geometry
 from tf_fftconv.reference import signal_fft_conv2d
 
@@ -32,7 +32,7 @@ IMPLS = ("conv2d", "signal", "fft", "model", "auto", "tuned")
 # for; "model" is "auto" itself wherever the cost model's call is clear, so it is asked for too.
 DEFAULT_IMPLS = ("conv2d", "signal", "fft", "auto")
 IMPL_LABELS = {
-    "conv2d": "tf.nn.conv2d",
+    "conv2d": "tf.nn.conv2d (tf.nn.depthwise_conv2d for depthwise cases)",
     "signal": "tf.signal FFT conv (tf_fftconv.reference.signal_fft_conv2d)",
     "fft": "tf_fftconv.fft_conv2d(algorithm=\"fft\"): the FFT path, frame and tiling by the cost "
            "model",
@@ -56,7 +56,11 @@ MODES = ("forward", "train")  # train: forward and the gradients wrt input and w
 
 @dataclasses.dataclass(frozen=True)
 class Case:
-    """One convolution layer: stride 1, square input and kernel."""
+    """One convolution layer: square input and kernel, equal strides and dilations on both axes.
+
+    ``groups`` > 1: a grouped convolution (tf.nn.conv2d's groups, in_channels / w's third dim).
+    ``depthwise``: tf.nn.depthwise_conv2d's layer, out_channels = in_channels x its multiplier.
+    """
 
     batch: int
     in_channels: int
@@ -64,24 +68,58 @@ class Case:
     size: int  # H = W
     kernel: int  # kh = kw
     padding: str  # "VALID" or "SAME"
+    stride: int = 1
+    dilation: int = 1
+    groups: int = 1
+    depthwise: bool = False
+
+    @property
+    def plain(self):
+        """Stride 1, no dilation, no groups: the layer every implementation (tf.signal's and the
+        op-by-op breakdown too) computes."""
+        return self.stride == self.dilation == self.groups == 1 and not self.depthwise
+
+    @property
+    def _suffix(self):
+        return "".join(f":{tag}{value}" for tag, value in
+                       (("s", self.stride), ("d", self.dilation), ("g", self.groups))
+                       if value != 1) + (":dw" if self.depthwise else "")
 
     @property
     def name(self):
         return (f"{self.batch}x{self.in_channels}->{self.out_channels} "
-                f"{self.size}x{self.size} k{self.kernel} {self.padding}")
+                f"{self.size}x{self.size} k{self.kernel} {self.padding}"
+                + self._suffix.replace(":", " ").replace(" dw", " depthwise"))
 
     @property
     def spec(self):
         return (f"{self.batch}:{self.in_channels}:{self.out_channels}:{self.size}:"
-                f"{self.kernel}:{self.padding.lower()}")
+                f"{self.kernel}:{self.padding.lower()}{self._suffix}")
+
+    @property
+    def dilated_kernel(self):
+        return (self.kernel - 1) * self.dilation + 1
 
     @property
     def out_size(self):
-        return self.size if self.padding == "SAME" else self.size - self.kernel + 1
+        span = self.size if self.padding == "SAME" else self.size - self.dilated_kernel + 1
+        return -(-span // self.stride)
+
+    @property
+    def group_count(self):
+        """The groups the layer computes: in_channels for a depthwise one."""
+        return self.in_channels if self.depthwise else self.groups
+
+    @property
+    def w_shape(self):
+        if self.depthwise:
+            return (self.kernel, self.kernel, self.in_channels,
+                    self.out_channels // self.in_channels)
+        return (self.kernel, self.kernel, self.in_channels // self.groups, self.out_channels)
 
     def spatial_gflop(self, mode):
         """GFLOP (2 x multiply-adds) of direct convolution; three times that with both gradients."""
-        forward = (2 * self.batch * self.in_channels * self.out_channels
+        forward = (2 * self.batch * self.in_channels // self.group_count * self.out_channels
                    * self.out_size ** 2 * self.kernel ** 2)
         return forward * (3 if mode == "train" else 1) / 1e9
 
@@ -124,13 +162,34 @@ PRESETS["grid"] = [
     Case(128, 128, 128, 32, 15, "VALID"),
 ] + [Case(128, 96, 256, 32, k, "VALID") for k in (3, 5, 9, 15)] + [
     Case(128, 96, 256, 32, k, "SAME") for k in (3, 5, 11, 15)] + PRESETS["issue10"]
+# The depthwise layers of large-kernel ConvNets (RepLKNet's 31 and 27, a 13 late in the network,
+# ConvNeXt's 7, SLaK's 51), all SAME.
+PRESETS["depthwise"] = [
+    Case(64, 128, 128, 56, 31, "SAME", depthwise=True),
+    Case(64, 256, 256, 28, 27, "SAME", depthwise=True),
+    Case(64, 512, 512, 14, 13, "SAME", depthwise=True),
+    Case(64, 128, 128, 56, 7, "SAME", depthwise=True),
+    Case(32, 128, 128, 56, 51, "SAME", depthwise=True)]
+# Grouped, dilated and strided layers, and depthwise ones with them: where auto must choose well.
+PRESETS["strided"] = [
+    Case(32, 128, 128, 56, 7, "SAME", groups=4), Case(32, 64, 64, 56, 13, "SAME", groups=2),
+    Case(32, 64, 64, 56, 3, "SAME", dilation=2), Case(32, 128, 128, 28, 7, "SAME", dilation=3),
+    Case(32, 64, 128, 56, 7, "SAME", stride=2), Case(32, 3, 64, 224, 7, "SAME", stride=2),
+    Case(32, 128, 128, 56, 3, "SAME", stride=2),
+    Case(64, 128, 128, 56, 5, "SAME", dilation=3, depthwise=True),
+    Case(32, 64, 128, 56, 13, "SAME", depthwise=True),
+    Case(32, 128, 128, 56, 7, "SAME", stride=2, depthwise=True),
+    Case(32, 64, 64, 32, 9, "VALID", stride=2, dilation=2)]
 DEFAULT_CASES = "all"
 
-_CASE_RE = re.compile(r"^(\d+):(\d+):(\d+):(\d+):(\d+)(?::(valid|same))?$", re.IGNORECASE)
+_CASE_RE = re.compile(r"^(\d+):(\d+):(\d+):(\d+):(\d+)(?::(valid|same))?((?::(?:[sdg]\d+|dw))*)$",
+                      re.IGNORECASE)
+CASE_FORMAT = "BATCH:CIN:COUT:SIZE:K[:valid|same][:sS][:dD][:gG][:dw]"
 
 
 def parse_cases(text):
-    """Comma-separated preset names and case specs `BATCH:CIN:COUT:SIZE:K[:valid|same]`."""
+    """Comma-separated preset names and case specs `CASE_FORMAT`: sS stride S, dD dilation D, gG
+    G groups, dw depthwise (COUT a multiple of CIN: the channel multiplier)."""
     cases = []
     for item in (part.strip() for part in text.split(",")):
         if not item:
@@ -142,14 +201,27 @@ def parse_cases(text):
         if not match:
             raise ValueError(
                 f"bad case {item!r}: expected a preset ({', '.join(sorted(PRESETS))}) or "
-                "BATCH:CIN:COUT:SIZE:K[:valid|same], e.g. 128:96:256:32:7:valid")
+                f"{CASE_FORMAT}, e.g. 128:96:256:32:7:valid or 64:128:128:56:31:same:dw")
         batch, cin, cout, size, kernel = (int(g) for g in match.groups()[:5])
         padding = (match.group(6) or "valid").upper()
-        if min(batch, cin, cout, size, kernel) < 1:
+        options = {"stride": 1, "dilation": 1, "groups": 1, "depthwise": False}
+        for tag in filter(None, match.group(7).lower().split(":")):
+            if tag == "dw":
+                options["depthwise"] = True
+            else:
+                options[{"s": "stride", "d": "dilation", "g": "groups"}[tag[0]]] = int(tag[1:])
+        if min(batch, cin, cout, size, kernel, options["stride"], options["dilation"],
+               options["groups"]) < 1:
             raise ValueError(f"bad case {item!r}: sizes must be positive")
-        if padding == "VALID" and kernel > size:
+        if options["depthwise"] and (options["groups"] != 1 or cout % cin):
+            raise ValueError(f"bad case {item!r}: a depthwise case has no groups and COUT a "
+                             "multiple of CIN")
+        if cin % options["groups"] or cout % options["groups"]:
+            raise ValueError(f"bad case {item!r}: groups must divide CIN and COUT")
+        case = Case(batch, cin, cout, size, kernel, padding, **options)
+        if padding == "VALID" and case.dilated_kernel > size:
             raise ValueError(f"bad case {item!r}: kernel larger than the input with VALID")
-        cases.append(Case(batch, cin, cout, size, kernel, padding))
+        cases.append(case)
     if not cases:
         raise ValueError("no cases given")
     return list(dict.fromkeys(cases))  # keep order, drop repeats
@@ -259,18 +331,36 @@ def summarize(samples, calls, dispatch=None):
 # ---------------------------------------------------------------------------------------------
 # The implementations and the timed steps.
 
-def conv_function(impl, padding, data_format, fft_size=None):
-    """The timed convolution of `impl`; `fft_size` forces the frame of the "fft" one."""
+def conv_function(impl, padding, data_format, fft_size=None, case=None):
+    """The timed convolution of `impl`; `fft_size` forces the frame of the "fft" one. `case`: the
+    layer's strides, dilations, groups and depthwise (default a plain layer); "conv2d" is then
+    tf.nn.conv2d or tf.nn.depthwise_conv2d with the same arguments, the FFT ones fft_conv2d or
+    fft_depthwise_conv2d."""
+    stride, dilation = (case.stride, case.dilation) if case else (1, 1)
+    depthwise = bool(case and case.depthwise)
     if impl == "conv2d":
-        return lambda x, w: tf.nn.conv2d(x, w, strides=1, padding=padding, data_format=data_format)
+        if depthwise:
+            strides = ([1, 1, stride, stride] if data_format == "NCHW"
+                       else [1, stride, stride, 1])
+            return lambda x, w: tf.nn.depthwise_conv2d(x, w, strides, padding,
+                                                       data_format=data_format,
+                                                       dilations=[dilation, dilation])
+        return lambda x, w: tf.nn.conv2d(x, w, strides=stride, padding=padding,
+                                         data_format=data_format, dilations=dilation)
     if impl == "signal":
+        if case and not case.plain:
+            raise ValueError("the tf.signal FFT conv has stride 1, no dilation and no groups")
         return lambda x, w: signal_fft_conv2d(x, w, padding=padding, data_format=data_format)
-    if impl == "fft":
+    if impl == "fft" or impl in PLANNED_IMPLS:
+        algorithm = "fft" if impl == "fft" else "auto"
+        frame = fft_size if impl == "fft" else None
+        if depthwise:
+            return lambda x, w: fft_depthwise_conv2d(
+                x, w, stride, padding, dilation, data_format, algorithm=algorithm,
+                fft_size=frame)
         return lambda x, w: fft_conv2d(x, w, padding=padding, data_format=data_format,
-                                       algorithm=impl, fft_size=fft_size)
-    if impl in PLANNED_IMPLS:
-        return lambda x, w: fft_conv2d(x, w, padding=padding, data_format=data_format,
-                                       algorithm="auto")
+                                       algorithm=algorithm, fft_size=frame, strides=stride,
+                                       dilations=dilation)
     raise ValueError(impl)
 
 
@@ -279,8 +369,8 @@ def _problem(case, data_format, dtype):
     x_shape = ((case.batch, case.size, case.size, case.in_channels) if data_format == "NHWC"
                else (case.batch, case.in_channels, case.size, case.size))
     return planning.make_problem(
-        x_shape, (case.kernel, case.kernel, case.in_channels, case.out_channels), case.padding,
-        data_format, dtype)
+        x_shape, case.w_shape, case.padding, data_format, dtype, strides=case.stride,
+        dilations=case.dilation, depthwise=case.depthwise)
 
 
 def plan_before_tracing(impl, problem):
@@ -416,10 +506,10 @@ def make_inputs(case, data_format, count, generator, dtype=tf.float32):
                               case.kernel, case.out_size)
     x_shape = (b, h, h, cin) if data_format == "NHWC" else (b, cin, h, h)
     y_shape = (b, ho, ho, cout) if data_format == "NHWC" else (b, cout, ho, ho)
-    w_scale = 1.0 / math.sqrt(cin * k * k)
+    w_scale = 1.0 / math.sqrt(cin // case.group_count * k * k)
     return [tuple(tf.cast(t, dtype) for t in (
         generator.normal(x_shape, dtype=tf.float32),
-        generator.normal((k, k, cin, cout), stddev=w_scale, dtype=tf.float32),
+        generator.normal(case.w_shape, stddev=w_scale, dtype=tf.float32),
         generator.normal(y_shape, dtype=tf.float32)))
             for _ in range(count)]
 
@@ -450,7 +540,7 @@ def worst_diff(diffs):
 def float64_reference(case, mode, arg_set, data_format):
     """tf.nn.conv2d's step in float64 on `arg_set` cast up, on the current device."""
     wide = [tf.cast(t, tf.float64) for t in arg_set]
-    return make_step(conv_function("conv2d", case.padding, data_format), mode)(*wide)
+    return make_step(conv_function("conv2d", case.padding, data_format, case=case), mode)(*wide)
 
 
 def first_line(error):
@@ -491,7 +581,10 @@ def run_case(case, mode, impls, *, device, generator, data_format, input_sets, w
                 if impl in unavailable:
                     record["skipped"][impl] = unavailable[impl]
                     continue
-                step = make_step(conv_function(impl, case.padding, data_format, fft_size), mode,
+                if impl == "signal" and not case.plain:
+                    record["skipped"][impl] = "stride 1, no dilation and no groups only"
+                    continue
+                step = make_step(conv_function(impl, case.padding, data_format, fft_size, case), mode,
                                  jit_compile, steps_per_call)
                 try:
                     if impl in PLANNED_IMPLS:
@@ -619,6 +712,9 @@ def run_fft_ops(case, *, device, generator, data_format, input_sets, warmup, rep
     frame must then hold the padded image); returns the JSON record."""
     record = {"case": {**dataclasses.asdict(case), "name": case.name, "spec": case.spec,
                        "out_size": case.out_size}, "timings": {}}
+    if not case.plain:
+        record["skipped"] = "the breakdown is of the stride-1 dense path"
+        return record
     try:
         conv_geometry(case.size, case.size, case.kernel, case.kernel, case.padding, fft_size)
     except tf.errors.InvalidArgumentError as error:
