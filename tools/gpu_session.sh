@@ -12,6 +12,9 @@
 #   info, build        the host and the library
 #   tests, sanitize    pytest -m gpu ($TESTS: files or -k selections, default all of tests/);
 #                      compute-sanitizer over the ops inside TensorFlow
+#   wheel              the wheel in dist/ (make wheel) installed into a fresh venv with no compiler
+#                      on PATH, then tests/installed_wheel_check.py and pytest -m gpu ($WHEEL_TESTS)
+#                      against it, from a copy of tests/ outside the checkout
 #   kernels            tools/gpu_check.sh (the standalone kernel check and its sanitizer runs)
 #   bench, bench-xla   the benchmark; every train step under XLA and the Keras step of a convnet
 #                      (the forward alone under XLA: the step forward)
@@ -67,7 +70,7 @@ for step in $steps; do
       python3 -c 'import tf_fftconv as fc; print(fc.build_info())' 2>&1 | tee "$WORK/build.log" ;;
     tests)
       log "pytest -m gpu"
-      timeout 420 python3 -m pytest -m gpu -q -p no:cacheprovider ${TESTS:-tests} 2>&1 | tee "$WORK/pytest_gpu.log" | tail -25 ;;
+      timeout "${TESTS_TIMEOUT:-420}" python3 -m pytest -m gpu -q -p no:cacheprovider ${TESTS:-tests} 2>&1 | tee "$WORK/pytest_gpu.log" | tail -25 ;;
     sanitize)
       for tool in ${SANITIZER_TOOLS:-memcheck racecheck}; do
         log "compute-sanitizer --tool $tool (ops inside TensorFlow)"
@@ -79,6 +82,22 @@ for step in $steps; do
         # (XLA's own constant lookup has made such calls, which are not the kernels').
         grep -o 'Program hit .* on CUDA API call to [A-Za-z0-9_]*' "$WORK/sanitizer_tf_$tool.log" | sort | uniq -c
       done ;;
+    wheel)
+      log "the wheel: installed into a fresh venv, then checked from outside the checkout"
+      place=$(mktemp -d)
+      python3 -m venv --system-site-packages "$place/venv" 2>&1 | tail -3
+      start=$(date +%s%N)
+      env PATH="$place/venv/bin" PIP_NO_INDEX=1 "$place/venv/bin/python" -m pip install -q --no-index \
+        --no-deps dist/tf_fftconv-*.whl 2>&1 | tail -3
+      echo "installed $(ls dist/tf_fftconv-*.whl) in $(( ($(date +%s%N) - start) / 1000000 )) ms" | tee "$WORK/wheel.log"
+      cp -r tests pytest.ini "$place/"
+      # The TensorFlow of /tmp/tfenv only: the checkout is not on the path.
+      ( cd "$place" && export PYTHONPATH=/tmp/site PATH="$place/venv/bin:/usr/bin:/bin"
+        python -c 'import tf_fftconv as fc; print(fc.__file__, fc.build_info())'
+        python "$OLDPWD/tests/installed_wheel_check.py"
+        timeout "${WHEEL_TESTS_TIMEOUT:-240}" python -m pytest -m gpu -q -p no:cacheprovider \
+          ${WHEEL_TESTS:-tests/test_ops.py tests/test_conv.py tests/test_gradients.py tests/test_depthwise.py} 2>&1 | tail -8
+      ) 2>&1 | grep -v "^[IWE]0000" | tee -a "$WORK/wheel.log" | tail -30 ;;
     kernels)
       log "standalone kernel check + sanitizer"
       OUT="$WORK/kernels" bash tools/gpu_check.sh 2>&1 | tail -30 ;;
