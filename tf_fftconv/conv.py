@@ -120,9 +120,11 @@ def fft_depthwise_conv2d(x, w, strides=1, padding="SAME", dilations=1, data_form
 
 def conv2d_with_plan(x, w, padding="VALID", data_format="NHWC", fft_size=None, algorithm="auto",
                      tile=None, memory_budget=None, half_spectra=None, name=None, *, strides=1,
-                     dilations=1, groups=None, depthwise=False):
+                     dilations=1, groups=None, depthwise=False, input_gradient=True,
+                     epilogue=""):
     """``fft_conv2d`` (``depthwise``: ``fft_depthwise_conv2d``) that also returns the
-    ``planning.Plan`` it followed."""
+    ``planning.Plan`` it followed. ``input_gradient`` and ``epilogue``: what the calling layer
+    needs around the convolution, for the plan (``cost_model.Problem``)."""
     with tf.name_scope(name or "fft_conv2d"):
         x = tf.convert_to_tensor(x)
         w = tf.convert_to_tensor(w)
@@ -137,7 +139,8 @@ def conv2d_with_plan(x, w, padding="VALID", data_format="NHWC", fft_size=None, a
         problem = planning.make_problem(_static_dims(x, "x"), _static_dims(w, "w"), padding,
                                         data_format, x.dtype, half_spectra=half_spectra,
                                         strides=strides, dilations=dilations, groups=groups,
-                                        depthwise=depthwise)
+                                        depthwise=depthwise, input_gradient=input_gradient,
+                                        epilogue=epilogue)
         if depthwise:   # [kh, kw, C, multiplier] -> the grouped [kh, kw, 1, C * multiplier]
             w = tf.reshape(w, [problem.k_h, problem.k_w, problem.in_channels // problem.groups,
                                problem.out_channels])

@@ -71,6 +71,12 @@ class DeviceCosts:
     # per configuration, ``_with_spectra``), and the rate of the casts to and from float32.
     half_spectra_pay: bool = True
     cast_bytes_per_s: float = 1.0e12
+    # A layer's bias and activation: TensorFlow fuses them into tf.nn.conv2d here (the CPU's
+    # oneDNN convolution with bias and ReLU, its filter gradient with the bias's), while after the
+    # FFT path they are elementwise ops of their own at this rate (bytes read + written). 0: not
+    # charged (on a GPU XLA fuses them into their neighbours on either path, and eagerly they
+    # cost microseconds).
+    epilogue_bytes_per_s: float = 0.0
 
 
 DEVICE_COSTS = {
@@ -126,7 +132,12 @@ DEVICE_COSTS = {
         # The CPU kernels convert every half value as they load and store it: forward + both
         # gradients took longer with half spectra than with float32 ones (casts included) on
         # LeNet's layers and on (16, 32 -> 64, 32x32, k7): float32 spectra 0.42-0.97x the time.
-        half_spectra_pay=False, cast_bytes_per_s=20e9),
+        half_spectra_pay=False, cast_bytes_per_s=20e9,
+        # LeNet's first layer (128 images, 1 -> 6 channels, 28x28 outputs), weight gradient
+        # without the input's: its bias and ReLU added 1.57 ms to the FFT path's step and nothing
+        # to oneDNN's, for 5 passes over the 2.4 MB output (the bias and the activation, 2 each;
+        # the bias's gradient, 1): 7.7 GB/s.
+        epilogue_bytes_per_s=7.7e9),
 }
 
 
@@ -163,6 +174,12 @@ class Problem:
     # tf.nn.depthwise_conv2d: groups = in_channels, out_channels = in_channels * multiplier, the
     # filters [k_h, k_w, 1, out_channels] (its [k_h, k_w, in_channels, multiplier] reshaped).
     depthwise: bool = False
+    # What the convolution's caller needs around it. ``input_gradient`` False: no gradient with
+    # respect to x is ever taken (a model's first layer: TensorFlow prunes that pass on either
+    # path). ``epilogue``: the layer's ops after the convolution that tf.nn.conv2d can fuse
+    # ("bias", "bias+activation"; ``DeviceCosts.epilogue_bytes_per_s``).
+    input_gradient: bool = True
+    epilogue: str = ""
 
     @property
     def sizes_known(self):
@@ -219,7 +236,17 @@ class Problem:
             words.append("depthwise, multiplier %d" % (self.out_channels // max(self.groups, 1)))
         elif self.groups != 1:
             words.append("groups %d" % self.groups)
+        if not self.input_gradient:
+            words.append("no input gradient")
+        if self.epilogue:
+            words.append("then " + self.epilogue)
         return "".join(", " + word for word in words)
+
+    @property
+    def passes(self):
+        """The passes computed: the forward, the input gradient (unless never taken) and the
+        weight gradient."""
+        return 3 if self.input_gradient else 2
 
     def describe(self):
         x = ("[%s, %s, %s, %d]" if self.data_format == "NHWC" else "[%s, %d, %s, %s]") % (
@@ -309,7 +336,20 @@ def estimate_spatial(problem, costs):
     # No channels: no arithmetic (and a rate of 0), only the output's bytes.
     per_pass = max(costs.spatial_overhead_s, flops / rate if flops else 0.0,
                    moved * slow / costs.spatial_bytes_per_s)
-    return Estimate(3 * per_pass, 0, 0, 3 * flops, 3 * moved)
+    passes = problem.passes
+    return Estimate(passes * per_pass, 0, 0, passes * flops, passes * moved)
+
+
+def epilogue_bytes(problem):
+    """Bytes the layer's epilogue (``Problem.epilogue``) moves as ops of its own: the bias added
+    (its output read and written) and its gradient (dy read), the activation (read and
+    written)."""
+    if not problem.epilogue or not problem.sizes_known:
+        return 0.0
+    out_h, out_w = (axis.out for axis in problem.strided_axes())
+    y_bytes = (_element_bytes(problem.dtype) * problem.model_batch * problem.out_channels
+               * out_h * out_w)
+    return y_bytes * (3 + (2 if "activation" in problem.epilogue else 0))
 
 
 def _transform_flops(fft_size, rows):
@@ -423,8 +463,11 @@ def estimate_fft(problem, config, costs):
     in_rows = t.in_tile_h if t.tiled else problem.in_h
     transform((x_tiles + X) / n, frames * ci / n, in_rows, n * (2 if recompute else 1))
     transform((Y + y_tiles) / n, frames * co / n, t.tile_h, 2 * n)
-    transform((X + x_tiles) / n, frames * ci / n, in_rows, n)
-    matmul(X / n + W + Y / n, 3 * n)
+    if problem.input_gradient:
+        transform((X + x_tiles) / n, frames * ci / n, in_rows, n)
+    matmul(X / n + W + Y / n, problem.passes * n)
+    if costs.epilogue_bytes_per_s and epilogue_bytes(problem):
+        ops.append((epilogue_bytes(problem), costs.epilogue_bytes_per_s / slow, 0.0, 1.0))
     if n > 1:
         copy(3 * W, n - 1)                      # accumulating the weight-gradient spectrum
     transform(W + w_bytes, co * gi, problem.dilated_k_h)  # irfft dw

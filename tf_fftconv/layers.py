@@ -40,6 +40,23 @@ class _FFTOptions:
         self._built_input_shape = None
         # Problem -> the plan its last trace or eager call followed (for explain).
         self._plans = _PlanLog()
+        # Whether a gradient with respect to the layer's input is taken in training: False once
+        # the layer is called on a Keras tensor that no trainable weight leads to (a model's first
+        # layer); then neither path computes it, and the plan compares what is computed.
+        self._input_gradient = True
+
+    def __call__(self, inputs, *args, **kwargs):
+        if isinstance(inputs, keras.KerasTensor):
+            self._input_gradient = _reached_by_trainable_weights(inputs)
+        return super().__call__(inputs, *args, **kwargs)
+
+    def _epilogue(self):
+        """What follows the convolution in this layer that tf.nn.conv2d can fuse
+        (``cost_model.Problem.epilogue``): the bias, and an activation fused with it."""
+        if not self.use_bias:
+            return ""
+        name = getattr(self.activation, "__name__", "")
+        return "bias+activation" if name in _FUSED_ACTIVATIONS else "bias"
 
     def _confirm_close_call(self, input_shape):
         self._built_input_shape = tuple(input_shape)
@@ -59,7 +76,8 @@ class _FFTOptions:
             padding=self.padding.upper(), data_format=_DATA_FORMATS[self.data_format],
             fft_size=self.fft_size, algorithm=self.algorithm, tile=self.tile,
             memory_budget=self.memory_budget, strides=self.strides,
-            dilations=self.dilation_rate, **options)
+            dilations=self.dilation_rate, input_gradient=self._input_gradient,
+            epilogue=self._epilogue(), **options)
         self._plans.entries[plan.problem] = plan
         return tf.cast(outputs, compute_dtype)   # a no-op for the dtypes the ops run in
 
@@ -80,7 +98,7 @@ class _FFTOptions:
         problem = _planning.make_problem(
             input_shape, w_shape, self.padding.upper(), _DATA_FORMATS[self.data_format],
             self._op_dtype(), device, strides=self.strides, dilations=self.dilation_rate,
-            **options)
+            input_gradient=self._input_gradient, epilogue=self._epilogue(), **options)
         return dict(problem=problem, algorithm=self.algorithm, fft_size=self.fft_size,
                     tile=self.tile, memory_budget=self.memory_budget)
 
@@ -219,6 +237,30 @@ class FFTDepthwiseConv2D(_FFTOptions, keras.layers.DepthwiseConv2D):
 
     def get_config(self):
         return self._fft_config(super().get_config())
+
+
+# Activations TensorFlow's remapper fuses with a convolution and its bias (oneDNN on a CPU).
+_FUSED_ACTIVATIONS = ("relu", "relu6", "elu", "leaky_relu", "tanh", "sigmoid")
+
+
+def _reached_by_trainable_weights(tensor):
+    """Whether any layer with trainable weights lies upstream of the Keras tensor ``tensor``
+    (then training takes gradients through it). Walks the graph of Keras' symbolic calls."""
+    seen, stack = set(), [tensor]
+    while stack:
+        history = getattr(stack.pop(), "_keras_history", None)
+        if history is None:
+            return True    # not a tensor of a Keras graph: assume the gradient is taken
+        operation, node_index = history.operation, history.node_index
+        if id(operation) in seen:
+            continue
+        seen.add(id(operation))
+        if getattr(operation, "trainable_weights", None):
+            return True
+        nodes = getattr(operation, "_inbound_nodes", [])
+        if node_index < len(nodes):
+            stack.extend(nodes[node_index].input_tensors)
+    return False
 
 
 class _PlanLog:

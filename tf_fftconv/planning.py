@@ -498,11 +498,16 @@ def _cpu_name():
     return "CPU %s x%d" % (platform.processor() or platform.machine(), os.cpu_count() or 1)
 
 
+# The epilogues a layer can name (``Problem.epilogue``); KeyError for any other.
+EPILOGUES = {"": "", None: "", "bias": "bias", "bias+activation": "bias+activation"}
+
+
 def make_problem(x_shape, w_shape, padding="VALID", data_format="NHWC", dtype="float32",
                  device=None, half_spectra=None, strides=1, dilations=1, groups=None,
-                 depthwise=False):
+                 depthwise=False, input_gradient=True, epilogue=""):
     """A ``Problem`` from static shapes (None for unknown batch, height or width);
     ``half_spectra`` (float16 and bfloat16 only): None, True or False (``Problem``).
+    ``input_gradient`` and ``epilogue`` as ``Problem``'s (the layers set them).
 
     ``strides`` and ``dilations`` as ``tf.nn.conv2d`` takes them (``geometry.spatial_pair``);
     ``groups`` None: ``in_channels / w_shape[2]``, as ``tf.nn.conv2d`` infers it, else checked
@@ -543,7 +548,8 @@ def make_problem(x_shape, w_shape, padding="VALID", data_format="NHWC", dtype="f
     problem = Problem(batch, in_h, in_w, int(in_channels), int(w_out), int(k_h), int(k_w),
                       padding, data_format, dtype, kind, name,
                       bool(tf.config.experimental.tensor_float_32_execution_enabled()),
-                      half_spectra, strides, dilations, int(groups), bool(depthwise))
+                      half_spectra, strides, dilations, int(groups), bool(depthwise),
+                      bool(input_gradient), EPILOGUES[epilogue])
     if problem.sizes_known:
         geometry.output_geometry(in_h, in_w, problem.dilated_k_h, problem.dilated_k_w,
                                  padding)  # validates
@@ -645,7 +651,9 @@ def explain_plan(p):
         spatial = p.candidate(SPATIAL)
         best_fft = next((c for c in p.candidates if c.config is not None), None)
         if chosen is not None:
-            lines.append("  estimated forward + both gradients: %s" % _ms(chosen.estimate.time_s)
+            passes = ("forward + both gradients" if p.problem.input_gradient
+                      else "forward + weight gradient")
+            lines.append("  estimated %s: %s" % (passes, _ms(chosen.estimate.time_s))
                          + (" (spatial %s)" % _ms(spatial.estimate.time_s)
                             if spatial is not None and chosen is not spatial else "")
                          + (" (best FFT: %s, %s)" % (best_fft.label,

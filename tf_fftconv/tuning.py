@@ -47,14 +47,20 @@ def _train_step(timed_plan):
     """Forward + both gradients of ``timed_plan`` as a training step runs them, y returned with the
     gradients (as the bench's step returns it): a function drops the ops its outputs do not need,
     and the gradients of the spatial path do not need y, so with y unused its forward convolution
-    went untimed, while the FFT path's gradients still read the spectra its forward computes."""
+    went untimed, while the FFT path's gradients still read the spectra its forward computes.
+    A problem without the input gradient (``Problem.input_gradient``) is timed without it, as
+    training runs it."""
+    input_gradient = timed_plan.problem.input_gradient
+
     @tf.function
     def step(x, w, dy):
         with tf.GradientTape() as tape:
-            tape.watch([x, w])
+            tape.watch([x, w] if input_gradient else [w])
             y = execute.run_plan(timed_plan, x, w)
-        dx, dw = tape.gradient(y, [x, w], output_gradients=dy)
-        return y, dx, dw
+        if input_gradient:
+            dx, dw = tape.gradient(y, [x, w], output_gradients=dy)
+            return y, dx, dw
+        return y, tape.gradient(y, w, output_gradients=dy)
     return step
 
 
