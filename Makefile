@@ -64,7 +64,7 @@ endef
 TF_FACTS  := $(shell $(PYTHON) -c 'import tensorflow as tf, tensorflow.sysconfig as c; print("TF_VERSION := " + tf.__version__ + "@@TF_CFLAGS := " + " ".join(c.get_compile_flags()) + "@@TF_LFLAGS := " + " ".join(c.get_link_flags()))' 2>/dev/null)
 $(eval $(subst @@,$(newline),$(TF_FACTS)))
 
-# The XLA lowering (cc/*_xla.cc) includes tf2xla headers, which need two more of TensorFlow's
+# The XLA lowering (cc/xla_lowering.cc) includes tf2xla headers, which need two more of TensorFlow's
 # bundled header trees, and links the tf2xla symbols from libtensorflow_cc.
 TF_INCLUDE := $(patsubst -I%,%,$(firstword $(filter -I%,$(TF_CFLAGS))))
 CXXFLAGS  := -O3 -fPIC -Wall -Wno-sign-compare -Wno-unused-function -Wno-deprecated-declarations -Wno-interference-size -I. $(TF_CFLAGS) \
@@ -88,7 +88,7 @@ ifeq ($(WITH_CUDA),auto)
   endif
 endif
 
-CC_OPS    := $(wildcard cc/*_op.cc) $(wildcard cc/*_xla.cc) cc/cpu_kernels.cc
+CC_OPS    := $(wildcard cc/*_op.cc) cc/xla_lowering.cc cc/cpu_kernels.cc
 CC_GPU    := $(wildcard cc/*_gpu.cc)
 CU_SRCS   := $(wildcard cuda/*.cu)
 CC_OBJS   := $(CC_OPS:%.cc=$(BUILD)/%.o)
@@ -192,7 +192,7 @@ $(INFO): $(LIB)
 	@echo "tf_fftconv: built $(LIB)"
 
 # The XLA objects also depend on the configuration (FFTCONV_WITH_CUDA).
-$(patsubst %.cc,$(BUILD)/%.o,$(wildcard cc/*_xla.cc)): $(BUILD)/config.stamp
+$(BUILD)/cc/xla_lowering.o: $(BUILD)/config.stamp
 
 $(BUILD)/cc/%.o: cc/%.cc $(wildcard cc/*.h include/*.h cuda/*.h)
 	@mkdir -p $(dir $@)

@@ -1,4 +1,4 @@
-// The XLA lowering of the three ops at compile time: each op's XlaOpKernel (cc/<op>_xla.cc) checks
+// The XLA lowering of the three ops at compile time: each op's XlaOpKernel (cc/xla_lowering.cc) checks
 // its static shapes with the same validation as the TensorFlow kernels and emits one typed-FFI
 // custom call, whose handlers (cc/fftconv_ffi.h) run the op's own CPU or CUDA kernel.
 //

@@ -21,7 +21,7 @@ struct Irfft2dFunctor {
                           const SpectrumElement<Real>* spectrum, Real* output);
 };
 
-// The parameters of a tf_fftconv_irfft2d custom call (cc/irfft2d_xla.cc) from its buffer and the
+// The parameters of a tf_fftconv_irfft2d custom call (cc/xla_lowering.cc) from its buffer and the
 // attributes its lowering wrote, checked as the OpKernel checks them; for the host and CUDA
 // handlers.
 // A half-precision spectrum is [bins, batch, channels, 2] (and its result of the same type).

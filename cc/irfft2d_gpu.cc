@@ -41,7 +41,7 @@ REGISTER_GPU(Eigen::half)
 REGISTER_GPU(Eigen::bfloat16)
 #undef REGISTER_GPU
 
-// The tf_fftconv_irfft2d custom call (cc/irfft2d_xla.cc) on XLA's stream.
+// The tf_fftconv_irfft2d custom call (cc/xla_lowering.cc) on XLA's stream.
 static ffi::Error Irfft2dCuda(cudaStream_t stream, ffi::AnyBuffer spectrum,
                               ffi::Result<ffi::AnyBuffer> output, int64_t fft_size, int64_t out_h,
                               int64_t out_w, int64_t offset_h, int64_t offset_w, int64_t nhwc) {

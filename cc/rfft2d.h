@@ -19,7 +19,7 @@ struct Rfft2dFunctor {
                           const Real* input, SpectrumElement<Real>* spectrum);
 };
 
-// The parameters of a tf_fftconv_rfft2d custom call (cc/rfft2d_xla.cc) from its buffer and the
+// The parameters of a tf_fftconv_rfft2d custom call (cc/xla_lowering.cc) from its buffer and the
 // attributes its lowering wrote, checked as the OpKernel checks them; for the host and CUDA
 // handlers.
 // A half-precision x must come with a half-precision result ([.., 2] of the same type).

@@ -39,7 +39,7 @@ REGISTER_GPU(Eigen::half)
 REGISTER_GPU(Eigen::bfloat16)
 #undef REGISTER_GPU
 
-// The tf_fftconv_rfft2d custom call (cc/rfft2d_xla.cc) on XLA's stream.
+// The tf_fftconv_rfft2d custom call (cc/xla_lowering.cc) on XLA's stream.
 static ffi::Error Rfft2dCuda(cudaStream_t stream, ffi::AnyBuffer x,
                              ffi::Result<ffi::AnyBuffer> spectrum, int64_t fft_size,
                              int64_t offset_h, int64_t offset_w, int64_t nhwc,

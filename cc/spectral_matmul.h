@@ -22,7 +22,7 @@ struct SpectralMatmulFunctor {
                           SpectrumElement<Real>* c);
 };
 
-// The parameters of a tf_fftconv_spectral_matmul custom call (cc/spectral_matmul_xla.cc) from its
+// The parameters of a tf_fftconv_spectral_matmul custom call (cc/xla_lowering.cc) from its
 // buffers and the attributes its lowering wrote, checked as the OpKernel checks them; for the host
 // and CUDA handlers.
 absl::Status SpectralMatmulParamsFromCall(const ffi::AnyBuffer& a, const ffi::AnyBuffer& b,

@@ -39,7 +39,7 @@ REGISTER_GPU(Eigen::half)
 REGISTER_GPU(Eigen::bfloat16)
 #undef REGISTER_GPU
 
-// The tf_fftconv_spectral_matmul custom call (cc/spectral_matmul_xla.cc) on XLA's stream.
+// The tf_fftconv_spectral_matmul custom call (cc/xla_lowering.cc) on XLA's stream.
 static ffi::Error SpectralMatmulCuda(cudaStream_t stream, ffi::AnyBuffer a, ffi::AnyBuffer b,
                                      ffi::Result<ffi::AnyBuffer> product, int64_t transpose_a,
                                      int64_t adjoint_a, int64_t conjugate_a, int64_t transpose_b,
