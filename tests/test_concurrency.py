@@ -24,3 +24,14 @@ def test_concurrent_calls_on_the_cpu_see_their_own_sizes(host_sizes, capsys):
     assert _probe().main(argv + (["--host-sizes"] if host_sizes else [])) == 0, (
         capsys.readouterr().out)
     assert "FftconvIrfft2d  0 wrong shapes, 0 refused, of 160" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("ops", ["tf", "ours"])
+def test_the_control_and_ours_apart_through_functions(ops, capsys):
+    """--ops tf is TensorFlow alone (the control), --ops ours the package's ops alone; --function
+    makes every call through a tf.function traced once per thread."""
+    argv = ["--device", "/CPU:0", "--threads", "4", "--calls", "20", "--ops", ops, "--function"]
+    assert _probe().main(argv) == 0, capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert f"SUMMARY ops={ops} mode=tf.function sizes=tensors wrong=0 refused=0 calls=160" in out
+    assert ("Fill" in out) == (ops == "tf") and ("FftconvRfft2d" in out) == (ops == "ours")

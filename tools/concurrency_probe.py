@@ -26,8 +26,6 @@ import sys
 import numpy as np
 import tensorflow as tf
 
-import tf_fftconv as fc
-
 
 def size(value, host_sizes, dtype=tf.int32):
     if not host_sizes:
@@ -66,7 +64,11 @@ def make_calls(library, function):
 
 def worker(seed, device, calls, host_sizes, kinds, function):
     rng = np.random.default_rng(seed)
-    library = fc.load_library()
+    # The control (--ops tf) never imports the package, so its process holds TensorFlow alone.
+    library = None
+    if "FftconvRfft2d" in kinds:
+        import tf_fftconv as fc  # noqa: PLC0415
+        library = fc.load_library()
     call = make_calls(library, function)
     # In a tf.function the sizes are arguments, tensors either way.
     host_sizes = host_sizes or function
