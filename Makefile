@@ -88,8 +88,8 @@ ifeq ($(WITH_CUDA),auto)
   endif
 endif
 
-CC_OPS    := $(wildcard cc/*_op.cc) cc/xla_lowering.cc cc/cpu_kernels.cc
-CC_GPU    := $(wildcard cc/*_gpu.cc)
+CC_OPS    := cc/ops.cc cc/xla_lowering.cc cc/cpu_kernels.cc
+CC_GPU    := cc/ops_gpu.cc
 CU_SRCS   := $(wildcard cuda/*.cu)
 CC_OBJS   := $(CC_OPS:%.cc=$(BUILD)/%.o)
 GPU_CC_OBJS := $(CC_GPU:%.cc=$(BUILD)/%.o)

@@ -1,5 +1,5 @@
 // The CPU kernels of the three ops, apart from TensorFlow's OpKernel machinery: the OpKernels run
-// them on TensorFlow's CPU thread pool (cc/<op>_op.cc), the XLA host handlers on XLA's intra-op
+// them on TensorFlow's CPU thread pool (cc/ops.cc), the XLA host handlers on XLA's intra-op
 // pool (cc/xla_lowering.cc). Buffer layouts are those of the parameter structs (include/fftconv_params.h);
 // sizes have been validated (cc/fftconv_shapes.h). Defined, for float, double, Eigen::half and
 // Eigen::bfloat16, in cc/cpu_kernels.cc.

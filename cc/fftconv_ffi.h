@@ -1,6 +1,6 @@
 // The XLA side of the three ops at run time: each op's XLA lowering (cc/xla_lowering.cc) emits a
 // typed-FFI custom call, and XLA runs it through the handlers registered here under one target name
-// per op, on the "Host" platform (cc/xla_lowering.cc, the CPU kernels) and on "CUDA" (cc/<op>_gpu.cc,
+// per op, on the "Host" platform (cc/xla_lowering.cc, the CPU kernels) and on "CUDA" (cc/ops_gpu.cc,
 // the cuda/ launchers on XLA's stream). Only the header-only FFI API is used, so no XLA internals.
 //
 // Also the registration guard of the whole library: a second copy of it loaded into the same

@@ -24,7 +24,7 @@ namespace fftconv {
 // The OpKernels read it when they run, the XLA lowerings when they compile, as XLA's own dot does.
 bool TensorFloat32Enabled();
 
-// Functors are specialised on these tags (CPU in <op>_op.cc, GPU in <op>_gpu.cc).
+// Functors are specialised on these tags (CPU in cc/ops.cc, GPU in cc/ops_gpu.cc).
 struct CpuDevice {};
 struct GpuDevice {};
 

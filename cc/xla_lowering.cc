@@ -1,6 +1,6 @@
 // The XLA side of the three ops: each op's lowering to its custom call (an XlaOpKernel registered
 // for XLA_CPU_JIT and, in CUDA builds, XLA_GPU_JIT) and that call's host handler (the CPU kernels
-// on XLA's thread pool); the CUDA handlers are in cc/<op>_gpu.cc. One translation unit for the
+// on XLA's thread pool); the CUDA handlers are in cc/ops_gpu.cc. One translation unit for the
 // three because the tf2xla and XLA headers they share dominate their compile: on 2 cores g++ took
 // 54-64 s for each of three files, 45 s for the three together.
 #include "cc/fftconv_ffi.h"
@@ -13,7 +13,7 @@ namespace fftconv {
 
 // -------------------------------------------------------------------------------------------------
 // FftconvRfft2d under XLA: the lowering to the tf_fftconv_rfft2d custom call, and that call's
-// host handler (the CPU kernel on XLA's thread pool). The CUDA handler is in cc/rfft2d_gpu.cc.
+// host handler (the CPU kernel on XLA's thread pool). The CUDA handler is in cc/ops_gpu.cc.
 
 // x [B, C, H, W] or [B, H, W, C] real -> spectrum [bins, B, C] complex ([bins, B, C, 2] of x's type
 // for float16 / bfloat16); fft_size must be a
@@ -114,7 +114,7 @@ FFTCONV_REGISTER_FFI_HANDLER(kRfft2dTarget, "Host", kRfft2dHost);
 
 // -------------------------------------------------------------------------------------------------
 // FftconvIrfft2d under XLA: the lowering to the tf_fftconv_irfft2d custom call, and that call's
-// host handler (the CPU kernel on XLA's thread pool). The CUDA handler is in cc/irfft2d_gpu.cc.
+// host handler (the CPU kernel on XLA's thread pool). The CUDA handler is in cc/ops_gpu.cc.
 
 // spectrum [bins, B, C] complex (or [bins, B, C, 2] float16 / bfloat16) -> the window [B, C, out_h, out_w] or [B, out_h, out_w, C], real;
 // fft_size, out_h and out_w must be compile-time constants (they set the output shape).
@@ -219,7 +219,7 @@ FFTCONV_REGISTER_FFI_HANDLER(kIrfft2dTarget, "Host", kIrfft2dHost);
 // -------------------------------------------------------------------------------------------------
 // FftconvSpectralMatmul under XLA: the lowering to the tf_fftconv_spectral_matmul custom call, and
 // that call's host handler (the CPU kernel on XLA's thread pool). The CUDA handler is in
-// cc/spectral_matmul_gpu.cc.
+// cc/ops_gpu.cc.
 
 // a [bins, ., .], b [bins, ., .] complex -> [bins, m, n] (float16 / bfloat16: [.., 2] each).
 // TensorFlow's TF32 switch (and the allow_tf32 attribute) is read when the call is compiled, as
