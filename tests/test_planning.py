@@ -301,8 +301,14 @@ def test_explain_a_shape():
     workspace = spectrum_x + spectrum_w + spectrum_y + max(spectrum_x, spectrum_w)
     assert "workspace: %.1f MB of spectra at most, %.1f MB kept between the passes" % (
         workspace / 1e6, (spectrum_x + spectrum_w) / 1e6) in text
+    # The constants the estimates came from, with the device they were fitted on.
+    assert ("device constants (GPU): fitted on one H200 (docs/performance.md), and applied to every "
+            "GPU as they are; our ops at least 20 us each; transforms 1.8 TB/s") in text
+    assert "products 40 TFLOP/s (150 TFLOP/s with TF32)" in text
     text = fc.explain((None, 224, 224, 64), (7, 7, 64, 64), padding="SAME", algorithm="fft",
                       device="CPU")
+    assert "device constants (CPU): fitted on the 2-core development CPU" in text
+    assert "tf.nn.conv2d 50 GFLOP/s per sqrt(kh * kw) up to 320 GFLOP/s" in text
     assert "tiles of" in text and "batch unknown while tracing: estimates assume 64" in text
     with pytest.raises(tf.errors.InvalidArgumentError, match="explain needs a layer"):
         fc.explain((1, 8, 8, 1))

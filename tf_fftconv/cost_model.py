@@ -78,6 +78,29 @@ class DeviceCosts:
     # cost microseconds).
     epilogue_bytes_per_s: float = 0.0
 
+    def describe(self):
+        """The constants that set an estimate's size, in words (for ``explain``)."""
+        def rate(value, unit):
+            for scale, prefix in ((1e12, "T"), (1e9, "G"), (1e6, "M")):
+                if value >= scale:
+                    return "%.3g %s%s/s" % (value / scale, prefix, unit)
+            return "%.3g %s/s" % (value, unit)
+        spatial_limit = ("" if math.isinf(self.spatial_max_flops_per_s)
+                         else " up to %s" % rate(self.spatial_max_flops_per_s, "FLOP"))
+        tf32 = ("" if self.matmul_tf32_flops_per_s == self.matmul_flops_per_s
+                else " (%s with TF32)" % rate(self.matmul_tf32_flops_per_s, "FLOP"))
+        return ("fitted on %s; our ops at least %.3g us each; transforms %s and %s; products %s%s "
+                "and %s; tile copies %s; tf.nn.conv2d %s per sqrt(kh * kw)%s, half of it "
+                "at %g channels, at least %.3g us per pass"
+                % (self.calibration, 1e6 * self.op_overhead_s,
+                   rate(self.transform_bytes_per_s, "B"), rate(self.transform_flops_per_s, "FLOP"),
+                   rate(self.matmul_flops_per_s, "FLOP"), tf32,
+                   rate(self.matmul_bytes_per_s, "B"), rate(self.copy_bytes_per_s, "B"),
+                   rate(self.spatial_flops_per_s, "FLOP"), spatial_limit,
+                   self.spatial_half_channels, 1e6 * self.spatial_overhead_s)
+                + ("; a bias and activation after the FFT path %s" % rate(
+                    self.epilogue_bytes_per_s, "B") if self.epilogue_bytes_per_s else ""))
+
 
 DEVICE_COSTS = {
     # Calibrated on one H200 (docs/performance.md), TF32 on unless stated. tf.nn.conv2d's rate,
@@ -99,7 +122,7 @@ DEVICE_COSTS = {
         matmul_bytes_per_s=3.0e12, copy_bytes_per_s=0.7e12, spatial_flops_per_s=50e12,
         spatial_max_flops_per_s=math.inf, spatial_half_channels=64.0,
         spatial_bytes_per_s=3.0e12, spatial_overhead_s=250e-6,
-        calibration="H200 (docs/performance.md); other GPUs use the same constants",
+        calibration="one H200 (docs/performance.md), and applied to every GPU as they are",
         # Mathieu's k = 7 layer, forward + both gradients: 1.950 ms in float16 and 1.808 ms in
         # bfloat16 (cuDNN on tensor cores) against 2.899 ms with TF32.
         spatial_dtype_factors=(("float16", 0.67), ("bfloat16", 0.62)),
@@ -124,7 +147,7 @@ DEVICE_COSTS = {
         matmul_bytes_per_s=10e9, copy_bytes_per_s=4e9, spatial_flops_per_s=50e9,
         spatial_max_flops_per_s=320e9, spatial_half_channels=8.0, spatial_bytes_per_s=10e9,
         spatial_overhead_s=20e-6,
-        calibration="2-core development CPU (docs/performance.md)",
+        calibration="the 2-core development CPU (docs/performance.md)",
         # 16, 32->64, 32x32, k7 SAME, forward + both gradients: 336 ms in float16 (TensorFlow's
         # CPU convolution has no fast float16 kernel) and 23.3 ms in bfloat16 against 42.3 ms in
         # float32 (README, "Half precision").

@@ -664,6 +664,8 @@ def explain_plan(p):
                              % (_mb(chosen.estimate.workspace_bytes),
                                 " and tiles" if chosen.config.tiles.tiled else "",
                                 _mb(chosen.estimate.kept_bytes)))
+        lines.append("  device constants (%s): %s" % (p.problem.device,
+                                                    DEVICE_COSTS[p.problem.device].describe()))
         lines.append("  memory budget: %s" % ("none" if p.budget is None else _mb(p.budget)))
         if p.timings_ms:
             lines.append("  timed (ms, median): " + ", ".join(
