@@ -57,6 +57,9 @@ def main():
           not any(r.lower().startswith(("tensorflow ", "tensorflow>", "tensorflow=", "tensorflow;"))
                   or r.lower() == "tensorflow" for r in requirements), str(requirements))
 
+    # FP32 products on both sides: with TensorFlow's TF32 switch on (its default), a GPU rounds the
+    # operands of cuDNN's convolution and of our spectral products to 10 mantissa bits (4e-4 apart).
+    tf.config.experimental.enable_tensor_float_32_execution(False)
     rng = np.random.default_rng()
     x = tf.constant(rng.standard_normal([4, 20, 20, 3]), tf.float32)
     w = tf.constant(rng.standard_normal([5, 5, 3, 6]), tf.float32)
@@ -106,6 +109,7 @@ def main():
         status, line = run_python(f"""
             import numpy as np, tensorflow as tf
             import tf_fftconv  # registers the ops the SavedModel calls
+            tf.config.experimental.enable_tensor_float_32_execution(False)  # as when it was saved
             loaded = tf.saved_model.load({path!r})
             y = loaded.f(tf.constant(np.load({os.path.join(scratch, "x.npy")!r})))
             print(float(np.max(np.abs(y.numpy() - np.load({os.path.join(scratch, "y.npy")!r})))))

@@ -54,6 +54,7 @@ cd "$(dirname "$0")/.."
 WORK=${WORK:-build/gpu_session}
 OUT=${OUT:-$WORK}
 mkdir -p "$WORK" "$OUT"
+BASE_PYTHONPATH=${PYTHONPATH:-}
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" TF_FFTCONV_COMMIT="${COMMIT:-}" PYTHONUNBUFFERED=1 TF_CPP_MIN_LOG_LEVEL=${TF_CPP_MIN_LOG_LEVEL:-2} PATH="$PATH:/usr/local/cuda/bin"
 steps=${*:-info build tests sanitize bench bench-xla reproduce}
 pack() { tar -czf "$OUT/gpu_session.tar.gz" -C "$WORK" . 2>/dev/null; }
@@ -86,13 +87,17 @@ for step in $steps; do
       log "the wheel: installed into a fresh venv, then checked from outside the checkout"
       place=$(mktemp -d)
       python3 -m venv --system-site-packages "$place/venv" 2>&1 | tail -3
+      # Where python3 is itself a venv, --system-site-packages reaches only the base interpreter's
+      # packages: a .pth file gives the new venv those of python3 (TensorFlow's needs, pytest).
+      python3 -c 'import site; print("\n".join(site.getsitepackages()))' \
+        > "$("$place/venv/bin/python" -c 'import sysconfig; print(sysconfig.get_path("purelib"))')/host_packages.pth"
       start=$(date +%s%N)
       env PATH="$place/venv/bin" PIP_NO_INDEX=1 "$place/venv/bin/python" -m pip install -q --no-index \
         --no-deps dist/tf_fftconv-*.whl 2>&1 | tail -3
       echo "installed $(ls dist/tf_fftconv-*.whl) in $(( ($(date +%s%N) - start) / 1000000 )) ms" | tee "$WORK/wheel.log"
       cp -r tests pytest.ini "$place/"
       # The TensorFlow of /tmp/tfenv only: the checkout is not on the path.
-      ( cd "$place" && export PYTHONPATH=/tmp/site PATH="$place/venv/bin:/usr/bin:/bin"
+      ( cd "$place" && export PYTHONPATH="$BASE_PYTHONPATH" PATH="$place/venv/bin:/usr/bin:/bin"
         python -c 'import tf_fftconv as fc; print(fc.__file__, fc.build_info())'
         python "$OLDPWD/tests/installed_wheel_check.py"
         timeout "${WHEEL_TESTS_TIMEOUT:-240}" python -m pytest -m gpu -q -p no:cacheprovider \
