@@ -1,11 +1,15 @@
 """The op library is found, loads from a plain script, and refuses a TensorFlow it was not built for."""
 
 import json
+import logging
 import os
 import shutil
 import subprocess
 import sys
 import textwrap
+
+import numpy as np
+import tensorflow as tf
 
 import tf_fftconv
 
@@ -68,3 +72,26 @@ def test_missing_library_says_how_to_build(tmp_path):
     done = _run(CALL_AN_OP, _package_copy(tmp_path, with_library=False))
     assert done.returncode == 0, done.stderr[-3000:]
     assert "not built" in done.stdout and "make build" in done.stdout
+
+
+def test_ops_in_a_tf_function_log_no_autograph_warning():
+    """AutoGraph leaves the op functions alone (they wrap generated code that has no source:
+    converting them logged "AutoGraph could not transform" once per op)."""
+    from tf_fftconv._loader import load_library
+    ops = load_library()
+    records = []
+    handler = logging.Handler()
+    handler.emit = records.append
+    logger = tf.get_logger()
+    logger.addHandler(handler)
+    try:
+        x = tf.constant(np.random.default_rng().standard_normal([1, 2, 8, 8]), tf.float32)
+        spectrum = tf.function(ops.fftconv_rfft2d)(x, fft_size=8)
+        product = tf.function(ops.fftconv_spectral_matmul)(spectrum, spectrum, adjoint_b=True)
+        back = tf.function(ops.fftconv_irfft2d)(spectrum, fft_size=8, out_h=8, out_w=8)
+    finally:
+        logger.removeHandler(handler)
+    assert product.shape == (40, 1, 1) and back.shape == x.shape
+    assert np.abs(back.numpy() - x.numpy()).max() < 1e-5
+    assert not [r for r in records if "AutoGraph" in r.getMessage()], [
+        r.getMessage() for r in records]

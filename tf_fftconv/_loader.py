@@ -87,7 +87,9 @@ def _checked_op(function):
                 if past_int64(value):
                     raise invalid_argument("%s = %d does not fit in int64" % (name, value))
         return function(*args, **kwargs)
-    return op
+    # Nothing in it for AutoGraph to convert, and the generated function it wraps has no source:
+    # converting it inside a tf.function only logged a warning per op.
+    return tf.autograph.experimental.do_not_convert(op)
 
 
 class _Ops:
