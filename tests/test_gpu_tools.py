@@ -108,7 +108,7 @@ def test_lib_variants_compiles_every_cuda_source_with_the_variants_flags_and_lin
     link = [line for line in done.stdout.splitlines() if f"-o {out_dir}_fftconv_ops.so" in line]
     assert len(link) == 1
     assert all(f"{out_dir}{source}.o" in link[0] for source in sources)
-    assert "build/cc/spectral_matmul_gpu.o" in link[0]  # the GPU OpKernels, with CUDA configured
+    assert "build/cc/ops_gpu.o" in link[0]  # the GPU OpKernels, with CUDA configured
 
 
 def _kernel_check_tree(tmp_path):
