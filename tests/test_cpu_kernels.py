@@ -176,6 +176,7 @@ def test_every_kernel_copy_matches_numpy(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.tensorflow_independent
 def test_standalone_check_builds_and_passes(tmp_path):
     """make cpu-kernel-check: the same kernels without TensorFlow, every copy this CPU runs, against
     float64."""
