@@ -77,6 +77,14 @@ class DeviceCosts:
     # charged (on a GPU XLA fuses them into their neighbours on either path, and eagerly they
     # cost microseconds).
     epilogue_bytes_per_s: float = 0.0
+    # Grouped and depthwise layers. tf.nn.depthwise_conv2d's rate per pass (0: the spatial formula
+    # at one channel per group); tf.nn.conv2d's time with groups > 1 over the formula's; and the
+    # rates of the FFT path's depthwise products (elementwise ops) and of its group-major copies
+    # around a grouped product (0: the tile copies' rate).
+    depthwise_flops_per_s: float = 0.0
+    grouped_spatial_factor: float = 1.0
+    elementwise_bytes_per_s: float = 0.0
+    group_copy_bytes_per_s: float = 0.0
 
     def describe(self):
         """The constants that set an estimate's size, in words (for ``explain``)."""
@@ -99,7 +107,15 @@ class DeviceCosts:
                    rate(self.spatial_flops_per_s, "FLOP"), spatial_limit,
                    self.spatial_half_channels, 1e6 * self.spatial_overhead_s)
                 + ("; a bias and activation after the FFT path %s" % rate(
-                    self.epilogue_bytes_per_s, "B") if self.epilogue_bytes_per_s else ""))
+                    self.epilogue_bytes_per_s, "B") if self.epilogue_bytes_per_s else "")
+                + ("; tf.nn.depthwise_conv2d %s" % rate(self.depthwise_flops_per_s, "FLOP")
+                   if self.depthwise_flops_per_s else "")
+                + ("; grouped tf.nn.conv2d %gx the formula's time" % self.grouped_spatial_factor
+                   if self.grouped_spatial_factor != 1.0 else "")
+                + ("; depthwise products %s" % rate(self.elementwise_bytes_per_s, "B")
+                   if self.elementwise_bytes_per_s else "")
+                + ("; group-major copies %s" % rate(self.group_copy_bytes_per_s, "B")
+                   if self.group_copy_bytes_per_s else ""))
 
 
 DEVICE_COSTS = {
@@ -122,7 +138,7 @@ DEVICE_COSTS = {
         matmul_bytes_per_s=3.0e12, copy_bytes_per_s=0.7e12, spatial_flops_per_s=50e12,
         spatial_max_flops_per_s=math.inf, spatial_half_channels=64.0,
         spatial_bytes_per_s=3.0e12, spatial_overhead_s=250e-6,
-        calibration="one H200 (docs/performance.md), and applied to every GPU as they are",
+        calibration="one H200, the grouped and depthwise terms on one H100 (docs/performance.md); applied to every GPU as they are",
         # Mathieu's k = 7 layer, forward + both gradients: 1.950 ms in float16 and 1.808 ms in
         # bfloat16 (cuDNN on tensor cores) against 2.899 ms with TF32.
         spatial_dtype_factors=(("float16", 0.67), ("bfloat16", 0.62)),
@@ -131,7 +147,17 @@ DEVICE_COSTS = {
         spatial_no_tf32_factor=4.7,
         transform_radix_factors=((3, 1.4), (5, 1.5)),
         # Elementwise casts run near copy bandwidth (and fuse into their neighbours under XLA).
-        cast_bytes_per_s=2.0e12),
+        cast_bytes_per_s=2.0e12,
+        # Fitted on one H100 to ten grouped and depthwise train steps (the bench's depthwise preset
+        # and the grouped and depthwise cases of its strided one, eagerly): tf.nn.depthwise_conv2d
+        # ran at 1.1-2.1 TFLOP/s per pass whatever the kernel (7x7 to 51x51; the channel term had
+        # put it 3.5-18x too fast), and cuDNN's grouped convolutions took 2.2-2.9x the formula's
+        # time. The FFT path's depthwise products fit 1.5 TB/s and its group-major transposes the
+        # copy bandwidth the bench measured, 3.0 TB/s (the tile copies' 0.7 TB/s put the FFT path
+        # 1.7-3.4x too slow). RMS of the log ratio 1.85 -> 0.37 (spatial) and 0.77 -> 0.42 (FFT);
+        # the faster path predicted in 8 of the 10 cases, against 0.
+        depthwise_flops_per_s=1.5e12, grouped_spatial_factor=2.5, elementwise_bytes_per_s=1.5e12,
+        group_copy_bytes_per_s=3.0e12),
     # Measured on the 2-core development CPU (docs/performance.md): op overhead
     # from a chain of tiny ops in a tf.function; cutting tiles 3-5 GB/s; tf.nn.conv2d (oneDNN)
     # 118-336 GFLOP/s on 32..64 channels, 21 and 88 GFLOP/s on LeNet's layers (1 and 6 input
@@ -356,6 +382,10 @@ def estimate_spatial(problem, costs):
     rate = (min(costs.spatial_flops_per_s * math.sqrt(problem.k_h * problem.k_w),
                 costs.spatial_max_flops_per_s)
             * channels / (channels + costs.spatial_half_channels) / slow)
+    if problem.depthwise and costs.depthwise_flops_per_s:
+        rate = costs.depthwise_flops_per_s / slow
+    elif problem.groups > 1 and not problem.depthwise:
+        rate /= costs.grouped_spatial_factor
     # No channels: no arithmetic (and a rate of 0), only the output's bytes.
     per_pass = max(costs.spatial_overhead_s, flops / rate if flops else 0.0,
                    moved * slow / costs.spatial_bytes_per_s)
@@ -449,16 +479,17 @@ def estimate_fft(problem, config, costs):
         if problem.elementwise:
             # Depthwise: a per-channel complex multiply (TensorFlow's elementwise ops: the
             # operands, the product and a conjugate or broadcast copy), bound by bandwidth.
-            copy(2 * moved, times)
+            copy(2 * moved, times, costs.elementwise_bytes_per_s or costs.copy_bytes_per_s)
             return
         ops.extend([(moved, costs.matmul_bytes_per_s / slow, matmul_flops / n, matmul_rate)]
                    * times)
         if groups > 1:
             # Each product's operands and result moved to and from group-major order.
-            copy(2 * moved, times)
+            copy(2 * moved, times, costs.group_copy_bytes_per_s or costs.copy_bytes_per_s)
 
-    def copy(moved, times=1):
-        ops.extend([(moved, costs.copy_bytes_per_s / slow, 0.0, 1.0)] * times)
+    def copy(moved, times=1, rate=costs.copy_bytes_per_s):
+        ops.extend([(moved, rate / slow, 0.0, 1.0)] * times)
+
 
     recompute = config.memory == "recompute"
     for _ in range(2 if recompute else 1):     # the weight spectrum, again in the backward pass
