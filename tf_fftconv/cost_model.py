@@ -138,7 +138,8 @@ DEVICE_COSTS = {
         matmul_bytes_per_s=3.0e12, copy_bytes_per_s=0.7e12, spatial_flops_per_s=50e12,
         spatial_max_flops_per_s=math.inf, spatial_half_channels=64.0,
         spatial_bytes_per_s=3.0e12, spatial_overhead_s=250e-6,
-        calibration="one H200, the grouped and depthwise terms on one H100 (docs/performance.md); applied to every GPU as they are",
+        calibration=("one H200, the grouped and depthwise terms on one H100 (docs/performance.md); "
+                     "applied to every GPU as they are"),
         # Mathieu's k = 7 layer, forward + both gradients: 1.950 ms in float16 and 1.808 ms in
         # bfloat16 (cuDNN on tensor cores) against 2.899 ms with TF32.
         spatial_dtype_factors=(("float16", 0.67), ("bfloat16", 0.62)),
@@ -362,8 +363,9 @@ def estimate_spatial(problem, costs):
     """tf.nn.conv2d: three passes of ``2 B (Cin / groups) Cout Ho Wo kh kw`` flops each, ``Ho x
     Wo`` the strided output and ``kh x kw`` the taps, whatever the dilation (in a half type: half
     the bytes, and the device's measured factor on the time, ``spatial_dtype_factors``; in float32
-    with TF32 off, ``spatial_no_tf32_factor``). A depthwise problem takes the same formula with
-    its channel term at one channel per group: its rate is not calibrated."""
+    with TF32 off, ``spatial_no_tf32_factor``). tf.nn.depthwise_conv2d runs at the device's
+    ``depthwise_flops_per_s`` where it has one (else the same formula at one channel per group),
+    and a grouped tf.nn.conv2d takes ``grouped_spatial_factor`` times the formula's time."""
     real = _element_bytes(problem.dtype)
     slow = ((2.0 if problem.dtype == "float64" else 1.0)
             * dict(costs.spatial_dtype_factors).get(problem.dtype, 1.0)
@@ -489,7 +491,6 @@ def estimate_fft(problem, config, costs):
 
     def copy(moved, times=1, rate=costs.copy_bytes_per_s):
         ops.extend([(moved, rate / slow, 0.0, 1.0)] * times)
-
 
     recompute = config.memory == "recompute"
     for _ in range(2 if recompute else 1):     # the weight spectrum, again in the backward pass
