@@ -199,8 +199,8 @@ def test_parse_cases():
     assert 24 <= len(grid) <= 48
     core = [c for c in grid if c not in measure.PRESETS["issue10"]]  # these have batch 8 too
     assert {c.padding for c in core} == {"VALID", "SAME"}
-    for field, low, high in (("batch", 32, 256), ("in_channels", 1, 512), ("size", 8, 224),
-                             ("kernel", 1, 15)):
+    for field, low, high in (("batch", 1, 256), ("in_channels", 1, 512), ("size", 8, 256),
+                             ("kernel", 1, 31)):
         values = [getattr(c, field) for c in core]
         assert min(values) == low and max(values) == high, field
     assert max(c.out_channels for c in grid) == 512

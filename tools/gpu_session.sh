@@ -13,8 +13,9 @@
 #   tests, sanitize    pytest -m gpu ($TESTS: files or -k selections, default all of tests/);
 #                      compute-sanitizer over the ops inside TensorFlow
 #   wheel              the wheel in dist/ (make wheel) installed into a fresh venv with no compiler
-#                      on PATH, then tests/installed_wheel_check.py and pytest -m gpu ($WHEEL_TESTS)
-#                      against it, from a copy of tests/ outside the checkout
+#                      on PATH, then tests/installed_wheel_check.py and pytest -m gpu ($WHEEL_TESTS,
+#                      default all of tests/) against it, from a copy of the checkout without the
+#                      package
 #   kernels            tools/gpu_check.sh (the standalone kernel check and its sanitizer runs)
 #   bench, bench-xla   the benchmark; every train step under XLA and the Keras step of a convnet
 #                      (the forward alone under XLA: the step forward)
@@ -36,9 +37,9 @@
 #   half               the float16 / bfloat16 kernel check and benchmark
 #   half-accuracy      float16 / bfloat16 errors on a trained LeNet's activations, ours and conv2d's
 #   mixed              the reproduction under mixed_float16
-#   grid               the benchmark's grid (conv2d, the FFT path, auto, auto after timing; issue
-#                      10's cases); GRID_CASES, GRID_IMPLS and GRID_NAME (the files' name) for
-#                      others, e.g. a part of the grid
+#   grid, grid-xla     the benchmark's grid (conv2d, the FFT path, auto, auto after timing; issue
+#                      10's cases), eagerly / under XLA; GRID_CASES, GRID_IMPLS and GRID_NAME (the
+#                      files' name) for others, e.g. a part of the grid
 #   frames             frames that are not powers of two: Mathieu's SAME layer in $FRAME_SIZES
 #                      frames (default 40 and 48), and auto
 #   concurrency        tools/concurrency_probe.py: concurrent calls of TensorFlow's ops and ours, each
@@ -85,23 +86,27 @@ for step in $steps; do
       done ;;
     wheel)
       log "the wheel: installed into a fresh venv, then checked from outside the checkout"
-      place=$(mktemp -d)
+      place=$(mktemp -d) work=$(cd "$WORK" && pwd)
       python3 -m venv --system-site-packages "$place/venv" 2>&1 | tail -3
       # Where python3 is itself a venv, --system-site-packages reaches only the base interpreter's
       # packages: a .pth file gives the new venv those of python3 (TensorFlow's needs, pytest).
       python3 -c 'import site; print("\n".join(site.getsitepackages()))' \
         > "$("$place/venv/bin/python" -c 'import sysconfig; print(sysconfig.get_path("purelib"))')/host_packages.pth"
       start=$(date +%s%N)
-      env PATH="$place/venv/bin" PIP_NO_INDEX=1 "$place/venv/bin/python" -m pip install -q --no-index \
+      env PATH="$place/venv/bin" PYTHONPATH="$BASE_PYTHONPATH" PIP_NO_INDEX=1 "$place/venv/bin/python" -m pip install -q --no-index \
         --no-deps dist/tf_fftconv-*.whl 2>&1 | tail -3
       echo "installed $(ls dist/tf_fftconv-*.whl) in $(( ($(date +%s%N) - start) / 1000000 )) ms" | tee "$WORK/wheel.log"
-      cp -r tests pytest.ini "$place/"
+      # A copy of the checkout without the package (tests read headers and tools from it, and put
+      # its root on PYTHONPATH): every import of tf_fftconv then finds the installed wheel.
+      mkdir "$place/src"
+      tar -cf - --exclude=./tf_fftconv --exclude=./build --exclude=./dist --exclude=./.git \
+        --exclude=./.gpu --exclude=./.data . | tar -xf - -C "$place/src"
       # The TensorFlow of /tmp/tfenv only: the checkout is not on the path.
-      ( cd "$place" && export PYTHONPATH="$BASE_PYTHONPATH" PATH="$place/venv/bin:/usr/bin:/bin"
+      ( cd "$place/src" && export PYTHONPATH="$BASE_PYTHONPATH" PATH="$place/venv/bin:/usr/bin:/bin"
         python -c 'import tf_fftconv as fc; print(fc.__file__, fc.build_info())'
         python "$OLDPWD/tests/installed_wheel_check.py"
-        timeout "${WHEEL_TESTS_TIMEOUT:-240}" python -m pytest -m gpu -q -p no:cacheprovider \
-          ${WHEEL_TESTS:-tests/test_ops.py tests/test_conv.py tests/test_gradients.py tests/test_depthwise.py} 2>&1 | tail -8
+        timeout "${WHEEL_TESTS_TIMEOUT:-480}" python -m pytest -m gpu -q -p no:cacheprovider \
+          ${WHEEL_TESTS:-tests} 2>&1 | tee "$work/wheel_pytest_gpu.log" | tail -8
       ) 2>&1 | grep -v "^[IWE]0000" | tee -a "$WORK/wheel.log" | tail -30 ;;
     kernels)
       log "standalone kernel check + sanitizer"
@@ -218,11 +223,12 @@ for step in $steps; do
       timeout 150 python3 -m tf_fftconv.bench --cases "$frame_cases" \
         --modes train --impl conv2d,auto --json "$WORK/bench_frames_auto.json" --no-progress 2>&1 \
         | tee "$WORK/bench_frames_auto.log" | tail -6 ;;
-    grid)
-      log "bench --cases grid"
-      timeout 580 python3 -m tf_fftconv.bench --cases "${GRID_CASES:-grid}" --modes train \
-        --impl "${GRID_IMPLS:-conv2d,fft,auto,tuned}" --json "$WORK/${GRID_NAME:-grid}.json" --no-progress 2>&1 \
-        | tee "$WORK/${GRID_NAME:-grid}.log" | tail -50 ;;
+    grid|grid-xla)
+      xla=$([ "$step" = grid-xla ] && echo --xla) name=${GRID_NAME:-grid}${xla:+_xla}
+      log "bench ${xla:-(no XLA)} --cases ${GRID_CASES:-grid}"
+      timeout "${GRID_TIMEOUT:-580}" python3 -m tf_fftconv.bench $xla --cases "${GRID_CASES:-grid}" --modes train \
+        --impl "${GRID_IMPLS:-conv2d,fft,auto,tuned}" --json "$WORK/$name.json" --no-progress 2>&1 \
+        | tee "$WORK/$name.log" | grep -v "^[IWE]0000" | tail -50 ;;
     mixed)
       log "reproduce --precision mixed_float16"
       timeout 400 python3 -m tf_fftconv.reproduce --dataset "idx:${DATA_DIR:-.data/fashion-mnist}" \

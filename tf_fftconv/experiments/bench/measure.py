@@ -144,9 +144,11 @@ PRESETS["all"] = PRESETS["mathieu"] + PRESETS["lenet"] + PRESETS["same"]
 # images with 64 -> 64 channels and k = 7 at a small batch.
 PRESETS["issue10"] = [Case(128, 96, 256, 32, 7, "SAME"), Case(64, 64, 64, 64, 3, "SAME"),
                       Case(8, 64, 64, 224, 7, "SAME")]
-# Where auto must hold up: batch 32-256, channels 1-512, images 8-224, k 1-15, VALID and SAME,
-# plus the cases above. Sized for a few minutes on one H200 (the largest tensors are a few
-# hundred MB); the tf.signal column can be left out with --impl conv2d,fft,auto.
+# Where auto must hold up: batch 1-256, channels 1-512, images 8-256, k 1-31, VALID and SAME,
+# plus the cases above and the layers where auto once chose the slower path (few channels at 7x7
+# on a 112 image, a batch of one, a 15x15 kernel on a 256 image, which tiles). Sized for a few
+# minutes on one H200 (the largest tensors are a few hundred MB); the tf.signal column can be
+# left out with --impl conv2d,fft,auto.
 PRESETS["grid"] = [
     Case(256, 1, 6, 32, 5, "VALID"), Case(256, 6, 16, 14, 5, "VALID"),
     Case(32, 1, 32, 28, 5, "SAME"), Case(128, 3, 64, 32, 3, "SAME"),
@@ -160,6 +162,9 @@ PRESETS["grid"] = [
     Case(64, 32, 32, 128, 3, "SAME"), Case(64, 32, 32, 128, 7, "SAME"),
     Case(32, 16, 16, 224, 5, "SAME"), Case(32, 16, 16, 224, 11, "SAME"),
     Case(128, 128, 128, 32, 15, "VALID"),
+    Case(32, 8, 16, 112, 7, "SAME"), Case(1, 3, 64, 224, 7, "SAME"),
+    Case(1, 64, 64, 56, 3, "SAME"), Case(16, 16, 16, 256, 15, "SAME"),
+    Case(16, 32, 32, 64, 31, "SAME"),
 ] + [Case(128, 96, 256, 32, k, "VALID") for k in (3, 5, 9, 15)] + [
     Case(128, 96, 256, 32, k, "SAME") for k in (3, 5, 11, 15)] + PRESETS["issue10"]
 # The depthwise layers of large-kernel ConvNets (RepLKNet's 31 and 27, a 13 late in the network,
