@@ -352,12 +352,14 @@ def test_exported_from_package():
 
 
 @pytest.mark.gpu
-def test_fit_with_default_compile_on_the_gpu():
+def test_fit_with_default_compile_on_the_gpu(rng):
     """On a GPU Keras' jit_compile="auto" means XLA, for a model holding FFTConv2D too: it trains
-    as its Conv2D twin does (same weights, same batches; both under TF32, hence 1e-2), and learns."""
+    as its Conv2D twin does (same weights, same batches), and learns. TF32 is off for both: the
+    five epochs of SGD at 0.1 pass through a steep drop of the loss, where TF32's 10-bit operands
+    put the two runs up to 30% apart by the third epoch; in FP32 (the same fit on the CPU, four
+    seeds) they stayed within 5e-6."""
     from tf_fftconv.experiments.models import lenet5
 
-    rng = np.random.default_rng()
     y = rng.integers(0, 10, 256)
     # Learnable: each class lights its own band of rows.
     x = rng.random((256, 32, 32, 1)).astype(np.float32) * 0.5
@@ -367,11 +369,17 @@ def test_fit_with_default_compile_on_the_gpu():
     model = lenet5(conv="fft")
     model.set_weights(spatial.get_weights())
     losses = {}
-    for name, m in (("spatial", spatial), ("fft", model)):
-        m.compile(optimizer=keras.optimizers.SGD(0.1),
-                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
-        losses[name] = m.fit(x, y, batch_size=64, epochs=5, verbose=0, shuffle=False).history["loss"]
-        assert m.jit_compile is True
+    tf32 = tf.config.experimental.tensor_float_32_execution_enabled()
+    tf.config.experimental.enable_tensor_float_32_execution(False)
+    try:
+        for name, m in (("spatial", spatial), ("fft", model)):
+            m.compile(optimizer=keras.optimizers.SGD(0.1),
+                      loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+            losses[name] = m.fit(x, y, batch_size=64, epochs=5, verbose=0,
+                                 shuffle=False).history["loss"]
+            assert m.jit_compile is True
+    finally:
+        tf.config.experimental.enable_tensor_float_32_execution(tf32)
     assert_ran(model, "fft")
-    np.testing.assert_allclose(losses["fft"], losses["spatial"], rtol=1e-2)
+    np.testing.assert_allclose(losses["fft"], losses["spatial"], rtol=1e-3)
     assert losses["fft"][-1] < 0.8 * losses["fft"][0], losses["fft"]

@@ -5,6 +5,7 @@ timings and their cache, and the fallback when the allocator refuses."""
 import dataclasses
 import json
 import logging
+import math
 import os
 import subprocess
 import sys
@@ -125,6 +126,94 @@ def test_model_fits_the_h100_grouped_and_depthwise_measurements(x_shape, w_shape
         assert measured / 2.5 <= predicted <= 2.5 * measured, (predicted, measured)
     chosen = planning.plan(problem)
     assert chosen.algorithm == "fft" or planning.is_close_call(chosen), chosen.label
+
+
+# Train steps (forward + both gradients) inside tf.function(jit_compile=True) on one H100,
+# median ms (benchmarks/results/h100-2026-12-06-00ce91e, grid_xla.json and grid_rest_xla.json):
+# the bench's case spec, tf.nn.conv2d as XLA compiles it, and the FFT path in the configuration
+# the eager cost model gave it (what the bench's fft row ran then). The compiled costs are a fit
+# to these 40.
+H100_XLA_MEASURED = [
+    ("128:96:256:32:7:valid", 3.090, 0.784), ("128:96:256:32:3:valid", 0.747, 0.812),
+    ("128:96:256:32:7:same", 4.745, 1.474), ("256:1:6:32:5:valid", 0.292, 0.221),
+    ("256:6:16:14:5:valid", 0.276, 0.221), ("32:3:64:224:7:same", 3.701, 2.859),
+    ("8:64:64:224:7:same", 3.450, 1.647), ("32:8:16:112:7:same", 0.528, 0.356),
+    ("1:3:64:224:7:same", 0.320, 0.218), ("1:64:64:56:3:same", 0.274, 0.319),
+    ("64:64:64:64:3:same", 0.430, 1.877), ("64:64:64:64:7:same", 2.285, 1.895),
+    ("64:32:32:128:7:same", 4.430, 1.768), ("32:16:16:224:5:same", 1.756, 1.250),
+    ("16:16:16:256:15:same", 7.345, 1.618), ("16:32:32:64:31:same", 2.082, 0.517),
+    ("32:128:128:28:3:same", 0.296, 0.252), ("32:256:512:16:5:same", 0.629, 0.599),
+    ("128:128:128:32:15:valid", 2.111, 0.541), ("256:64:128:16:7:same", 1.009, 0.373),
+    ("32:1:32:28:5:same", 0.257, 0.218), ("128:3:64:32:3:same", 0.290, 0.258),
+    ("128:3:64:32:7:same", 0.405, 0.260), ("32:64:64:56:1:valid", 0.258, 0.498),
+    ("32:64:64:56:3:same", 0.269, 0.495), ("32:256:256:14:3:same", 0.263, 0.223),
+    ("32:512:512:8:3:same", 0.263, 0.308), ("64:512:512:8:1:valid", 0.274, 0.278),
+    ("256:32:32:8:3:valid", 0.260, 0.218), ("256:64:128:16:3:same", 0.270, 0.262),
+    ("64:64:64:64:5:same", 1.131, 1.890), ("64:32:32:128:3:same", 1.136, 1.672),
+    ("32:16:16:224:11:same", 4.013, 2.093), ("128:96:256:32:5:valid", 1.839, 0.794),
+    ("128:96:256:32:9:valid", 3.005, 0.771), ("128:96:256:32:15:valid", 2.999, 0.736),
+    ("128:96:256:32:3:same", 0.808, 1.437), ("128:96:256:32:5:same", 2.406, 1.437),
+    ("128:96:256:32:11:same", 8.366, 1.909), ("128:96:256:32:15:same", 9.334, 1.918),
+]
+
+
+def _grid_problem(spec, compiled):
+    from tf_fftconv.experiments.bench import measure
+    case = measure.parse_cases(spec)[0]
+    return planning.make_problem((case.batch, case.size, case.size, case.in_channels),
+                                 case.w_shape, case.padding, "NHWC", "float32", "GPU",
+                                 compiled=compiled)
+
+
+def test_compiled_costs_fit_the_h100_xla_grid():
+    """With the compiled costs, RMS of the log ratio of estimate to measurement under 0.35 for
+    each path (the eager constants: 0.70 and 0.55), and wherever one path was more than 1.05x
+    faster, auto takes it or calls it close (timed then): the eager constants took the slower
+    path, outside their close calls, in 6 of the 40."""
+    spatial_logs, fft_logs, wrong = [], [], []
+    for spec, conv2d_ms, fft_ms in H100_XLA_MEASURED:
+        ran = planning.plan(_grid_problem(spec, False), "fft").config
+        problem = _grid_problem(spec, True)
+        assert problem.compiled and "compiled by XLA" in problem.describe()
+        costs = cost_model.device_costs(problem)
+        spatial_logs.append(math.log(
+            cost_model.estimate_spatial(problem, costs).time_s * 1e3 / conv2d_ms))
+        fft_logs.append(math.log(
+            cost_model.estimate_fft(problem, ran, costs).time_s * 1e3 / fft_ms))
+        chosen = planning.plan(problem)
+        if max(conv2d_ms, fft_ms) > 1.05 * min(conv2d_ms, fft_ms) and not (
+                planning.is_close_call(chosen)
+                or (chosen.algorithm == "spatial") == (conv2d_ms < fft_ms)):
+            wrong.append((spec, chosen.label))
+    rms = [math.sqrt(sum(v * v for v in logs) / len(logs)) for logs in (spatial_logs, fft_logs)]
+    assert max(rms) < 0.35, rms
+    assert not wrong, wrong
+
+
+def test_problem_knows_when_xla_compiles_it():
+    """make_problem tells a trace for XLA (tf.function(jit_compile=True), or a function it
+    calls) from an eager call and a plain tf.function; the compiled problem is a problem of its
+    own (its own plans and timings) with the compiled costs."""
+    seen = {}
+
+    def probe(name):
+        seen[name] = planning.make_problem((8, 32, 32, 4), (5, 5, 4, 8), "SAME", device="GPU")
+        return tf.constant(0.0)
+
+    probe("eager")
+    tf.function(lambda: probe("function"))()
+    tf.function(lambda: probe("xla"), jit_compile=True)()
+    tf.function(lambda: tf.function(lambda: probe("nested"))(), jit_compile=True)()
+    assert [seen[k].compiled for k in ("eager", "function", "xla", "nested")] == [
+        False, False, True, True]
+    assert seen["xla"].key() != seen["eager"].key()
+    assert cost_model.device_costs(seen["xla"]) is cost_model.COMPILED_COSTS["GPU"]
+    assert cost_model.device_costs(seen["eager"]) is cost_model.DEVICE_COSTS["GPU"]
+    forced = planning.make_problem((8, 32, 32, 4), (5, 5, 4, 8), "SAME", device="GPU",
+                                   compiled=True)
+    assert forced == seen["xla"]
+    text = fc.explain((8, 32, 32, 4), (5, 5, 4, 8), padding="SAME", device="GPU")
+    assert "compiled by XLA" not in text
 
 
 # Forward + both gradients of the FFT path on 2 CPU cores (the SIMD-lane kernels), median ms, the
@@ -618,6 +707,53 @@ def test_a_close_call_is_timed_once_when_the_layer_is_built(monkeypatch, timed_p
     assert "decided by: timing on this device" in fc.explain(model.layers[0])
     _close_call_model()                                            # the same problem: not again
     assert timed == [problem]
+
+
+def test_a_layer_confirms_the_compiled_problem_too_where_xla_changes_the_costs(
+        monkeypatch, rng, timed_problems):
+    """Where the device has compiled costs (the GPU; the CPU here, for the test), the layer
+    times its close call eagerly and compiled, each problem as it will run: the compiled one
+    inside tf.function(jit_compile=True). A trace for XLA then follows the compiled timings."""
+    monkeypatch.setattr(planning, "CLOSE_CALL_DEVICES", ("CPU", "GPU"))
+    monkeypatch.setattr(planning, "CLOSE_CALL_FACTOR", float("inf"))   # every choice is close
+    monkeypatch.setitem(cost_model.COMPILED_COSTS, "CPU", cost_model.DEVICE_COSTS["CPU"])
+    traced = []   # (the timed problem's compiled, whether its step was traced for XLA)
+    real_run_plan = execute.run_plan
+
+    def run_plan(timed_plan, *args):
+        traced.append((timed_plan.problem.compiled, planning.compiled_here()))
+        return real_run_plan(timed_plan, *args)
+
+    monkeypatch.setattr(execute, "run_plan", run_plan)
+    model = _close_call_model()
+    problem = planning.make_problem((None, 12, 12, 2), (5, 5, 2, 3), "SAME",
+                                    input_gradient=False, epilogue="bias")
+    compiled = dataclasses.replace(problem, compiled=True)
+    assert timed_problems == [problem, compiled]
+    assert {mode for mode, _ in traced} == {False, True}
+    assert all(mode == in_xla for mode, in_xla in traced), traced
+    assert "spatial" in planning.cached_timings(compiled)
+    tf.function(model, jit_compile=True)(tf.constant(rng.standard_normal((2, 12, 12, 2)),
+                                                     tf.float32))
+    followed = followed_plans(model.layers[0])
+    assert [p.problem.compiled for p in followed] == [True]
+    assert followed[0].source.startswith("timing on this device")
+    assert "compiled by XLA" in fc.explain(model.layers[0])
+
+
+def test_autotune_times_compiled_when_asked(rng):
+    """autotune(..., compiled=True) times inside tf.function(jit_compile=True) and records the
+    timings for the compiled problem only; on the CPU, whose costs do not change under XLA,
+    the default times eagerly only."""
+    shape, w_shape = (2, 12, 12, 2), (5, 5, 2, 3)
+    eager = planning.make_problem(shape, w_shape, "SAME", device="CPU")
+    compiled = dataclasses.replace(eager, compiled=True)
+    text = fc.autotune(shape, w_shape, padding="SAME", device="CPU", repeats=1, compiled=True)
+    assert "compiled by XLA" in text
+    assert "spatial" in planning.cached_timings(compiled)
+    assert planning.cached_timings(eager) == {}
+    text = fc.autotune(shape, w_shape, padding="SAME", device="CPU", repeats=1)
+    assert "compiled by XLA" not in text and "spatial" in planning.cached_timings(eager)
 
 
 def test_an_eager_fft_conv2d_times_a_close_call_once(monkeypatch, rng, timed_problems):

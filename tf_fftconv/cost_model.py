@@ -85,6 +85,13 @@ class DeviceCosts:
     grouped_spatial_factor: float = 1.0
     elementwise_bytes_per_s: float = 0.0
     group_copy_bytes_per_s: float = 0.0
+    # tf.nn.conv2d's least rate whatever the kernel, before the channel term (0: none). XLA's
+    # own convolution keeps small kernels near the rate of a 7x7 one.
+    spatial_min_flops_per_s: float = 0.0
+    # The tiling's pads, reshapes, slices, concats and transposes fused into one copy each way
+    # and one for its gradient (XLA), at ``copy_bytes_per_s``, instead of four copies and an
+    # overhead per op.
+    copies_fused: bool = False
 
     def describe(self):
         """The constants that set an estimate's size, in words (for ``explain``)."""
@@ -95,15 +102,18 @@ class DeviceCosts:
             return "%.3g %s/s" % (value, unit)
         spatial_limit = ("" if math.isinf(self.spatial_max_flops_per_s)
                          else " up to %s" % rate(self.spatial_max_flops_per_s, "FLOP"))
+        if self.spatial_min_flops_per_s:
+            spatial_limit += " (at least %s)" % rate(self.spatial_min_flops_per_s, "FLOP")
         tf32 = ("" if self.matmul_tf32_flops_per_s == self.matmul_flops_per_s
                 else " (%s with TF32)" % rate(self.matmul_tf32_flops_per_s, "FLOP"))
         return ("fitted on %s; our ops at least %.3g us each; transforms %s and %s; products %s%s "
-                "and %s; tile copies %s; tf.nn.conv2d %s per sqrt(kh * kw)%s, half of it "
+                "and %s; tile copies %s%s; tf.nn.conv2d %s per sqrt(kh * kw)%s, half of it "
                 "at %g channels, at least %.3g us per pass"
                 % (self.calibration, 1e6 * self.op_overhead_s,
                    rate(self.transform_bytes_per_s, "B"), rate(self.transform_flops_per_s, "FLOP"),
                    rate(self.matmul_flops_per_s, "FLOP"), tf32,
                    rate(self.matmul_bytes_per_s, "B"), rate(self.copy_bytes_per_s, "B"),
+                   ", one fused copy each way" if self.copies_fused else "",
                    rate(self.spatial_flops_per_s, "FLOP"), spatial_limit,
                    self.spatial_half_channels, 1e6 * self.spatial_overhead_s)
                 + ("; a bias and activation after the FFT path %s" % rate(
@@ -190,6 +200,37 @@ DEVICE_COSTS = {
         epilogue_bytes_per_s=7.7e9),
 }
 
+# The costs of a problem compiled by XLA, where they differ from the eager ones
+# (``device_costs``). XLA picks its own convolution algorithms and fuses the layout changes
+# around our custom calls, so fitted apart.
+COMPILED_COSTS = {
+    # Fitted on one H100 to 40 train steps inside tf.function(jit_compile=True) (the bench's grid
+    # under --xla, docs/performance.md), the FFT path's transforms and products as eagerly:
+    # - XLA fuses the tiling's pads, slices and transposes into one copy each way and one for
+    #   its gradient, at the copy bandwidth the bench measured (3.0 TB/s): tiled layers took
+    #   2.3-3.5x less time than eagerly (64 images of 128x128, 32 channels, k7: 1.768 ms against
+    #   5.488);
+    # - XLA's convolution ran small kernels 1.3-2.2x faster than cuDNN eagerly (k3 64x64, 64
+    #   channels: 0.430 ms against 0.958) and large ones at the eager rate: a least rate of
+    #   450 TFLOP/s (a 9x9 kernel's) before a channel term that halves it at 128 channels, and
+    #   120 us per pass at least.
+    # RMS of the log ratio 0.70 -> 0.31 (spatial) and 0.55 -> 0.25 (FFT) against the eager
+    # constants; the faster path predicted, or left to timing as a close call, in all 40 (the
+    # eager constants got 6 wrong outside the close calls, 1.08-2.5x slower).
+    "GPU": dataclasses.replace(
+        DEVICE_COSTS["GPU"], copy_bytes_per_s=3.0e12, copies_fused=True,
+        spatial_min_flops_per_s=450e12, spatial_half_channels=128.0, spatial_overhead_s=120e-6,
+        calibration=("one H100, its steps compiled by XLA (docs/performance.md); applied to "
+                     "every GPU as they are")),
+}
+
+
+def device_costs(problem):
+    """The constants for ``problem``: its device kind's, compiled or eager."""
+    if problem.compiled and problem.device in COMPILED_COSTS:
+        return COMPILED_COSTS[problem.device]
+    return DEVICE_COSTS[problem.device]
+
 
 # ---------------------------------------------------------------------------------------------
 # Problems, FFT configurations and their estimates.
@@ -230,6 +271,10 @@ class Problem:
     # ("bias", "bias+activation"; ``DeviceCosts.epilogue_bytes_per_s``).
     input_gradient: bool = True
     epilogue: str = ""
+    # Compiled by XLA (traced inside ``tf.function(jit_compile=True)``, as Keras compiles a
+    # model on a GPU): the costs of ``compiled_costs`` apply, and plans and timings are kept
+    # apart from the eager ones.
+    compiled: bool = False
 
     @property
     def sizes_known(self):
@@ -290,6 +335,8 @@ class Problem:
             words.append("no input gradient")
         if self.epilogue:
             words.append("then " + self.epilogue)
+        if self.compiled:
+            words.append("compiled by XLA")
         return "".join(", " + word for word in words)
 
     @property
@@ -381,8 +428,8 @@ def estimate_spatial(problem, costs):
                     + problem.k_h * problem.k_w * group_in * problem.out_channels
                     + batch * problem.out_channels * out_h * out_w)
     channels = min(group_in, problem.out_channels // max(problem.groups, 1))
-    rate = (min(costs.spatial_flops_per_s * math.sqrt(problem.k_h * problem.k_w),
-                costs.spatial_max_flops_per_s)
+    rate = (min(max(costs.spatial_flops_per_s * math.sqrt(problem.k_h * problem.k_w),
+                    costs.spatial_min_flops_per_s), costs.spatial_max_flops_per_s)
             * channels / (channels + costs.spatial_half_channels) / slow)
     if problem.depthwise and costs.depthwise_flops_per_s:
         rate = costs.depthwise_flops_per_s / slow
@@ -507,11 +554,15 @@ def estimate_fft(problem, config, costs):
         # Cutting (pad, per axis a reshape, m slices and a concat, transpose, reshape) and joining
         # (reshape, transpose, reshape, slice), and their gradients: the bytes go through four
         # copies each way, the other ops cost their overhead.
+        # Compiled by XLA (``copies_fused``), the ops of each fuse into one copy, and its
+        # gradient's into another: two each way, costing nothing else.
         blocks = -(-t.in_tile_h // t.tile_h) + -(-t.in_tile_w // t.tile_w)
-        copy(x_bytes + x_tiles, 4)
-        copy(y_bytes + y_tiles, 4)
-        copy(0.0, 2 * (blocks + 7 + 4) - 8)
-    if n > 1:
+        passes = 2 if costs.copies_fused else 4
+        copy(x_bytes + x_tiles, passes)
+        copy(y_bytes + y_tiles, passes)
+        if not costs.copies_fused:
+            copy(0.0, 2 * (blocks + 7 + 4) - 8)
+    if n > 1 and not costs.copies_fused:
         copy(0.0, 4 * n + 4)                    # the pieces' slices and concats, both passes
     # Per piece: forward rfft x, matmul, irfft; backward rfft dy, dX matmul, irfft dx,
     # [rfft x again], dW matmul.

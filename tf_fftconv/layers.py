@@ -1,6 +1,7 @@
 """Keras layers over `tf_fftconv.fft_conv2d` and `fft_depthwise_conv2d`: drop-ins for
 `keras.layers.Conv2D` and `keras.layers.DepthwiseConv2D`."""
 
+import dataclasses
 import numbers
 import operator
 
@@ -8,6 +9,7 @@ import keras
 import tensorflow as tf
 
 from tf_fftconv import conv as _conv
+from tf_fftconv.cost_model import COMPILED_COSTS as _COMPILED_DEVICES
 from tf_fftconv import planning as _planning
 from tf_fftconv import tuning as _tuning
 
@@ -63,8 +65,13 @@ class _FFTOptions:
         if self.algorithm == "auto" and self.fft_size is None and self.tile is None:
             # A close call of the cost model on a GPU is timed once, here, where Python runs
             # eagerly (traces of the layer plan from the timings; tuning.confirm_close_call).
-            arguments = self.tuning_arguments(input_shape)
-            _tuning.confirm_close_call(arguments["problem"], self.memory_budget)
+            # Keras compiles a model's step with XLA on a GPU unless told not to, and XLA
+            # changes what each path costs (cost_model.COMPILED_COSTS): both problems are
+            # confirmed where the device has compiled costs, each timed as it will run.
+            problem = self.tuning_arguments(input_shape)["problem"]
+            for compiled in (False, True) if problem.device in _COMPILED_DEVICES else (False,):
+                _tuning.confirm_close_call(dataclasses.replace(problem, compiled=compiled),
+                                           self.memory_budget)
 
     def _fft_convolution(self, inputs, kernel, **options):
         """The op on ``inputs`` and ``kernel`` in the dtype the ops run in (the compute dtype,

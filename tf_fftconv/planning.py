@@ -40,7 +40,8 @@ import tensorflow as tf
 
 from tf_fftconv import geometry
 from tf_fftconv.cost_model import (
-    ASSUMED_BATCH, DEVICE_COSTS, Estimate, FftConfig, Problem, estimate_fft, estimate_spatial)
+    ASSUMED_BATCH, DEVICE_COSTS, Estimate, FftConfig, Problem, device_costs, estimate_fft,
+    estimate_spatial)
 from tf_fftconv.errors import invalid_argument as _invalid
 
 ALGORITHMS = ("auto", "fft", "spatial")
@@ -121,7 +122,7 @@ def _with_spectra(problem, config):
         return wide
     if problem.half_spectra is not None:
         return half if problem.half_spectra else wide
-    costs = DEVICE_COSTS[problem.device]
+    costs = device_costs(problem)
     worth_it = costs.half_spectra_pay and (estimate_fft(problem, wide, costs).time_s
                 >= HALF_SPECTRA_GAIN * estimate_fft(problem, half, costs).time_s)
     return half if worth_it else wide
@@ -165,7 +166,7 @@ def within_budget(found, budget):
 
 def candidates(problem, algorithm="auto", fft_size=None, tile=None):
     """The candidates ``algorithm`` allows, fastest first by the cost model."""
-    costs = DEVICE_COSTS[problem.device]
+    costs = device_costs(problem)
     found = []
     if algorithm in ("auto", "spatial") and fft_size is None and tile is None:
         found.append(Candidate(SPATIAL, None, estimate_spatial(problem, costs)))
@@ -502,12 +503,28 @@ def _cpu_name():
 EPILOGUES = {"": "", None: "", "bias": "bias", "bias+activation": "bias+activation"}
 
 
+def compiled_here():
+    """Whether an op made here is compiled by XLA: traced inside ``tf.function(jit_compile=True)``
+    or a function it calls (as Keras compiles a model's step on a GPU)."""
+    if tf.executing_eagerly():
+        return False
+    try:
+        # TensorFlow's own test of the XLA context; no public API tells it.
+        from tensorflow.python.ops import control_flow_util
+        return bool(control_flow_util.GraphOrParentsInXlaContext(
+            tf.compat.v1.get_default_graph()))
+    except (ImportError, AttributeError):
+        return False
+
+
 def make_problem(x_shape, w_shape, padding="VALID", data_format="NHWC", dtype="float32",
                  device=None, half_spectra=None, strides=1, dilations=1, groups=None,
-                 depthwise=False, input_gradient=True, epilogue=""):
+                 depthwise=False, input_gradient=True, epilogue="", compiled=None):
     """A ``Problem`` from static shapes (None for unknown batch, height or width);
     ``half_spectra`` (float16 and bfloat16 only): None, True or False (``Problem``).
-    ``input_gradient`` and ``epilogue`` as ``Problem``'s (the layers set them).
+    ``input_gradient`` and ``epilogue`` as ``Problem``'s (the layers set them). ``compiled``:
+    whether XLA compiles it (None: whether the caller is being traced for XLA,
+    ``compiled_here``).
 
     ``strides`` and ``dilations`` as ``tf.nn.conv2d`` takes them (``geometry.spatial_pair``);
     ``groups`` None: ``in_channels / w_shape[2]``, as ``tf.nn.conv2d`` infers it, else checked
@@ -549,7 +566,8 @@ def make_problem(x_shape, w_shape, padding="VALID", data_format="NHWC", dtype="f
                       padding, data_format, dtype, kind, name,
                       bool(tf.config.experimental.tensor_float_32_execution_enabled()),
                       half_spectra, strides, dilations, int(groups), bool(depthwise),
-                      bool(input_gradient), EPILOGUES[epilogue])
+                      bool(input_gradient), EPILOGUES[epilogue],
+                      compiled_here() if compiled is None else bool(compiled))
     if problem.sizes_known:
         geometry.output_geometry(in_h, in_w, problem.dilated_k_h, problem.dilated_k_w,
                                  padding)  # validates
@@ -664,8 +682,9 @@ def explain_plan(p):
                              % (_mb(chosen.estimate.workspace_bytes),
                                 " and tiles" if chosen.config.tiles.tiled else "",
                                 _mb(chosen.estimate.kept_bytes)))
-        lines.append("  device constants (%s): %s" % (p.problem.device,
-                                                    DEVICE_COSTS[p.problem.device].describe()))
+        lines.append("  device constants (%s%s): %s" % (
+            p.problem.device, ", compiled by XLA" if p.problem.compiled else "",
+            device_costs(p.problem).describe()))
         lines.append("  memory budget: %s" % ("none" if p.budget is None else _mb(p.budget)))
         if p.timings_ms:
             lines.append("  timed (ms, median): " + ", ".join(

@@ -2,7 +2,8 @@
 
 The cost model (``cost_model``, through ``planning``) ranks the candidates; this times spatial
 convolution and the best FFT configurations by the model, forward + both gradients, each as its
-own ``tf.function`` called from eager Python (never inside a function being traced), the calls
+own ``tf.function`` called from eager Python (never inside a function being traced; compiled by
+XLA for a problem that XLA compiles, ``Problem.compiled``), the calls
 rotating over input sets as a training step meets a new batch each time, their samples taken in
 turns, and stores the medians per problem in the process (and in ``$TF_FFTCONV_AUTOTUNE_CACHE``
 when set). Later plans for that problem take the fastest timed candidate within the memory budget.
@@ -49,10 +50,10 @@ def _train_step(timed_plan):
     and the gradients of the spatial path do not need y, so with y unused its forward convolution
     went untimed, while the FFT path's gradients still read the spectra its forward computes.
     A problem without the input gradient (``Problem.input_gradient``) is timed without it, as
-    training runs it."""
+    training runs it; a problem compiled by XLA (``Problem.compiled``) is timed compiled."""
     input_gradient = timed_plan.problem.input_gradient
 
-    @tf.function
+    @tf.function(jit_compile=timed_plan.problem.compiled or None)
     def step(x, w, dy):
         with tf.GradientTape() as tape:
             tape.watch([x, w] if input_gradient else [w])
@@ -228,7 +229,8 @@ def _layers(model_or_layer):
 
 def autotune(layer_or_shape, w_shape=None, *, batch_size=None, input_shape=None,
              padding="VALID", data_format="NHWC", dtype="float32", device=None, algorithm="auto",
-             fft_size=None, tile=None, memory_budget=None, candidates=3, repeats=5):
+             fft_size=None, tile=None, memory_budget=None, candidates=3, repeats=5,
+             compiled=None):
     """Times the best candidates of one or more convolutions on the device; returns what
     ``tf_fftconv.explain`` says about them afterwards.
 
@@ -237,6 +239,10 @@ def autotune(layer_or_shape, w_shape=None, *, batch_size=None, input_shape=None,
     ``batch_size`` stands for an unknown batch (default ``cost_model.ASSUMED_BATCH``).
     ``autotune(x_shape, w_shape, padding=..., ...)``: one problem, arguments as ``explain``.
     ``device``: "CPU" or "GPU" (default: where an op would run here).
+    ``compiled``: True times each problem inside ``tf.function(jit_compile=True)``, for the plans
+    made while XLA compiles it; False eagerly; None (default) as a compiled Keras model will run
+    (its ``jit_compile``), else both ways on a device whose costs differ under XLA
+    (``cost_model.COMPILED_COSTS``: the GPU) and eagerly elsewhere.
     """
     if w_shape is None:
         layers = _layers(layer_or_shape)
@@ -249,16 +255,26 @@ def autotune(layer_or_shape, w_shape=None, *, batch_size=None, input_shape=None,
                                                         data_format, dtype, device),
                          algorithm=algorithm, fft_size=fft_size, tile=tile,
                          memory_budget=memory_budget)]
+    if compiled is not None:
+        modes = (bool(compiled),)
+    elif getattr(layer_or_shape, "compiled", False) and hasattr(layer_or_shape, "jit_compile"):
+        modes = (bool(layer_or_shape.jit_compile),)    # a Keras model after compile()
+    else:
+        modes = None                                    # per problem, by its device
     texts = []
     for arguments in problems:
         if arguments["algorithm"] == "spatial":
             continue
+        problem = arguments["problem"]
         scope = tf.device(device if ":" in device else "/%s:0" % device) if device else (
             contextlib.nullcontext())
-        with scope:
-            made = tune_problem(arguments["problem"], arguments["fft_size"], arguments["tile"],
-                                arguments["memory_budget"], arguments["algorithm"], batch_size,
-                                candidates, repeats)
-        texts.append(str(made))
+        for mode in modes or ((False, True) if problem.device in cost_model.COMPILED_COSTS
+                              else (False,)):
+            with scope:
+                made = tune_problem(dataclasses.replace(problem, compiled=mode),
+                                    arguments["fft_size"], arguments["tile"],
+                                    arguments["memory_budget"], arguments["algorithm"],
+                                    batch_size, candidates, repeats)
+            texts.append(str(made))
     return "\n".join(texts)
 

@@ -225,7 +225,8 @@ def run(args):
                 if with_floors and mode == "train":
                     with tf.device(args.device):
                         moved = measure.fft_bytes_moved(case, args.data_format,
-                                                        tf.as_dtype(args.dtype), args.fft_size)
+                                                        tf.as_dtype(args.dtype), args.fft_size,
+                                                        compiled=args.xla)
                     measure.add_floor(record, moved, report["copy_bandwidth_bytes_per_s"])
                 report["results"].append(record)
                 progress.advance()

@@ -369,13 +369,14 @@ def conv_function(impl, padding, data_format, fft_size=None, case=None):
     raise ValueError(impl)
 
 
-def _problem(case, data_format, dtype):
-    """`case` as the planner's problem on the current device."""
+def _problem(case, data_format, dtype, compiled=False):
+    """`case` as the planner's problem on the current device (`compiled`: its step compiled by
+    XLA, as with --xla)."""
     x_shape = ((case.batch, case.size, case.size, case.in_channels) if data_format == "NHWC"
                else (case.batch, case.in_channels, case.size, case.size))
     return planning.make_problem(
         x_shape, case.w_shape, case.padding, data_format, dtype, strides=case.stride,
-        dilations=case.dilation, depthwise=case.depthwise)
+        dilations=case.dilation, depthwise=case.depthwise, compiled=compiled)
 
 
 def plan_before_tracing(impl, problem):
@@ -406,11 +407,11 @@ def plan_record(made):
     return record
 
 
-def fft_bytes_moved(case, data_format, dtype=tf.float32, fft_size=None):
+def fft_bytes_moved(case, data_format, dtype=tf.float32, fft_size=None, compiled=False):
     """Bytes the FFT path's train step moves (each op reading its inputs once and writing its
     outputs once: the cost model's count for the plan algorithm="fft" follows on this device,
-    in `fft_size` frames when given)."""
-    made = planning.plan(_problem(case, data_format, dtype), "fft", fft_size)
+    in `fft_size` frames when given, compiled by XLA or not)."""
+    made = planning.plan(_problem(case, data_format, dtype, compiled), "fft", fft_size)
     return made.candidate(made.label).estimate.bytes_moved
 
 
@@ -594,7 +595,8 @@ def run_case(case, mode, impls, *, device, generator, data_format, input_sets, w
                 try:
                     if impl in PLANNED_IMPLS:
                         record[f"{impl}_plan"] = plan_record(
-                            plan_before_tracing(impl, _problem(case, data_format, dtype)))
+                            plan_before_tracing(impl, _problem(case, data_format, dtype,
+                                                               jit_compile)))
                     _reset_peak_memory(device)
                     outputs = step(*call_sets[0])
                     outputs = outputs[:len(outputs) // steps_per_call]   # the first step's
