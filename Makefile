@@ -183,7 +183,10 @@ $(BUILD)/config.stamp: FORCE
 # The link of the op library and of its variants (make lib-variants): every object prerequisite.
 LINK_LIB   = $(CXX) $(LDFLAGS) -o $@ $(filter %.o,$^) $(CUDA_LIBS) $(TF_LIBS)
 
-$(LIB): $(CC_OBJS) $(GPU_OBJS) $(BUILD)/config.stamp
+# The stamp first: make -j starts the objects in this order, and the XLA lowering (about 40 s of
+# g++, the longest compile after the two FFT kernels), which waits on the stamp, must not be left to
+# run alone at the end.
+$(LIB): $(BUILD)/config.stamp $(CC_OBJS) $(GPU_OBJS)
 	$(LINK_LIB)
 
 $(INFO): $(LIB)
