@@ -191,6 +191,32 @@ def test_compiled_costs_fit_the_h100_xla_grid():
     assert not wrong, wrong
 
 
+@pytest.mark.parametrize("name,capability,tf32", [("Tesla T4", [7, 5], False),
+                                                   ("Tesla P100-PCIE-16GB", [6, 0], False),
+                                                   ("NVIDIA L4", [8, 9], True),
+                                                   ("NVIDIA H100 80GB HBM3", [9, 0], True)])
+def test_tf32_counts_only_on_gpus_that_have_it(monkeypatch, name, capability, tf32):
+    """TensorFlow's TF32 switch is on by default everywhere, but a GPU below compute capability
+    8.0 (Kaggle's T4 and P100) has no TF32: cuDNN's convolution and our products run FP32 there,
+    and the cost model must price them so."""
+    monkeypatch.setitem(planning._DETAILS, ("GPU", 0), (name, capability))
+    assert tf.config.experimental.tensor_float_32_execution_enabled()
+    problem = planning.make_problem((128, 32, 32, 96), (7, 7, 96, 256), device="GPU")
+    assert (problem.device_name, problem.tf32) == (name, tf32)
+    assert ("TF32 on" in problem.describe()) == tf32
+    costs = cost_model.DEVICE_COSTS["GPU"]
+    fp32 = {"spatial": cost_model.estimate_spatial(dataclasses.replace(problem, tf32=False),
+                                                   costs).time_s}
+    found = {"spatial": cost_model.estimate_spatial(problem, costs).time_s}
+    for where, tf32_switch in ((found, problem.tf32), (fp32, False)):
+        config = planning.plan(problem, "fft").config
+        where["fft"] = cost_model.estimate_fft(dataclasses.replace(problem, tf32=tf32_switch),
+                                               config, costs).time_s
+    # FP32 costs more on both paths; with TF32 both are cheaper.
+    for path in ("spatial", "fft"):
+        assert (found[path] < fp32[path]) == tf32, path
+
+
 def test_problem_knows_when_xla_compiles_it():
     """make_problem tells a trace for XLA (tf.function(jit_compile=True), or a function it
     calls) from an eager call and a plain tf.function; the compiled problem is a problem of its

@@ -458,6 +458,12 @@ def device_of(device=None):
     """(kind, name) of the device an op runs on here: ``device`` ("CPU", "GPU", "/GPU:1", ...) if
     given, else the device scope (while tracing) or placement (eager) of a new op; an op with no
     device runs on the first GPU if there is one, else on the CPU."""
+    kind, index = _kind_and_index(device)
+    return kind, _device_name(kind, index)
+
+
+def _kind_and_index(device=None):
+    """``device_of``'s device as its kind and its index among the devices of that kind."""
     if device is None:
         device = tf.zeros([], name="placement_probe").device
     if not device:
@@ -468,24 +474,40 @@ def device_of(device=None):
     kind = (spec.device_type or "CPU").upper()
     if kind not in DEVICE_COSTS:
         raise _invalid("device %r: the cost model knows CPU and GPU only" % (device,))
-    return kind, _device_name(kind, spec.device_index or 0)
+    return kind, spec.device_index or 0
 
 
-_NAMES = {}
+# (kind, index) -> (name, compute capability as (major, minor), or None where unknown).
+_DETAILS = {}
 
 
-def _device_name(kind, index):
-    if (kind, index) not in _NAMES:
-        name = kind
+def _device_details(kind, index):
+    if (kind, index) not in _DETAILS:
+        name, capability = kind, None
         if kind == "GPU":
             gpus = tf.config.list_physical_devices("GPU")
             if index < len(gpus):
                 details = tf.config.experimental.get_device_details(gpus[index])
                 name = details.get("device_name") or "GPU"
+                capability = details.get("compute_capability")
         else:
             name = _cpu_name()
-        _NAMES[(kind, index)] = name
-    return _NAMES[(kind, index)]
+        _DETAILS[(kind, index)] = (name, capability)
+    return _DETAILS[(kind, index)]
+
+
+def _device_name(kind, index):
+    return _device_details(kind, index)[0]
+
+
+def _tf32_runs(kind, index):
+    """Whether TensorFlow's TF32 switch changes anything on the device: TF32 needs the tensor cores
+    of compute capability 8.0 and later (a T4 or a P100 runs cuDNN's and our float32 products in
+    FP32 whatever the switch says)."""
+    if not tf.config.experimental.tensor_float_32_execution_enabled():
+        return False
+    capability = _device_details(kind, index)[1] if kind == "GPU" else None
+    return capability is None or tuple(capability) >= (8, 0)
 
 
 def _cpu_name():
@@ -561,10 +583,10 @@ def make_problem(x_shape, w_shape, padding="VALID", data_format="NHWC", dtype="f
         raise _invalid("half_spectra must be None, True or False, got %r" % (half_spectra,))
     if half_spectra is not None and dtype not in HALF_DTYPES:
         raise _invalid("half_spectra applies to float16 and bfloat16 only, got %s" % dtype)
-    kind, name = device_of(device)
+    kind, index = _kind_and_index(device)
     problem = Problem(batch, in_h, in_w, int(in_channels), int(w_out), int(k_h), int(k_w),
-                      padding, data_format, dtype, kind, name,
-                      bool(tf.config.experimental.tensor_float_32_execution_enabled()),
+                      padding, data_format, dtype, kind, _device_name(kind, index),
+                      _tf32_runs(kind, index),
                       half_spectra, strides, dilations, int(groups), bool(depthwise),
                       bool(input_gradient), EPILOGUES[epilogue],
                       compiled_here() if compiled is None else bool(compiled))
