@@ -19,7 +19,9 @@ counted as zero (cuDNN's own scratch is not modelled).
 """
 
 import dataclasses
+import functools
 import math
+import re
 
 from tf_fftconv import geometry
 
@@ -148,8 +150,7 @@ DEVICE_COSTS = {
         matmul_bytes_per_s=3.0e12, copy_bytes_per_s=0.7e12, spatial_flops_per_s=50e12,
         spatial_max_flops_per_s=math.inf, spatial_half_channels=64.0,
         spatial_bytes_per_s=3.0e12, spatial_overhead_s=250e-6,
-        calibration=("one H200, the grouped and depthwise terms on one H100 (docs/performance.md); "
-                     "applied to every GPU as they are"),
+        calibration=("one H200, the grouped and depthwise terms on one H100 (docs/performance.md)"),
         # Mathieu's k = 7 layer, forward + both gradients: 1.950 ms in float16 and 1.808 ms in
         # bfloat16 (cuDNN on tensor cores) against 2.899 ms with TF32.
         spatial_dtype_factors=(("float16", 0.67), ("bfloat16", 0.62)),
@@ -220,13 +221,87 @@ COMPILED_COSTS = {
     "GPU": dataclasses.replace(
         DEVICE_COSTS["GPU"], copy_bytes_per_s=3.0e12, copies_fused=True,
         spatial_min_flops_per_s=450e12, spatial_half_channels=128.0, spatial_overhead_s=120e-6,
-        calibration=("one H100, its steps compiled by XLA (docs/performance.md); applied to "
-                     "every GPU as they are")),
+        calibration="one H100, its steps compiled by XLA (docs/performance.md)"),
 }
 
 
+# Data-sheet figures of GPUs: a pattern of the name TensorFlow gives the device, then memory
+# bandwidth, FP32 and dense TF32 tensor-core rates (0: no TF32). The GPU constants were fitted on
+# an H100 and an H200 (the same SMs), which take them as they are; another GPU listed here takes
+# them scaled by its figures over the H100's (``scaled_to_data_sheet``), unmeasured there; one not
+# listed takes them as they are.
+FITTED_GPUS = re.compile(r"\bH(100|200)\b")
+REFERENCE_SHEET = (3.35e12, 67e12, 495e12)    # H100 SXM
+GPU_DATA_SHEETS = (
+    (r"\bH100\b.*\bPCIe\b", 2.0e12, 51e12, 378e12),
+    (r"\bA100\b", 2.0e12, 19.5e12, 156e12),
+    (r"\bA10G?\b", 0.6e12, 31.2e12, 62.5e12),
+    (r"\bL4\b", 0.3e12, 30.3e12, 60e12),
+    (r"\bT4\b", 0.32e12, 8.1e12, 0.0),
+    (r"\bV100\b", 0.9e12, 15.7e12, 0.0),
+    (r"\bP100\b", 0.732e12, 9.3e12, 0.0),
+)
+
+
+def data_sheet(device_name):
+    """(bandwidth, FP32, TF32) of ``device_name`` from ``GPU_DATA_SHEETS``, or None."""
+    for pattern, *figures in GPU_DATA_SHEETS:
+        if re.search(pattern, device_name):
+            return tuple(figures)
+    return None
+
+
+def scaled_to_data_sheet(costs, device_name):
+    """``costs`` for a GPU other than the ones they were fitted on: every bandwidth times the
+    ratio of its memory bandwidth to the H100's, the transforms' and products' FP32 rates and
+    TensorFlow's depthwise convolution by the FP32 ratio, the TF32 products by the TF32 ratio,
+    and cuDNN's convolution by the TF32 ratio where the GPU has TF32 (else the FP32 one: there
+    the model's FP32 convolution, its TF32 rate over ``spatial_no_tf32_factor``, applies). The
+    fixed costs per op and per pass stay: they are the host's and the launch's. ``costs`` as
+    they are for the fitted GPUs and for GPUs without a data sheet here."""
+    sheet = data_sheet(device_name)
+    if FITTED_GPUS.search(device_name) and not (sheet and "PCIe" in device_name):
+        return costs
+    if sheet is None:
+        return dataclasses.replace(costs, calibration=costs.calibration + (
+            "; taken as they are (no data sheet here for %s)" % device_name))
+    bandwidth, fp32, tf32 = (value / reference for value, reference in
+                             zip(sheet, REFERENCE_SHEET))
+    conv = tf32 if tf32 else fp32
+    return dataclasses.replace(
+        costs,
+        transform_bytes_per_s=costs.transform_bytes_per_s * bandwidth,
+        transform_flops_per_s=costs.transform_flops_per_s * fp32,
+        matmul_flops_per_s=costs.matmul_flops_per_s * fp32,
+        matmul_tf32_flops_per_s=costs.matmul_tf32_flops_per_s * (tf32 or fp32),
+        matmul_bytes_per_s=costs.matmul_bytes_per_s * bandwidth,
+        copy_bytes_per_s=costs.copy_bytes_per_s * bandwidth,
+        spatial_flops_per_s=costs.spatial_flops_per_s * conv,
+        spatial_max_flops_per_s=costs.spatial_max_flops_per_s * conv,
+        spatial_min_flops_per_s=costs.spatial_min_flops_per_s * conv,
+        spatial_bytes_per_s=costs.spatial_bytes_per_s * bandwidth,
+        cast_bytes_per_s=costs.cast_bytes_per_s * bandwidth,
+        depthwise_flops_per_s=costs.depthwise_flops_per_s * fp32,
+        elementwise_bytes_per_s=costs.elementwise_bytes_per_s * bandwidth,
+        group_copy_bytes_per_s=costs.group_copy_bytes_per_s * bandwidth,
+        calibration=costs.calibration + (
+            "; scaled to %s by its data sheet (memory %.3g TB/s, FP32 %.3g TFLOP/s, %s), "
+            "unmeasured there" % (device_name, sheet[0] / 1e12, sheet[1] / 1e12,
+                                  "TF32 %.3g TFLOP/s" % (sheet[2] / 1e12) if sheet[2]
+                                  else "no TF32")))
+
+
+@functools.lru_cache(maxsize=None)
+def _gpu_costs(device_name, compiled):
+    return scaled_to_data_sheet(COMPILED_COSTS["GPU"] if compiled else DEVICE_COSTS["GPU"],
+                                device_name)
+
+
 def device_costs(problem):
-    """The constants for ``problem``: its device kind's, compiled or eager."""
+    """The constants for ``problem``: its device kind's, compiled or eager, and on a GPU scaled
+    to its data sheet where it is not one they were fitted on (``scaled_to_data_sheet``)."""
+    if problem.device == "GPU":
+        return _gpu_costs(problem.device_name, problem.compiled)
     if problem.compiled and problem.device in COMPILED_COSTS:
         return COMPILED_COSTS[problem.device]
     return DEVICE_COSTS[problem.device]
