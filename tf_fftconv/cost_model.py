@@ -251,6 +251,14 @@ def data_sheet(device_name):
     return None
 
 
+def measured_on(problem):
+    """Whether the constants for ``problem`` were measured on its device kind: the CPU's, and an
+    H100's or H200's (not another GPU's, which takes them scaled or as they are)."""
+    if problem.device != "GPU":
+        return True
+    return bool(FITTED_GPUS.search(problem.device_name)) and "PCIe" not in problem.device_name
+
+
 def scaled_to_data_sheet(costs, device_name):
     """``costs`` for a GPU other than the ones they were fitted on: every bandwidth times the
     ratio of its memory bandwidth to the H100's, the transforms' and products' FP32 rates and
@@ -260,7 +268,7 @@ def scaled_to_data_sheet(costs, device_name):
     fixed costs per op and per pass stay: they are the host's and the launch's. ``costs`` as
     they are for the fitted GPUs and for GPUs without a data sheet here."""
     sheet = data_sheet(device_name)
-    if FITTED_GPUS.search(device_name) and not (sheet and "PCIe" in device_name):
+    if FITTED_GPUS.search(device_name) and "PCIe" not in device_name:
         return costs
     if sheet is None:
         return dataclasses.replace(costs, calibration=costs.calibration + (
