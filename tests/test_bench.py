@@ -73,6 +73,7 @@ def check_report(report, cases, modes, repeats):
                 record["timings"]["auto"]["median_ms"] / best), where
             assert record["auto_plan"]["label"] == "spatial" or (
                 record["auto_plan"]["label"].startswith("fft S=")), where
+            assert record["auto_plan"]["compiled"] is False, where     # eager: no --xla
         else:  # the columns are skipped with the reason, not crashed on
             for impl in ("fft", "auto"):
                 assert impl not in record["timings"], where
@@ -133,6 +134,7 @@ def test_xla_mode_and_model_steps(tmp_path, capsys):
     assert set(report["results"][0]["timings"]) == {"conv2d", "signal", "fft", "auto"}
     assert max(report["results"][0]["max_rel_diff"]["fft"].values()) < 1e-4
     assert max(report["results"][0]["max_rel_diff"]["auto"].values()) < 1e-4
+    assert report["results"][0]["auto_plan"]["compiled"] is True   # planned for XLA
     (step,) = report["model_steps"]
     assert set(step["timings"]) == {"conv2d", "fft", "auto"}
     assert step["compiled_with_xla"] == {"conv2d": True, "fft": True, "auto": True}

@@ -400,8 +400,9 @@ def plan_before_tracing(impl, problem):
 
 def plan_record(made):
     """What the JSON file says about a plan: its label, what decided it (the cost model, or a
-    timing on this device) and the timings it was decided from, if any."""
-    record = {"label": made.label, "source": made.source}
+    timing on this device), whether it was made for XLA (--xla) and the timings it was decided
+    from, if any."""
+    record = {"label": made.label, "source": made.source, "compiled": made.problem.compiled}
     if made.timings_ms:
         record["timings_ms"] = dict(made.timings_ms)
     return record
