@@ -93,7 +93,7 @@ def test_model_chooses_the_faster_path_on_h200_measurements_it_was_not_fitted_to
 
 # Grouped and depthwise layers, forward + both gradients on one H100, median ms: TensorFlow's op
 # (tf.nn.depthwise_conv2d, or tf.nn.conv2d with groups) and the FFT path, eagerly
-# at 591167f (benchmarks/results/h100-2026-12-06-00ce91e/bench_strided.json, and
+# at 591167f (benchmarks/results/h100-2026-12-06-00ce91e/bench_strided.json, in git at ce26c4a, and
 # h100-2026-12-06-591167f/bench_depthwise.json, in git at 1edc711). The grouped and depthwise
 # constants of the GPU's DeviceCosts are a fit to these ten.
 @pytest.fixture
