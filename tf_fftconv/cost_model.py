@@ -251,12 +251,21 @@ def data_sheet(device_name):
     return None
 
 
+def _fitted_gpu(device_name):
+    """An H100 or H200 of the kind the constants were fitted on (the PCIe H100 is slower)."""
+    return bool(FITTED_GPUS.search(device_name)) and "PCIe" not in device_name
+
+
 def measured_on(problem):
     """Whether the constants for ``problem`` were measured on its device kind: the CPU's, and an
     H100's or H200's (not another GPU's, which takes them scaled or as they are)."""
-    if problem.device != "GPU":
-        return True
-    return bool(FITTED_GPUS.search(problem.device_name)) and "PCIe" not in problem.device_name
+    return problem.device != "GPU" or _fitted_gpu(problem.device_name)
+
+
+def timed_modes(problem):
+    """How a timing of ``problem`` runs when the caller does not know whether XLA will compile
+    it: eagerly, and compiled as well where XLA changes the costs (``COMPILED_COSTS``)."""
+    return (False, True) if problem.device in COMPILED_COSTS else (False,)
 
 
 def scaled_to_data_sheet(costs, device_name):
@@ -267,9 +276,9 @@ def scaled_to_data_sheet(costs, device_name):
     the model's FP32 convolution, its TF32 rate over ``spatial_no_tf32_factor``, applies). The
     fixed costs per op and per pass stay: they are the host's and the launch's. ``costs`` as
     they are for the fitted GPUs and for GPUs without a data sheet here."""
-    sheet = data_sheet(device_name)
-    if FITTED_GPUS.search(device_name) and "PCIe" not in device_name:
+    if _fitted_gpu(device_name):
         return costs
+    sheet = data_sheet(device_name)
     if sheet is None:
         return dataclasses.replace(costs, calibration=costs.calibration + (
             "; taken as they are (no data sheet here for %s)" % device_name))

@@ -9,7 +9,7 @@ import keras
 import tensorflow as tf
 
 from tf_fftconv import conv as _conv
-from tf_fftconv.cost_model import COMPILED_COSTS as _COMPILED_DEVICES
+from tf_fftconv import cost_model as _cost_model
 from tf_fftconv import planning as _planning
 from tf_fftconv import tuning as _tuning
 
@@ -69,7 +69,7 @@ class _FFTOptions:
             # changes what each path costs (cost_model.COMPILED_COSTS): both problems are
             # confirmed where the device has compiled costs, each timed as it will run.
             problem = self.tuning_arguments(input_shape)["problem"]
-            for compiled in (False, True) if problem.device in _COMPILED_DEVICES else (False,):
+            for compiled in _cost_model.timed_modes(problem):
                 _tuning.confirm_close_call(dataclasses.replace(problem, compiled=compiled),
                                            self.memory_budget)
 

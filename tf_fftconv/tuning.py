@@ -268,8 +268,7 @@ def autotune(layer_or_shape, w_shape=None, *, batch_size=None, input_shape=None,
         problem = arguments["problem"]
         scope = tf.device(device if ":" in device else "/%s:0" % device) if device else (
             contextlib.nullcontext())
-        for mode in modes or ((False, True) if problem.device in cost_model.COMPILED_COSTS
-                              else (False,)):
+        for mode in modes or cost_model.timed_modes(problem):
             with scope:
                 made = tune_problem(dataclasses.replace(problem, compiled=mode),
                                     arguments["fft_size"], arguments["tile"],
