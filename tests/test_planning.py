@@ -245,6 +245,8 @@ def test_other_gpus_take_the_constants_scaled_to_their_data_sheets(monkeypatch):
     assert t4.copy_bytes_per_s == pytest.approx(fitted.copy_bytes_per_s * bandwidth)
     assert t4.matmul_flops_per_s == pytest.approx(fitted.matmul_flops_per_s * fp32)
     assert t4.spatial_flops_per_s == pytest.approx(fitted.spatial_flops_per_s * fp32)
+    # The products' latency at small work kept: their half-rate work scales with their rate.
+    assert t4.matmul_half_work == pytest.approx(fitted.matmul_half_work * fp32)
     assert (t4.op_overhead_s, t4.spatial_overhead_s) == (fitted.op_overhead_s,
                                                          fitted.spatial_overhead_s)
     assert costs("Tesla T4", True)[0].copies_fused

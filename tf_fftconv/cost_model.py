@@ -274,7 +274,8 @@ def scaled_to_data_sheet(costs, device_name):
     TensorFlow's depthwise convolution by the FP32 ratio, the TF32 products by the TF32 ratio,
     and cuDNN's convolution by the TF32 ratio where the GPU has TF32 (else the FP32 one: there
     the model's FP32 convolution, its TF32 rate over ``spatial_no_tf32_factor``, applies). The
-    fixed costs per op and per pass stay: they are the host's and the launch's. ``costs`` as
+    fixed costs per op and per pass stay: they are the host's and the launch's; so does the
+    products' latency at small work (their half-rate work scales with their rate). ``costs`` as
     they are for the fitted GPUs and for GPUs without a data sheet here."""
     if _fitted_gpu(device_name):
         return costs
@@ -291,6 +292,8 @@ def scaled_to_data_sheet(costs, device_name):
         transform_flops_per_s=costs.transform_flops_per_s * fp32,
         matmul_flops_per_s=costs.matmul_flops_per_s * fp32,
         matmul_tf32_flops_per_s=costs.matmul_tf32_flops_per_s * (tf32 or fp32),
+        # The products' latency below their half-rate work stays as it is (a fixed cost).
+        matmul_half_work=costs.matmul_half_work * (tf32 or fp32),
         matmul_bytes_per_s=costs.matmul_bytes_per_s * bandwidth,
         copy_bytes_per_s=costs.copy_bytes_per_s * bandwidth,
         spatial_flops_per_s=costs.spatial_flops_per_s * conv,
