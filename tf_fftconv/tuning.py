@@ -3,9 +3,10 @@
 The cost model (``cost_model``, through ``planning``) ranks the candidates; this times spatial
 convolution and the best FFT configurations by the model, forward + both gradients, each as its
 own ``tf.function`` called from eager Python (never inside a function being traced; compiled by
-XLA for a problem that XLA compiles, ``Problem.compiled``), the calls
-rotating over input sets as a training step meets a new batch each time, their samples taken in
-turns, and stores the medians per problem in the process (and in ``$TF_FFTCONV_AUTOTUNE_CACHE``
+XLA for a problem that XLA compiles, ``Problem.compiled``), the calls rotating over input sets
+as a training step meets a new batch each time (a small problem's calls running 16 steps each, on
+16 sets, so that they time the device's work rather than the host's issue of one call), their
+samples taken in turns, and stores the medians per problem in the process (and in ``$TF_FFTCONV_AUTOTUNE_CACHE``
 when set). Later plans for that problem take the fastest timed candidate within the memory budget.
 
 When it runs: ``tf_fftconv.autotune(...)`` before training; ``TF_FFTCONV_AUTOTUNE=1`` to time
@@ -38,22 +39,55 @@ MAX_CALLS_PER_SAMPLE = 50
 # cache of any GPU today (60 MB on an H200), so a larger set is out of the cache by its next call.
 INPUT_SETS = 3
 ROTATE_BELOW_BYTES = 128 << 20
+# A small problem is timed CHAINED_STEPS steps per call, one after the other, each on its own
+# input set, where the sets together are at most CHAINED_BELOW_BYTES. A model's step issues all its
+# layers in one call, so one layer's share of the call's host cost is small; a call of a small
+# layer alone times the host issuing it. On an H100 under XLA, LeNet's layers took 0.21-0.27 ms
+# per call of one step, against 0.08-0.11 ms per step in calls of 16, and a timing of single
+# calls let that host noise pick a tiling that made the model's step slower.
+CHAINED_STEPS = 16
+CHAINED_BELOW_BYTES = 64 << 20
 
 
 def _sync():
     tf.test.experimental.sync_devices()
 
 
-def _train_step(timed_plan):
+def chained(one_step, steps_per_call=1, jit_compile=None):
+    """A ``tf.function`` of ``one_step(x, w, dy)`` (compiled by XLA where ``jit_compile``).
+    ``steps_per_call`` K > 1: it takes K input sets one after the other, (x1, w1, dy1, x2, ...),
+    and runs the step on each, every step's ops after the outputs of the step before (as the
+    layers of a sequential model follow each other), returning the K steps' outputs in order, so
+    that one call's host cost is shared by K steps, as in a model whose step holds several layers.
+    Each step has its own inputs: steps on the same tensors would be merged into one. The one
+    rule for this timing and the bench's."""
+    if steps_per_call == 1:
+        return tf.function(one_step, jit_compile=jit_compile)
+
+    @tf.function(jit_compile=jit_compile)
+    def steps(*inputs):
+        if len(inputs) != 3 * steps_per_call:
+            raise ValueError(f"{steps_per_call} steps take {3 * steps_per_call} tensors, got "
+                             f"{len(inputs)}")
+        outputs, previous = (), ()
+        for first in range(0, len(inputs), 3):
+            with tf.control_dependencies(previous):
+                previous = one_step(*inputs[first:first + 3])
+            outputs += previous
+        return outputs
+    return steps
+
+
+def _train_step(timed_plan, steps_per_call=1):
     """Forward + both gradients of ``timed_plan`` as a training step runs them, y returned with the
     gradients (as the bench's step returns it): a function drops the ops its outputs do not need,
     and the gradients of the spatial path do not need y, so with y unused its forward convolution
     went untimed, while the FFT path's gradients still read the spectra its forward computes.
     A problem without the input gradient (``Problem.input_gradient``) is timed without it, as
-    training runs it; a problem compiled by XLA (``Problem.compiled``) is timed compiled."""
+    training runs it; a problem compiled by XLA (``Problem.compiled``) is timed compiled.
+    ``steps_per_call``: steps per call, each on its own input set (``chained``)."""
     input_gradient = timed_plan.problem.input_gradient
 
-    @tf.function(jit_compile=timed_plan.problem.compiled or None)
     def step(x, w, dy):
         with tf.GradientTape() as tape:
             tape.watch([x, w] if input_gradient else [w])
@@ -62,7 +96,7 @@ def _train_step(timed_plan):
             dx, dw = tape.gradient(y, [x, w], output_gradients=dy)
             return y, dx, dw
         return y, tape.gradient(y, w, output_gradients=dy)
-    return step
+    return chained(step, steps_per_call, timed_plan.problem.compiled or None)
 
 
 def _random_inputs(problem, batch, seed):
@@ -94,14 +128,18 @@ def calls_per_sample(seconds_per_call, sets, target_s, max_calls):
 
 
 def _input_sets(problem, batch, seed):
-    """The input sets a timing rotates over: ``INPUT_SETS`` of them (seeds ``seed``,
-    ``seed + 1``, ...) where one set is at most ``ROTATE_BELOW_BYTES``, else one. In training each
-    step reads a new batch, so the timing must not read the inputs the call before left in the
-    L2 cache (60 MB on an H200), as the bench's rotation ensures too; a larger set evicts itself
-    before the next call reads it, and more copies of it would only take device memory."""
+    """The input sets a timing reads (seeds ``seed``, ``seed + 1``, ...): ``CHAINED_STEPS`` of
+    them where together they are at most ``CHAINED_BELOW_BYTES`` (a small problem, timed that many
+    steps per call: ``_steps_per_call``); else ``INPUT_SETS`` where one set is at most
+    ``ROTATE_BELOW_BYTES``, else one. In training each step reads a new batch, so the timing must
+    not read the inputs the call before left in the L2 cache (60 MB on an H200), as the bench's
+    rotation ensures too; a larger set evicts itself before the next call reads it, and more
+    copies of it would only take device memory."""
     sets = [_random_inputs(problem, batch, seed)]
     set_bytes = sum(t.shape.num_elements() * t.dtype.size for t in sets[0])
-    for i in range(1, INPUT_SETS if set_bytes <= ROTATE_BELOW_BYTES else 1):
+    count = (CHAINED_STEPS if set_bytes * CHAINED_STEPS <= CHAINED_BELOW_BYTES
+             else INPUT_SETS if set_bytes <= ROTATE_BELOW_BYTES else 1)
+    for i in range(1, count):
         try:
             sets.append(_random_inputs(problem, batch, seed + i))
         except tf.errors.ResourceExhaustedError:
@@ -109,16 +147,29 @@ def _input_sets(problem, batch, seed):
     return sets
 
 
+def _steps_per_call(input_sets):
+    """Steps one timed call runs: all the sets one after the other where there are more than
+    ``INPUT_SETS`` (a small problem's, ``_input_sets``), else one, the calls rotating over the
+    sets."""
+    return len(input_sets) if len(input_sets) > INPUT_SETS else 1
+
+
 def _candidate_sampler(timed_plan, input_sets):
     """Traces and warms up forward + both gradients of ``timed_plan``; returns a function that
-    takes one sample: seconds per call, the calls rotating over ``input_sets``."""
-    step = _train_step(timed_plan)
-    sets = len(input_sets)
+    takes one sample: seconds per step, the calls rotating over ``input_sets`` (or each call
+    running a step on every set, ``_steps_per_call``)."""
+    steps = _steps_per_call(input_sets)
+    step = _train_step(timed_plan, steps)
+    # What each call reads: one set, or every set flattened (x1, w1, dy1, x2, ...) for chained
+    # steps.
+    call_inputs = ([inputs for inputs in input_sets] if steps == 1
+                   else [tuple(t for inputs in input_sets for t in inputs)])
+    sets = len(call_inputs)
     for i in range(max(2, sets)):   # tracing, allocation, autotuning of the libraries underneath
-        step(*input_sets[i % sets])
+        step(*call_inputs[i % sets])
     _sync()
     start = time.perf_counter()
-    for inputs in input_sets:
+    for inputs in call_inputs:
         step(*inputs)
     _sync()
     calls = calls_per_sample((time.perf_counter() - start) / sets, sets, SAMPLE_S,
@@ -127,9 +178,9 @@ def _candidate_sampler(timed_plan, input_sets):
     def sample():
         start = time.perf_counter()
         for call in range(calls):
-            step(*input_sets[call % sets])
+            step(*call_inputs[call % sets])
         _sync()
-        return (time.perf_counter() - start) / calls
+        return (time.perf_counter() - start) / (calls * steps)
     return sample
 
 

@@ -472,10 +472,8 @@ def make_step(conv, mode, jit_compile=False, steps_per_call=1):
 
     jit_compile=True compiles the whole step with XLA, as Keras does a model's train step: then
     conv2d is XLA's own convolution and fft_conv2d runs through its custom calls.
-    steps_per_call = K > 1: the function takes K input sets one after the other, (x1, w1, dy1, x2,
-    ...), and runs the step on each, every step's ops after the outputs of the step before (as the
-    layers of a sequential model follow each other), returning the K steps' outputs in order. One
-    call's host cost is then shared by K steps, as in a model whose step holds several layers.
+    steps_per_call = K > 1: the function takes K input sets one after the other and runs the step
+    on each (``tuning.chained``), so that one call's host cost is shared by K steps.
     """
     def forward(x, w, dy):
         del dy
@@ -488,22 +486,7 @@ def make_step(conv, mode, jit_compile=False, steps_per_call=1):
         dx, dw = tape.gradient(y, [x, w], output_gradients=dy)
         return y, dx, dw
 
-    one_step = forward if mode == "forward" else train
-    if steps_per_call == 1:
-        return tf.function(one_step, jit_compile=jit_compile)
-
-    @tf.function(jit_compile=jit_compile)
-    def steps(*inputs):
-        if len(inputs) != 3 * steps_per_call:
-            raise ValueError(f"{steps_per_call} steps take {3 * steps_per_call} tensors, got "
-                             f"{len(inputs)}")
-        outputs, previous = (), ()
-        for first in range(0, len(inputs), 3):
-            with tf.control_dependencies(previous):
-                previous = one_step(*inputs[first:first + 3])
-            outputs += previous
-        return outputs
-    return steps
+    return tuning.chained(forward if mode == "forward" else train, steps_per_call, jit_compile)
 
 
 def make_inputs(case, data_format, count, generator, dtype=tf.float32):
