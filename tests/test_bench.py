@@ -39,6 +39,7 @@ def positive(value):
 def check_report(report, cases, modes, repeats):
     """The schema of docs/benchmarking.md; every timing a positive number."""
     assert report["schema"] == cli.SCHEMA
+    assert report["finished"] is True
     env = report["environment"]
     assert ENVIRONMENT_KEYS <= set(env), ENVIRONMENT_KEYS - set(env)
     assert env["tf_version"] == tf.__version__
@@ -142,6 +143,30 @@ def test_xla_mode_and_model_steps(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "every step under XLA" in out and "FFTConv2D fft / Conv2D" in out
     assert "FFTConv2D auto / Conv2D" in out
+
+
+def test_a_run_cut_short_keeps_the_cases_it_finished(tmp_path, monkeypatch):
+    """With --json the file is written after every (case, mode): a run stopped during its second
+    case (a time limit, an interrupt) leaves the first one's timings, marked unfinished, and no
+    file half written."""
+    real_run_case, started = measure.run_case, []
+
+    def run_case(case, *args, **kwargs):
+        started.append(case.spec)
+        if len(started) == 2:
+            raise KeyboardInterrupt
+        return real_run_case(case, *args, **kwargs)
+    monkeypatch.setattr(measure, "run_case", run_case)
+    json_path = tmp_path / "bench.json"
+    with pytest.raises(KeyboardInterrupt):
+        cli.main(["--cases", "2:3:4:12:5:same,2:3:4:12:3:valid", "--modes", "train", "--impl",
+                  "conv2d,fft", "--repeats", "2", "--warmup", "3", "--iters", "1", "--device",
+                  "cpu", "--no-progress", "--json", str(json_path)])
+    report = json.loads(json_path.read_text())
+    assert report["finished"] is False
+    assert [record["case"]["spec"] for record in report["results"]] == ["2:3:4:12:5:same"]
+    assert report["results"][0]["timings"]["fft"]["median_ms"] > 0
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["bench.json"]
 
 
 def test_a_difference_to_conv2d_is_measured_against_float64(tmp_path, monkeypatch, capsys):

@@ -160,8 +160,10 @@ def fft_unavailable_reason():
     return None
 
 
-def run(args):
-    """Runs the benchmark described by parsed `args`; returns the report (the JSON document)."""
+def run(args, save=None):
+    """Runs the benchmark described by parsed `args`; returns the report (the JSON document).
+    `save(report)`, if given, is called after each (case, mode), each case's op timings and the
+    model steps, with `report["finished"]` false, so that a run cut short keeps what it measured."""
     if args.tf32 is not None:
         tf.config.experimental.enable_tensor_float_32_execution(args.tf32 == "on")
     library_impls = [impl for impl in measure.LIBRARY_IMPLS if impl in args.impls]
@@ -200,6 +202,7 @@ def run(args):
                                "repeats"),
         },
         "results": [],
+        "finished": False,
     }
     with tf.device(args.device):
         generator = tf.random.Generator.from_seed(args.seed)
@@ -230,6 +233,8 @@ def run(args):
                     measure.add_floor(record, moved, report["copy_bandwidth_bytes_per_s"])
                 report["results"].append(record)
                 progress.advance()
+                if save:
+                    save(report)
             if with_ops:
                 report.setdefault("fft_ops", []).append(measure.run_fft_ops(
                     case, device=args.device, generator=generator, data_format=args.data_format,
@@ -237,6 +242,8 @@ def run(args):
                     calls=args.iters, status=progress.status, dtype=tf.as_dtype(args.dtype),
                     fft_size=args.fft_size))
                 progress.advance()
+                if save:
+                    save(report)
         if args.model is not None:
             model_impls = [impl for impl in ("conv2d", "fft", "auto")
                            if impl in args.impls and impl not in unavailable]
@@ -248,20 +255,31 @@ def run(args):
                 jit_compile=args.model_jit == "on", warmup=args.warmup, repeats=args.repeats,
                 calls=args.iters, seed=args.seed, status=progress.status)]
             progress.advance()
+        report["finished"] = True
     finally:
         progress.close()
     return report
 
 
+def write_json(path, report):
+    """Writes `report` to `path` whole: to a file beside it, then renamed over it, so that a run
+    killed while writing leaves the last complete document."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(path.name + ".writing")
+    partial.write_text(json.dumps(report, indent=1) + "\n")
+    os.replace(partial, path)
+
+
 def main(argv=None):
     args = parse_args(argv)
-    report = run(args)
+    # With --json, the file holds every finished (case, mode) as the run goes ("finished": false
+    # until the end), so that a run stopped by a time limit or an interrupt keeps its timings.
+    report = run(args, save=(lambda partial: write_json(args.json, partial)) if args.json else None)
     print(format_report(report))
     if args.json:
-        path = Path(args.json)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(report, indent=1) + "\n")
-        print(f"\nresults: {path}")
+        write_json(args.json, report)
+        print(f"\nresults: {args.json}")
     if args.plot:
         plot_path = write_plot(report, args.plot)
         if plot_path:
