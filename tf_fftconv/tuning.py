@@ -6,8 +6,9 @@ own ``tf.function`` called from eager Python (never inside a function being trac
 XLA for a problem that XLA compiles, ``Problem.compiled``), the calls rotating over input sets
 as a training step meets a new batch each time (a small problem's calls running 16 steps each, on
 16 sets, so that they time the device's work rather than the host's issue of one call), their
-samples taken in turns, and stores the medians per problem in the process (and in ``$TF_FFTCONV_AUTOTUNE_CACHE``
-when set). Later plans for that problem take the fastest timed candidate within the memory budget.
+samples taken in turns, and stores the medians per problem in the process (and in
+``$TF_FFTCONV_AUTOTUNE_CACHE`` when set). Later plans for that problem take the fastest timed
+candidate within the memory budget.
 
 When it runs: ``tf_fftconv.autotune(...)`` before training; ``TF_FFTCONV_AUTOTUNE=1`` to time
 every problem an eager ``fft_conv2d(algorithm="auto")`` call meets for the first time; and, unless
