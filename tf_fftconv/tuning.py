@@ -44,8 +44,9 @@ ROTATE_BELOW_BYTES = 128 << 20
 # input set, where the sets together are at most CHAINED_BELOW_BYTES. A model's step issues all its
 # layers in one call, so one layer's share of the call's host cost is small; a call of a small
 # layer alone times the host issuing it. On an H100 under XLA, LeNet's layers took 0.21-0.27 ms
-# per call of one step, against 0.08-0.11 ms per step in calls of 16, and a timing of single
-# calls let that host noise pick a tiling that made the model's step slower.
+# per call of one step (at batch 256, nearly all of it the host's), and 0.08-0.11 ms per step at
+# batch 128 in calls of 16; a timing of single calls let that host noise pick a tiling that made
+# the model's step slower.
 CHAINED_STEPS = 16
 CHAINED_BELOW_BYTES = 64 << 20
 
