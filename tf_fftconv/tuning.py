@@ -164,7 +164,7 @@ def _candidate_sampler(timed_plan, input_sets):
     step = _train_step(timed_plan, steps)
     # What each call reads: one set, or every set flattened (x1, w1, dy1, x2, ...) for chained
     # steps.
-    call_inputs = ([inputs for inputs in input_sets] if steps == 1
+    call_inputs = (list(input_sets) if steps == 1
                    else [tuple(t for inputs in input_sets for t in inputs)])
     sets = len(call_inputs)
     for i in range(max(2, sets)):   # tracing, allocation, autotuning of the libraries underneath

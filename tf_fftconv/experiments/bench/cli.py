@@ -162,8 +162,8 @@ def fft_unavailable_reason():
 
 def run(args, save=None):
     """Runs the benchmark described by parsed `args`; returns the report (the JSON document).
-    `save(report)`, if given, is called after each (case, mode), each case's op timings and the
-    model steps, with `report["finished"]` false, so that a run cut short keeps what it measured."""
+    `save(report)`, if given, is called after each (case, mode) and each case's op timings, with
+    `report["finished"]` false, so that a run cut short keeps what it measured."""
     if args.tf32 is not None:
         tf.config.experimental.enable_tensor_float_32_execution(args.tf32 == "on")
     library_impls = [impl for impl in measure.LIBRARY_IMPLS if impl in args.impls]
