@@ -2,7 +2,8 @@
 //
 // The check runs the three kernels on shapes that reach every path of their lane layout (many lane
 // groups and a partial last one, NCHW and NHWC with 1, 6, 11 and 35 channels (35: two groups of 16
-// adjacent channels, the AVX-512 copy's whole-vector NHWC path), odd heights, offsets,
+// adjacent channels, the AVX-512 copy's whole-vector NHWC path; 6 and 11: groups that span batch
+// items, read by gathers and written by scatters where the copy has them), odd heights, offsets,
 // every transpose, adjoint and conjugate flag, long k) on fresh random inputs and compares with a
 // float64 direct DFT or product by ||out - ref|| / ||ref||. Prints the worst error per kernel and
 // dtype as a multiple of its tolerance; exit status 1 if one exceeds it. The timer runs each op of
