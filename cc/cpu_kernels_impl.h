@@ -247,8 +247,8 @@ struct LaneImages {
 // One pixel of every lane's image in one instruction: at[offset[l]] into lane l, and back. The
 // AVX2 and AVX-512 copies gather (AVX-512 also scatters); elsewhere kGather / kScatter are false
 // and LoadRow / StoreRow move one element at a time. For a group whose lanes are neither adjacent
-// nor rows of their own (NHWC with fewer channels than lanes: LeNet's 6 and 16 channels under
-// AVX-512's 16 lanes), one element at a time was 40% of the forward transform's time (rfft2d of
+// nor rows of their own (NHWC with fewer channels than lanes: LeNet's 6 channels under AVX-512's
+// 16 lanes), one element at a time was 40% of the forward transform's time (rfft2d of
 // [128, 28, 28, 6] in a 32 frame, one thread: 1.76 us per image against 1.06 in NCHW).
 #if FFTCONV_CPU_VECTOR_BYTES == 64
 constexpr bool kGather = true, kScatter = true;
