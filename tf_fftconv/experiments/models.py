@@ -85,12 +85,12 @@ DEPTHWISE_LAYERS = {"spatial": (keras.layers.DepthwiseConv2D, {}),
 
 
 def largekernel(conv="fft", input_shape=(28, 28, 1), num_classes=10, *, widths=(32, 64, 128),
-                kernels=(27, 13, 7), blocks=1, data_format=None, name=None):
+                kernels=(27, 13, 7), blocks=1, activation="relu", data_format=None, name=None):
     """A small large-kernel ConvNet in the style of RepLKNet (Ding et al., 2022).
 
     A 3x3 stem to ``widths[0]`` channels, then one stage per kernel size: ``blocks`` residual
-    blocks of [1x1 convolution, ReLU, depthwise ``k x k`` convolution (SAME), ReLU, 1x1
-    convolution], a 3x3 convolution of stride 2 to the next width between stages (28 -> 14 -> 7
+    blocks of [1x1 convolution, activation, depthwise ``k x k`` convolution (SAME), activation,
+    1x1 convolution], a 3x3 convolution of stride 2 to the next width between stages (28 -> 14 -> 7
     pixels for MNIST), then global average pooling and a dense layer to ``num_classes`` logits.
     The models differ only in their depthwise layers (``keras.layers.DepthwiseConv2D``, or
     ``tf_fftconv.FFTDepthwiseConv2D`` with algorithm "fft" or "auto"): their weights have the same
@@ -103,6 +103,9 @@ def largekernel(conv="fft", input_shape=(28, 28, 1), num_classes=10, *, widths=(
       widths: channels of each stage.
       kernels: the depthwise kernel size of each stage (as many as ``widths``).
       blocks: residual blocks per stage.
+      activation: of the stem, the stride-2 and the first 1x1 convolutions and the depthwise
+        layers: "relu" (default) or any Keras activation ("tanh" is smooth: the twins' gradients
+        then agree to float32 rounding everywhere, docs/keras.md).
       data_format: "channels_last" or "channels_first"; default keras.config.image_data_format().
 
     Returns:
@@ -118,18 +121,19 @@ def largekernel(conv="fft", input_shape=(28, 28, 1), num_classes=10, *, widths=(
     layers = keras.layers
 
     inputs = keras.Input(shape=tuple(input_shape), name="image")
-    x = layers.Conv2D(widths[0], 3, padding="same", activation="relu", data_format=data_format,
-                      name="stem")(inputs)
+    x = layers.Conv2D(widths[0], 3, padding="same", activation=activation,
+                      data_format=data_format, name="stem")(inputs)
     for stage, (width, kernel) in enumerate(zip(widths, kernels)):
         if stage:
-            x = layers.Conv2D(width, 3, strides=2, padding="same", activation="relu",
+            x = layers.Conv2D(width, 3, strides=2, padding="same", activation=activation,
                               data_format=data_format, name=f"down{stage}")(x)
         for block in range(blocks):
             prefix = f"s{stage}b{block}"
-            y = layers.Conv2D(width, 1, activation="relu", data_format=data_format,
+            y = layers.Conv2D(width, 1, activation=activation, data_format=data_format,
                               name=f"{prefix}_in")(x)
-            y = depthwise_layer(kernel, padding="same", activation="relu", data_format=data_format,
-                                name=f"{prefix}_dw{kernel}", **depthwise_kwargs)(y)
+            y = depthwise_layer(kernel, padding="same", activation=activation,
+                                data_format=data_format, name=f"{prefix}_dw{kernel}",
+                                **depthwise_kwargs)(y)
             y = layers.Conv2D(width, 1, data_format=data_format, name=f"{prefix}_out")(y)
             x = layers.Add(name=f"{prefix}_add")([x, y])
     x = layers.GlobalAveragePooling2D(data_format=data_format, name="pool")(x)
