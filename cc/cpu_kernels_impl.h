@@ -244,58 +244,61 @@ struct LaneImages {
   int64_t h_stride, w_stride;
 };
 
-// One pixel of every lane's image in one instruction: at[offset[l]] into lane l, and back. The
-// AVX2 and AVX-512 copies gather (AVX-512 also scatters); elsewhere kGather / kScatter are false
-// and LoadRow / StoreRow move one element at a time. For a group whose lanes are neither adjacent
-// nor rows of their own (NHWC with fewer channels than lanes: LeNet's 6 channels under AVX-512's
-// 16 lanes), one element at a time was 40% of the forward transform's time (rfft2d of
-// [128, 28, 28, 6] in a 32 frame, one thread: 1.76 us per image against 1.06 in NCHW).
+// One pixel of every lane's image: at[offset[l]] into lane l (GatherLanes), and back
+// (ScatterLanes). One gather instruction in the AVX2 and AVX-512 copies and one scatter in the
+// AVX-512 copy, for float32 and float64 stored; one element per lane otherwise. For a group whose
+// lanes are neither adjacent nor rows of their own (NHWC with fewer channels than lanes: LeNet's 6
+// channels under AVX-512's 16 lanes), one element at a time in lane order was 40% of the forward
+// transform's time (rfft2d of [128, 28, 28, 6] in a 32 frame, one thread: 1.76 us per image
+// against 1.06 in NCHW).
+template <typename Real, typename Io>
+inline typename Simd<Real>::Vec GatherLanes(const Io* at, const int32_t* offset) {
+  using S = Simd<Real>;
 #if FFTCONV_CPU_VECTOR_BYTES == 64
-constexpr bool kGather = true, kScatter = true;
-inline Simd<float>::Vec GatherLanes(const float* at, const int32_t* offset) {
-  return (Simd<float>::Vec)_mm512_i32gather_ps(_mm512_loadu_si512(offset), at, 4);
-}
-inline Simd<double>::Vec GatherLanes(const double* at, const int32_t* offset) {
-  return (Simd<double>::Vec)_mm512_i32gather_pd(
-      _mm256_loadu_si256(reinterpret_cast<const __m256i*>(offset)), at, 8);
-}
-inline void ScatterLanes(const Simd<float>::Vec& v, float* at, const int32_t* offset) {
-  _mm512_i32scatter_ps(at, _mm512_loadu_si512(offset), (__m512)v, 4);
-}
-inline void ScatterLanes(const Simd<double>::Vec& v, double* at, const int32_t* offset) {
-  _mm512_i32scatter_pd(at, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(offset)),
-                       (__m512d)v, 8);
-}
+  if constexpr (std::is_same<Real, float>::value && std::is_same<Io, float>::value) {
+    return (typename S::Vec)_mm512_i32gather_ps(_mm512_loadu_si512(offset), at, 4);
+  } else if constexpr (std::is_same<Real, double>::value && std::is_same<Io, double>::value) {
+    return (typename S::Vec)_mm512_i32gather_pd(
+        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(offset)), at, 8);
+  }
 #elif FFTCONV_CPU_VECTOR_BYTES == 32
-constexpr bool kGather = true, kScatter = false;
-inline Simd<float>::Vec GatherLanes(const float* at, const int32_t* offset) {
-  return (Simd<float>::Vec)_mm256_i32gather_ps(
-      at, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(offset)), 4);
-}
-inline Simd<double>::Vec GatherLanes(const double* at, const int32_t* offset) {
-  // The masked form with every lane on: GCC 12's _mm256_i32gather_pd starts from an undefined
-  // vector, which -Wmaybe-uninitialized reports.
-  return (Simd<double>::Vec)_mm256_mask_i32gather_pd(
-      _mm256_setzero_pd(), at, _mm_loadu_si128(reinterpret_cast<const __m128i*>(offset)),
-      _mm256_castsi256_pd(_mm256_set1_epi64x(-1)), 8);
-}
-template <typename Real>
-inline void ScatterLanes(const typename Simd<Real>::Vec&, Real*, const int32_t*) {}
-#else
-constexpr bool kGather = false, kScatter = false;
-template <typename Real>
-inline typename Simd<Real>::Vec GatherLanes(const Real*, const int32_t*) {
-  return {};
-}
-template <typename Real>
-inline void ScatterLanes(const typename Simd<Real>::Vec&, Real*, const int32_t*) {}
+  if constexpr (std::is_same<Real, float>::value && std::is_same<Io, float>::value) {
+    return (typename S::Vec)_mm256_i32gather_ps(
+        at, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(offset)), 4);
+  } else if constexpr (std::is_same<Real, double>::value && std::is_same<Io, double>::value) {
+    // The masked form with every lane on: GCC 12's _mm256_i32gather_pd starts from an undefined
+    // vector, which -Wmaybe-uninitialized reports.
+    return (typename S::Vec)_mm256_mask_i32gather_pd(
+        _mm256_setzero_pd(), at, _mm_loadu_si128(reinterpret_cast<const __m128i*>(offset)),
+        _mm256_castsi256_pd(_mm256_set1_epi64x(-1)), 8);
+  }
 #endif
+  typename S::Vec v;
+  Real* lanes = reinterpret_cast<Real*>(&v);
+  for (int l = 0; l < S::kLanes; ++l) lanes[l] = ToCompute<Real>(at[offset[l]]);
+  return v;
+}
+template <typename Real, typename Io>
+inline void ScatterLanes(const typename Simd<Real>::Vec& v, Io* at, const int32_t* offset) {
+#if FFTCONV_CPU_VECTOR_BYTES == 64
+  if constexpr (std::is_same<Real, float>::value && std::is_same<Io, float>::value) {
+    _mm512_i32scatter_ps(at, _mm512_loadu_si512(offset), (__m512)v, 4);
+    return;
+  } else if constexpr (std::is_same<Real, double>::value && std::is_same<Io, double>::value) {
+    _mm512_i32scatter_pd(at, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(offset)),
+                         (__m512d)v, 8);
+    return;
+  }
+#endif
+  const Real* lanes = reinterpret_cast<const Real*>(&v);
+  for (int l = 0; l < Simd<Real>::kLanes; ++l) at[offset[l]] = ToStorage<Io>(lanes[l]);
+}
 
 // Row h of every lane's image, pixels [0, width), to and from vectors line[w * stride]. Four ways:
 // lanes adjacent in memory (NHWC, adjacent channels of one batch item): one vector per pixel;
 // every lane's row contiguous (NCHW, or NHWC with one channel): kLanes x kLanes transposes;
-// otherwise one gather (scatter) per pixel where the copy has one (float32 and float64 stored);
-// otherwise (and for the pixels those leave over) one element at a time.
+// otherwise one GatherLanes (ScatterLanes) per pixel; a partial group, and the pixels the
+// transposes leave over, one element at a time.
 template <typename Real, typename Io>
 inline void LoadRow(const LaneImages& images, const Io* input, int h, int width,
                     typename Simd<Real>::Vec* line, int64_t stride) {
@@ -316,12 +319,10 @@ inline void LoadRow(const LaneImages& images, const Io* input, int h, int width,
       TransposeLanes<Real>(block);
       for (int t = 0; t < S::kLanes; ++t) line[(w + t) * stride] = block[t];
     }
-  } else if constexpr (kGather && kSameType<Real, Io>) {
-    if (full) {
-      for (; w < width; ++w) {
-        line[w * stride] =
-            GatherLanes(input + images.base[0] + row + w * images.w_stride, images.offset);
-      }
+  } else if (full) {
+    for (; w < width; ++w) {
+      line[w * stride] = GatherLanes<Real, Io>(input + images.base[0] + row + w * images.w_stride,
+                                               images.offset);
     }
   }
   for (int l = 0; l < images.lanes; ++l) {
@@ -352,11 +353,10 @@ inline void StoreRow(const LaneImages& images, const typename Simd<Real>::Vec* l
       TransposeLanes<Real>(block);
       for (int l = 0; l < S::kLanes; ++l) StoreVec<Real, Io>(block[l], output + images.base[l] + row + w);
     }
-  } else if constexpr (kScatter && kSameType<Real, Io>) {
-    if (full) {
-      for (; w < width; ++w) {
-        ScatterLanes(line[w], output + images.base[0] + row + w * images.w_stride, images.offset);
-      }
+  } else if (full) {
+    for (; w < width; ++w) {
+      ScatterLanes<Real, Io>(line[w], output + images.base[0] + row + w * images.w_stride,
+                             images.offset);
     }
   }
   for (int l = 0; l < images.lanes; ++l) {
