@@ -145,16 +145,19 @@ Real* Pairs(SpectrumElement<Real>* spectrum) {
 
 template <typename Real>
 void Rfft2dOnCpu(const ParallelRunner& parallel, const Rfft2dParams& params, const Real* input,
-                 SpectrumElement<Real>* spectrum) {
+                 SpectrumElement<Real>* spectrum, const ActivationGradient<Real>& gradient) {
   using Compute = typename ComputeOf<Real>::type;
-  FFTCONV_CPU_DISPATCH(Rfft2d<Compute, Real>(parallel, params, input, Pairs<Real>(spectrum)));
+  FFTCONV_CPU_DISPATCH(Rfft2d<Compute, Real>(parallel, params, input, Pairs<Real>(spectrum),
+                                             gradient));
 }
 
 template <typename Real>
 void Irfft2dOnCpu(const ParallelRunner& parallel, const Irfft2dParams& params,
-                  const SpectrumElement<Real>* spectrum, Real* output) {
+                  const SpectrumElement<Real>* spectrum, Real* output,
+                  const BiasActivation<Real>& epilogue) {
   using Compute = typename ComputeOf<Real>::type;
-  FFTCONV_CPU_DISPATCH(Irfft2d<Compute, Real>(parallel, params, Pairs<Real>(spectrum), output));
+  FFTCONV_CPU_DISPATCH(Irfft2d<Compute, Real>(parallel, params, Pairs<Real>(spectrum), output,
+                                              epilogue));
 }
 
 template <typename Real>
@@ -170,9 +173,10 @@ void SpectralMatmulOnCpu(const ParallelRunner& parallel, const SpectralMatmulPar
 
 #define INSTANTIATE(Real)                                                                      \
   template void Rfft2dOnCpu<Real>(const ParallelRunner&, const Rfft2dParams&, const Real*,     \
-                                  SpectrumElement<Real>*);                                     \
+                                  SpectrumElement<Real>*, const ActivationGradient<Real>&);    \
   template void Irfft2dOnCpu<Real>(const ParallelRunner&, const Irfft2dParams&,                \
-                                   const SpectrumElement<Real>*, Real*);                       \
+                                   const SpectrumElement<Real>*, Real*,                        \
+                                   const BiasActivation<Real>&);                               \
   template void SpectralMatmulOnCpu<Real>(const ParallelRunner&, const SpectralMatmulParams&,  \
                                           const SpectrumElement<Real>*,                        \
                                           const SpectrumElement<Real>*, SpectrumElement<Real>*);

@@ -525,9 +525,12 @@ inline int64_t FftGroupCost(int n) { return int64_t{6} * n * n * Log2(n); }
 // input: the images in Io; spectrum: [bins, batch, channels][re, im] of Io. A half-precision
 // spectrum is stored divided by S^2 (mean-normalised: no bin exceeds the largest input magnitude,
 // so it overflows only where the input itself would); float32 and float64 ones are not scaled.
+// gradient (FftconvRfft2dActivationGradient): with ReLU, each input row is loaded with the same row
+// of the activation's output (input's layout) and kept where that is > 0, zero elsewhere, before
+// the row transform: the spectrum of dy * relu'(z) with no pass of its own over dy.
 template <typename Real, typename Io>
 void Rfft2d(const ParallelRunner& parallel, const Rfft2dParams& p, const Io* input,
-            Io* spectrum) {
+            Io* spectrum, const ActivationGradient<Io>& gradient) {
   using Vec = typename Simd<Real>::Vec;
   constexpr int kLanes = Simd<Real>::kLanes;
   const int n = p.fft_size;
@@ -542,6 +545,8 @@ void Rfft2d(const ParallelRunner& parallel, const Rfft2dParams& p, const Io* inp
   const size_t image_end = static_cast<size_t>(p.offset_h + p.height) * half;
   const size_t window_begin = static_cast<size_t>(p.offset_w) * pairs;
   const size_t window_end = static_cast<size_t>(p.offset_w + p.width) * pairs;
+  const bool relu_gradient =
+      gradient.activation_output != nullptr && gradient.activation == Activation::kRelu;
   auto work = [&](int64_t begin, int64_t end) {
     // lines_re, lines_im: [n points w][pairs], the packed row pairs of the frame; after the row
     // transform, point kx at position position[kx].
@@ -549,6 +554,8 @@ void Rfft2d(const ParallelRunner& parallel, const Rfft2dParams& p, const Io* inp
     // frame_re, frame_im: [n rows ky][half columns kx]: each frame row's half spectrum after the
     // row pass, the spectrum after the column pass (row ky at position position[ky]).
     VecArray<Real> frame_re(static_cast<size_t>(n) * half), frame_im(frame_re.size());
+    // activation_row: [width], one row of the activation's output of every lane's image.
+    VecArray<Real> activation_row(relu_gradient ? p.width : 0);
     for (int64_t group = begin; group < end; ++group) {
       const int64_t first = group * kLanes;
       const LaneImages lanes(p.nhwc, p.channels, p.height, p.width, first,
@@ -565,6 +572,15 @@ void Rfft2d(const ParallelRunner& parallel, const Rfft2dParams& p, const Io* inp
       for (int h = 0; h < p.height; ++h) {
         Vec* line = (h % 2 == 0 ? lines_re.data() : lines_im.data()) + h / 2;
         LoadRow<Real, Io>(lanes, input, h, p.width, line + window_begin, pairs);
+        if (relu_gradient) {
+          // As ReluGrad: the gradient where the output is > 0, zero where it is not (or NaN).
+          LoadRow<Real, Io>(lanes, gradient.activation_output, h, p.width, activation_row.data(),
+                            1);
+          for (int w = 0; w < p.width; ++w) {
+            Vec& value = line[window_begin + static_cast<size_t>(w) * pairs];
+            value = activation_row[w] > Vec{} ? value : Vec{};
+          }
+        }
       }
       FftDif<Real>(lines_re.data(), lines_im.data(), pairs, pairs, tables);
 
@@ -617,9 +633,12 @@ void Rfft2d(const ParallelRunner& parallel, const Rfft2dParams& p, const Io* inp
 // columns are stored, scaled by 1 / S^2.
 // spectrum: [bins, batch, channels][re, im] of Io; output: the window in Io. A half-precision
 // spectrum is mean-normalised (see Rfft2d): its inverse is the unscaled sum, irfft(S^2 Z).
+// epilogue (FftconvIrfft2dBiasActivation): each scaled window value gets its channel's bias, then
+// the activation, in Real before it is rounded to Io once: the layer's bias and activation with no
+// pass of their own over the output.
 template <typename Real, typename Io>
 void Irfft2d(const ParallelRunner& parallel, const Irfft2dParams& p, const Io* spectrum,
-             Io* output) {
+             Io* output, const BiasActivation<Io>& epilogue) {
   using Vec = typename Simd<Real>::Vec;
   constexpr int kLanes = Simd<Real>::kLanes;
   const int n = p.fft_size;
@@ -629,6 +648,8 @@ void Irfft2d(const ParallelRunner& parallel, const Irfft2dParams& p, const Io* s
   const Real scale = kSameType<Real, Io> ? Real(1) / (Real(n) * Real(n)) : Real(1);
   const FftTables<Real>& tables = GetFftTables<Real>(n);
   const int* position = tables.output_position.data();
+  const bool add_bias = epilogue.bias != nullptr;
+  const bool relu = epilogue.activation == Activation::kRelu;
   auto work = [&](int64_t begin, int64_t end) {
     // frame_re, frame_im: [n rows ky][half columns kx], the group's spectrum in bin order; after the
     // column pass, frame row h of the inverse at position position[h].
@@ -642,6 +663,14 @@ void Irfft2d(const ParallelRunner& parallel, const Irfft2dParams& p, const Io* s
       const int64_t first = group * kLanes;
       const LaneImages lanes(p.nhwc, p.channels, p.out_h, p.out_w, first,
                              static_cast<int>(std::min<int64_t>(kLanes, images - first)));
+      // Lane l holds image first + l of the [batch, channels] order, so channel (first + l) % C.
+      Vec bias{};
+      if (add_bias) {
+        Real* bias_lanes = reinterpret_cast<Real*>(&bias);
+        for (int l = 0; l < lanes.lanes; ++l) {
+          bias_lanes[l] = ToCompute<Real>(epilogue.bias[(first + l) % p.channels]);
+        }
+      }
       for (int64_t bin = 0; bin < static_cast<int64_t>(n) * half; ++bin) {
         LoadComplexLanes<Real, Io>(spectrum + 2 * (bin * images + first), lanes.lanes,
                                    &frame_re[bin], &frame_im[bin]);
@@ -677,7 +706,11 @@ void Irfft2d(const ParallelRunner& parallel, const Irfft2dParams& p, const Io* s
       for (int i = 0; i < p.out_h; ++i) {
         const Vec* line = (i % 2 == 0 ? lines_re.data() : lines_im.data()) + i / 2;
         for (int j = 0; j < p.out_w; ++j) {
-          window_row[j] = line[static_cast<int64_t>(position[p.offset_w + j]) * pairs] * scale;
+          Vec value = line[static_cast<int64_t>(position[p.offset_w + j]) * pairs] * scale;
+          if (add_bias) value += bias;
+          // max(value, 0) that keeps a NaN, as TensorFlow's Relu does.
+          if (relu) value = value < Vec{} ? Vec{} : value;
+          window_row[j] = value;
         }
         StoreRow<Real, Io>(lanes, window_row.data(), i, p.out_w, output);
       }

@@ -84,6 +84,14 @@ absl::Status ReadRfft2dAttrs(Ctx* ctx, FftAttrs* attrs) {
   return ReadFftAttrs(ctx, attrs);
 }
 
+// The activation attribute of FftconvRfft2dActivationGradient and FftconvIrfft2dBiasActivation.
+template <class Ctx>
+absl::Status ReadActivationAttr(Ctx* ctx, Activation* activation) {
+  std::string name;
+  if (absl::Status s = ctx->GetAttr("activation", &name); !s.ok()) return s;
+  return ParseActivation(name, activation);
+}
+
 // FftconvSpectralMatmul(a, b): how each operand enters the product (ValidateSpectralMatmul checks
 // that adjoint_x comes without transpose_x and conjugate_x), the scale alpha of the product, and
 // whether the operands are half-precision spectra [bins, rows, cols, 2].

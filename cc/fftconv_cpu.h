@@ -44,16 +44,35 @@ struct SpectrumStorage<Eigen::bfloat16> {
 template <typename Real>
 using SpectrumElement = typename SpectrumStorage<Real>::type;
 
+// FftconvRfft2dActivationGradient: the transform takes input * activation'(z) as it reads the
+// input, the derivative from the activation's output y = activation(z) (`activation_output`, of
+// the input's shape and layout). The default, kLinear with no output, is FftconvRfft2d.
+template <typename Real>
+struct ActivationGradient {
+  const Real* activation_output = nullptr;
+  Activation activation = Activation::kLinear;
+};
+
+// FftconvIrfft2dBiasActivation: the inverse stores activation(value + bias[c]) for the window's
+// value of channel c (`bias`: [channels], or null for none). The default is FftconvIrfft2d.
+template <typename Real>
+struct BiasActivation {
+  const Real* bias = nullptr;
+  Activation activation = Activation::kLinear;
+};
+
 // Real: float, double, Eigen::half or Eigen::bfloat16.
 // input: NCHW or NHWC real images; spectrum: [bins, batch, channels] complex (or [.., 2] half).
 template <typename Real>
 void Rfft2dOnCpu(const ParallelRunner& parallel, const Rfft2dParams& params, const Real* input,
-                 SpectrumElement<Real>* spectrum);
+                 SpectrumElement<Real>* spectrum,
+                 const ActivationGradient<Real>& gradient = ActivationGradient<Real>());
 
 // spectrum: [bins, batch, channels] complex (or [.., 2] half); output: the NCHW or NHWC window.
 template <typename Real>
 void Irfft2dOnCpu(const ParallelRunner& parallel, const Irfft2dParams& params,
-                  const SpectrumElement<Real>* spectrum, Real* output);
+                  const SpectrumElement<Real>* spectrum, Real* output,
+                  const BiasActivation<Real>& epilogue = BiasActivation<Real>());
 
 // a, b, c: [bins, rows, cols] complex (or [.., 2] half), row-major per bin;
 // c = params.alpha * op(a) op(b).

@@ -69,6 +69,19 @@ inline absl::Status ParseDataFormat(const std::string& data_format, bool* nhwc) 
   return absl::OkStatus();
 }
 
+// The activation attribute of the bias-and-activation ops, by the name Keras gives it.
+inline absl::Status ParseActivation(const std::string& name, Activation* activation) {
+  if (name == "linear") {
+    *activation = Activation::kLinear;
+  } else if (name == "relu") {
+    *activation = Activation::kRelu;
+  } else {
+    return absl::InvalidArgumentError(
+        absl::StrCat("activation must be \"linear\" or \"relu\", got \"", name, "\""));
+  }
+  return absl::OkStatus();
+}
+
 inline ImageDims ImageDimsFrom(const int64_t dims[4], bool nhwc) {
   ImageDims d;
   d.batch = dims[0];
@@ -222,6 +235,32 @@ inline absl::Status ValidateIrfft2d(int64_t bins, int64_t batch, int64_t channel
   if (absl::Status s = ValidateElementCount("the spectrum", {bins, batch, channels}); !s.ok())
     return s;
   return ValidateElementCount("the output", {batch, channels, height, width});
+}
+
+// FftconvIrfft2dBiasActivation's bias: one value per channel of the spectrum, [channels].
+inline absl::Status ValidateBias(const std::vector<int64_t>& bias_dims, int64_t channels) {
+  if (bias_dims.size() != 1 ||
+      (Known(bias_dims[0]) && Known(channels) && bias_dims[0] != channels)) {
+    std::vector<std::string> dims;
+    for (int64_t d : bias_dims) dims.push_back(Known(d) ? absl::StrCat(d) : "?");
+    return absl::InvalidArgumentError(absl::StrCat(
+        "bias must be [channels] = [", Known(channels) ? absl::StrCat(channels) : "?",
+        "], one value per channel of the spectrum, got shape [", absl::StrJoin(dims, ", "), "]"));
+  }
+  return absl::OkStatus();
+}
+
+// FftconvRfft2dActivationGradient's y, the activation's output: the shape of the gradient dy it
+// masks (both rank 4; -1 for an unknown dimension, which matches any).
+inline absl::Status ValidateActivationOutput(const int64_t dy_dims[4], const int64_t y_dims[4]) {
+  for (int i = 0; i < 4; ++i) {
+    if (Known(dy_dims[i]) && Known(y_dims[i]) && dy_dims[i] != y_dims[i]) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "y, the activation's output, must have dy's shape [", absl::StrJoin(dy_dims, dy_dims + 4, ", "),
+          "], got [", absl::StrJoin(y_dims, y_dims + 4, ", "), "]"));
+    }
+  }
+  return absl::OkStatus();
 }
 
 // FftconvSpectralMatmul: sizes after op_a / op_b.

@@ -5,6 +5,9 @@
 //   fft_size, out_h, out_w : int32 or int64 scalars (host memory), checked as given
 //   y        : NCHW [batch, channels, out_h, out_w] or NHWC [batch, out_h, out_w, channels], real;
 //              y[.., i, j] = frame[offset_h + i, offset_w + j]
+// FftconvIrfft2dBiasActivation(spectrum, fft_size, out_h, out_w, bias): the same inverse, storing
+// activation(y + bias[c]) (CPU only: the FFT path fuses a layer's bias and activation there).
+//   bias     : [channels] of y's type
 #ifndef TF_FFTCONV_CC_IRFFT2D_H_
 #define TF_FFTCONV_CC_IRFFT2D_H_
 
@@ -44,11 +47,16 @@ auto BindIrfft2dCall(Binding binding) {
       .template Attr<int64_t>("nhwc");
 }
 
-template <typename Device, typename Real>
+// kBiasActivation: the FftconvIrfft2dBiasActivation kernel (CPU only), whose fifth input is the bias.
+template <typename Device, typename Real, bool kBiasActivation = false>
 class Irfft2dOp : public tensorflow::OpKernel {
  public:
   explicit Irfft2dOp(tensorflow::OpKernelConstruction* ctx) : tensorflow::OpKernel(ctx) {
     OP_REQUIRES_OK(ctx, ReadFftAttrs(ctx, &attrs_));
+    if constexpr (kBiasActivation) {
+      static_assert(std::is_same<Device, CpuDevice>::value, "a CPU kernel only");
+      OP_REQUIRES_OK(ctx, ReadActivationAttr(ctx, &activation_));
+    }
   }
 
   void Compute(tensorflow::OpKernelContext* ctx) override {
@@ -63,19 +71,36 @@ class Irfft2dOp : public tensorflow::OpKernel {
     std::vector<int64_t> output_dims;
     OP_REQUIRES_OK(ctx, MakeIrfft2dParams(dims, fft_size, out_h, out_w, attrs_.offset_h,
                                           attrs_.offset_w, attrs_.nhwc, &params, &output_dims));
+    const tensorflow::Tensor* bias = nullptr;
+    if constexpr (kBiasActivation) {
+      bias = &ctx->input(4);
+      std::vector<int64_t> bias_dims;
+      for (int i = 0; i < bias->dims(); ++i) bias_dims.push_back(bias->dim_size(i));
+      OP_REQUIRES_OK(ctx, ValidateBias(bias_dims, dims[2]));
+    }
 
     tensorflow::Tensor* output = nullptr;
     tensorflow::TensorShape output_shape;
     OP_REQUIRES_OK(ctx, OutputShape(output_dims, &output_shape));
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, output_shape, &output));
     if (output->NumElements() == 0) return;
-    OP_REQUIRES_OK(ctx, Irfft2dFunctor<Device, Real>()(
-                            ctx, params, spectrum.flat<SpectrumElement<Real>>().data(),
-                            output->flat<Real>().data()));
+    if constexpr (kBiasActivation) {
+      BiasActivation<Real> epilogue;
+      epilogue.bias = bias->flat<Real>().data();
+      epilogue.activation = activation_;
+      Irfft2dOnCpu<Real>(TfParallelRunner(ctx), params,
+                         spectrum.flat<SpectrumElement<Real>>().data(),
+                         output->flat<Real>().data(), epilogue);
+    } else {
+      OP_REQUIRES_OK(ctx, Irfft2dFunctor<Device, Real>()(
+                              ctx, params, spectrum.flat<SpectrumElement<Real>>().data(),
+                              output->flat<Real>().data()));
+    }
   }
 
  private:
   FftAttrs attrs_;
+  Activation activation_ = Activation::kLinear;
 };
 
 }  // namespace fftconv

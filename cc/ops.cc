@@ -14,6 +14,46 @@ namespace fftconv {
 using tensorflow::shape_inference::InferenceContext;
 using tensorflow::shape_inference::ShapeHandle;
 
+// FftconvRfft2d's shape function; FftconvRfft2dActivationGradient's checks its third input too.
+absl::Status Rfft2dShape(InferenceContext* c) {
+  ShapeHandle x;
+  TF_RETURN_IF_ERROR(c->WithRank(c->input(0), 4, &x));
+  FftAttrs attrs;
+  TF_RETURN_IF_ERROR(ReadFftAttrs(c, &attrs));
+  ScalarValue fft_size;
+  TF_RETURN_IF_ERROR(ReadScalarInput(c, 1, "fft_size", &fft_size));
+  int64_t dims[4] = {-1, -1, -1, -1};
+  KnownDims(c, x, 4, dims);
+  const ImageDims image = ImageDimsFrom(dims, attrs.nhwc);
+  TF_RETURN_IF_ERROR(ValidateRfft2d(image, fft_size, attrs.offset_h, attrs.offset_w));
+  const int64_t bins = fft_size ? NumBins(*fft_size) : -1;
+  std::vector<tensorflow::shape_inference::DimensionHandle> dims_out = {
+      DimOrUnknown(c, bins), DimOrUnknown(c, image.batch), DimOrUnknown(c, image.channels)};
+  if (attrs.half_spectrum) dims_out.push_back(c->MakeDim(2));
+  c->set_output(0, c->MakeShape(dims_out));
+  return absl::OkStatus();
+}
+
+// FftconvIrfft2d's shape function; FftconvIrfft2dBiasActivation's checks its bias too.
+absl::Status Irfft2dShape(InferenceContext* c) {
+  FftAttrs attrs;
+  TF_RETURN_IF_ERROR(ReadFftAttrs(c, &attrs));
+  int64_t dims[3];
+  TF_RETURN_IF_ERROR(SpectrumDims(c, 0, "spectrum", attrs.half_spectrum, dims));
+  ScalarValue fft_size, out_h, out_w;
+  TF_RETURN_IF_ERROR(ReadScalarInput(c, 1, "fft_size", &fft_size));
+  TF_RETURN_IF_ERROR(ReadScalarInput(c, 2, "out_h", &out_h));
+  TF_RETURN_IF_ERROR(ReadScalarInput(c, 3, "out_w", &out_w));
+  TF_RETURN_IF_ERROR(ValidateIrfft2d(dims[0], dims[1], dims[2], fft_size, out_h, out_w,
+                                     attrs.offset_h, attrs.offset_w));
+  auto batch = DimOrUnknown(c, dims[1]), channels = DimOrUnknown(c, dims[2]);
+  auto height = DimOrUnknown(c, out_h.value_or(-1));
+  auto width = DimOrUnknown(c, out_w.value_or(-1));
+  c->set_output(0, attrs.nhwc ? c->MakeShape({batch, height, width, channels})
+                              : c->MakeShape({batch, channels, height, width}));
+  return absl::OkStatus();
+}
+
 // -------------------------------------------------------------------------------------------------
 // FftconvRfft2d: registration, shape function and CPU kernel (cc/cpu_kernels.cc).
 
@@ -30,24 +70,7 @@ REGISTER_OP("FftconvRfft2d")
     // No default: a Python integer then becomes int32 or int64 by its value, never an int32 that
     // wrapped around (a default would be the conversion's target type).
     .Attr("Tfft_size: {int32, int64}")
-    .SetShapeFn([](InferenceContext* c) -> absl::Status {
-      ShapeHandle x;
-      TF_RETURN_IF_ERROR(c->WithRank(c->input(0), 4, &x));
-      FftAttrs attrs;
-      TF_RETURN_IF_ERROR(ReadFftAttrs(c, &attrs));
-      ScalarValue fft_size;
-      TF_RETURN_IF_ERROR(ReadScalarInput(c, 1, "fft_size", &fft_size));
-      int64_t dims[4] = {-1, -1, -1, -1};
-      KnownDims(c, x, 4, dims);
-      const ImageDims image = ImageDimsFrom(dims, attrs.nhwc);
-      TF_RETURN_IF_ERROR(ValidateRfft2d(image, fft_size, attrs.offset_h, attrs.offset_w));
-      const int64_t bins = fft_size ? NumBins(*fft_size) : -1;
-      std::vector<tensorflow::shape_inference::DimensionHandle> dims_out = {
-          DimOrUnknown(c, bins), DimOrUnknown(c, image.batch), DimOrUnknown(c, image.channels)};
-      if (attrs.half_spectrum) dims_out.push_back(c->MakeDim(2));
-      c->set_output(0, c->MakeShape(dims_out));
-      return absl::OkStatus();
-    })
+    .SetShapeFn(Rfft2dShape)
     .Doc(R"doc(
 Forward real 2-D FFT of a batch of images placed at (offset_h, offset_w) in an fft_size x fft_size
 frame of zeros (the padding is implicit). fft_size is an int32 or int64 scalar input (as
@@ -84,6 +107,50 @@ REGISTER_CPU(Eigen::half)
 REGISTER_CPU(Eigen::bfloat16)
 #undef REGISTER_CPU
 
+// FftconvRfft2dActivationGradient: FftconvRfft2d of dy * activation'(z), the activation's
+// derivative read from its output y; a CPU kernel only (the FFT path uses it on a CPU, where the
+// layer's ReluGrad would be a pass of its own over dy).
+REGISTER_OP("FftconvRfft2dActivationGradient")
+    .Input("dy: T")
+    .Input("fft_size: Tfft_size")
+    .Input("y: T")
+    .Output("spectrum: Tcomplex")
+    .Attr("T: {float, double, half, bfloat16} = DT_FLOAT")
+    .Attr("Tcomplex: {complex64, complex128, half, bfloat16} = DT_COMPLEX64")
+    .Attr("offset_h: int = 0")
+    .Attr("offset_w: int = 0")
+    .Attr("data_format: string = 'NCHW'")
+    .Attr("activation: string = 'relu'")
+    .Attr("Tfft_size: {int32, int64}")
+    .SetShapeFn([](InferenceContext* c) -> absl::Status {
+      Activation activation;
+      TF_RETURN_IF_ERROR(ReadActivationAttr(c, &activation));
+      ShapeHandle y;
+      TF_RETURN_IF_ERROR(c->WithRank(c->input(2), 4, &y));
+      int64_t dy_dims[4] = {-1, -1, -1, -1}, y_dims[4] = {-1, -1, -1, -1};
+      KnownDims(c, c->input(0), 4, dy_dims);
+      KnownDims(c, y, 4, y_dims);
+      TF_RETURN_IF_ERROR(ValidateActivationOutput(dy_dims, y_dims));
+      return Rfft2dShape(c);
+    })
+    .Doc(R"doc(
+FftconvRfft2d of dy * activation'(z) for the gradient dy of an activation's output
+y = activation(z): the spectrum FftconvRfft2d(dy * activation'(z)) would give, with the derivative
+applied as dy is read (no pass of its own). y has dy's shape and layout. activation is "relu"
+(dy where y > 0, zero elsewhere, as TensorFlow's ReluGrad) or "linear" (dy unchanged). CPU only.
+)doc");
+
+#define REGISTER_CPU(Real)                                                          \
+  FFTCONV_REGISTER_KERNEL(Name("FftconvRfft2dActivationGradient")                   \
+                              .Device(tensorflow::DEVICE_CPU)                       \
+                              .TypeConstraint<Real>("T"),                           \
+                          Rfft2dOp<CpuDevice, Real, true>);
+REGISTER_CPU(float)
+REGISTER_CPU(double)
+REGISTER_CPU(Eigen::half)
+REGISTER_CPU(Eigen::bfloat16)
+#undef REGISTER_CPU
+
 // -------------------------------------------------------------------------------------------------
 // FftconvIrfft2d: registration, shape function and CPU kernel (cc/cpu_kernels.cc).
 
@@ -104,24 +171,7 @@ REGISTER_OP("FftconvIrfft2d")
     .Attr("Tfft_size: {int32, int64}")
     .Attr("Tout_h: {int32, int64}")
     .Attr("Tout_w: {int32, int64}")
-    .SetShapeFn([](InferenceContext* c) -> absl::Status {
-      FftAttrs attrs;
-      TF_RETURN_IF_ERROR(ReadFftAttrs(c, &attrs));
-      int64_t dims[3];
-      TF_RETURN_IF_ERROR(SpectrumDims(c, 0, "spectrum", attrs.half_spectrum, dims));
-      ScalarValue fft_size, out_h, out_w;
-      TF_RETURN_IF_ERROR(ReadScalarInput(c, 1, "fft_size", &fft_size));
-      TF_RETURN_IF_ERROR(ReadScalarInput(c, 2, "out_h", &out_h));
-      TF_RETURN_IF_ERROR(ReadScalarInput(c, 3, "out_w", &out_w));
-      TF_RETURN_IF_ERROR(ValidateIrfft2d(dims[0], dims[1], dims[2], fft_size, out_h, out_w,
-                                         attrs.offset_h, attrs.offset_w));
-      auto batch = DimOrUnknown(c, dims[1]), channels = DimOrUnknown(c, dims[2]);
-      auto height = DimOrUnknown(c, out_h.value_or(-1));
-      auto width = DimOrUnknown(c, out_w.value_or(-1));
-      c->set_output(0, attrs.nhwc ? c->MakeShape({batch, height, width, channels})
-                                  : c->MakeShape({batch, channels, height, width}));
-      return absl::OkStatus();
-    })
+    .SetShapeFn(Irfft2dShape)
     .Doc(R"doc(
 Inverse real 2-D FFT of a frequency-major spectrum [bins, batch, channels], scaled by
 1 / fft_size^2, writing only the window [offset_h, offset_h + out_h) x [offset_w, offset_w + out_w)
@@ -147,6 +197,56 @@ struct Irfft2dFunctor<CpuDevice, Real> {
                               .Device(tensorflow::DEVICE_CPU)                  \
                               .TypeConstraint<SpectrumElement<Real>>("Tcomplex"), \
                           Irfft2dOp<CpuDevice, Real>);
+REGISTER_CPU(float)
+REGISTER_CPU(double)
+REGISTER_CPU(Eigen::half)
+REGISTER_CPU(Eigen::bfloat16)
+#undef REGISTER_CPU
+
+// FftconvIrfft2dBiasActivation: FftconvIrfft2d followed by a bias per channel and an activation,
+// applied as the window is written; a CPU kernel only (the FFT path uses it on a CPU, where a
+// layer's bias and activation after the inverse would be passes of their own over its output).
+REGISTER_OP("FftconvIrfft2dBiasActivation")
+    .Input("spectrum: Tcomplex")
+    .Input("fft_size: Tfft_size")
+    .Input("out_h: Tout_h")
+    .Input("out_w: Tout_w")
+    .Input("bias: T")
+    .Output("y: T")
+    .Attr("T: {float, double, half, bfloat16} = DT_FLOAT")
+    .Attr("Tcomplex: {complex64, complex128, half, bfloat16} = DT_COMPLEX64")
+    .Attr("offset_h: int = 0")
+    .Attr("offset_w: int = 0")
+    .Attr("data_format: string = 'NCHW'")
+    .Attr("activation: string = 'linear'")
+    .Attr("Tfft_size: {int32, int64}")
+    .Attr("Tout_h: {int32, int64}")
+    .Attr("Tout_w: {int32, int64}")
+    .SetShapeFn([](InferenceContext* c) -> absl::Status {
+      Activation activation;
+      TF_RETURN_IF_ERROR(ReadActivationAttr(c, &activation));
+      TF_RETURN_IF_ERROR(Irfft2dShape(c));
+      FftAttrs attrs;
+      TF_RETURN_IF_ERROR(ReadFftAttrs(c, &attrs));
+      int64_t dims[3];
+      TF_RETURN_IF_ERROR(SpectrumDims(c, 0, "spectrum", attrs.half_spectrum, dims));
+      ShapeHandle bias = c->input(4);
+      if (!c->RankKnown(bias)) return absl::OkStatus();
+      std::vector<int64_t> bias_dims(c->Rank(bias));
+      for (int i = 0; i < c->Rank(bias); ++i) bias_dims[i] = c->Value(c->Dim(bias, i));
+      return ValidateBias(bias_dims, dims[2]);
+    })
+    .Doc(R"doc(
+FftconvIrfft2d, then y = activation(y + bias[c]) for every value of channel c, applied in the
+compute type as the window is written (one rounding for float16 and bfloat16). bias is [channels]
+of y's type. activation is "linear" (the bias alone) or "relu" (max(., 0), keeping NaN). CPU only.
+)doc");
+
+#define REGISTER_CPU(Real)                                                             \
+  FFTCONV_REGISTER_KERNEL(Name("FftconvIrfft2dBiasActivation")                         \
+                              .Device(tensorflow::DEVICE_CPU)                          \
+                              .TypeConstraint<SpectrumElement<Real>>("Tcomplex"),      \
+                          Irfft2dOp<CpuDevice, Real, true>);
 REGISTER_CPU(float)
 REGISTER_CPU(double)
 REGISTER_CPU(Eigen::half)

@@ -3,6 +3,10 @@
 //   fft_size : S, int32 or int64 scalar (host memory), checked as given
 //   spectrum : [bins, batch, channels] complex, bins = S * (S/2 + 1), bin = ky * (S/2 + 1) + kx;
 //              for float16 / bfloat16 x: [bins, batch, channels, 2] of x's type, holding X / S^2
+// FftconvRfft2dActivationGradient(dy, fft_size, y): the same transform of dy * activation'(z), for
+// the gradient dy of a layer's output y = activation(z) (CPU only: the FFT path fuses it there).
+//   dy, y    : the layer's output gradient and output, one shape, in data_format
+//   spectrum : as FftconvRfft2d's, of dy * activation'(z) (ReLU: dy where y > 0, else 0)
 #ifndef TF_FFTCONV_CC_RFFT2D_H_
 #define TF_FFTCONV_CC_RFFT2D_H_
 
@@ -41,19 +45,36 @@ auto BindRfft2dCall(Binding binding) {
       .template Attr<int64_t>("round_to_tf32");
 }
 
-template <typename Device, typename Real>
+// kActivationGradient: the FftconvRfft2dActivationGradient kernel (CPU only), whose x is dy and
+// whose third input is y; it has no round_to_tf32 (a CPU spectrum is never rounded).
+template <typename Device, typename Real, bool kActivationGradient = false>
 class Rfft2dOp : public tensorflow::OpKernel {
  public:
   explicit Rfft2dOp(tensorflow::OpKernelConstruction* ctx) : tensorflow::OpKernel(ctx) {
-    OP_REQUIRES_OK(ctx, ReadRfft2dAttrs(ctx, &attrs_));
+    if constexpr (kActivationGradient) {
+      static_assert(std::is_same<Device, CpuDevice>::value, "a CPU kernel only");
+      OP_REQUIRES_OK(ctx, ReadFftAttrs(ctx, &attrs_));
+      OP_REQUIRES_OK(ctx, ReadActivationAttr(ctx, &activation_));
+    } else {
+      OP_REQUIRES_OK(ctx, ReadRfft2dAttrs(ctx, &attrs_));
+    }
   }
 
   void Compute(tensorflow::OpKernelContext* ctx) override {
+    const char* x_name = kActivationGradient ? "dy" : "x";
     const tensorflow::Tensor& x = ctx->input(0);
-    OP_REQUIRES_OK(ctx, CheckRank("x", x.shape(), 4));
+    OP_REQUIRES_OK(ctx, CheckRank(x_name, x.shape(), 4));
     int64_t fft_size = 0;
     OP_REQUIRES_OK(ctx, ReadScalarInput(ctx, 1, "fft_size", &fft_size));
     const int64_t dims[4] = {x.dim_size(0), x.dim_size(1), x.dim_size(2), x.dim_size(3)};
+    const tensorflow::Tensor* activation_output = nullptr;
+    if constexpr (kActivationGradient) {
+      activation_output = &ctx->input(2);
+      OP_REQUIRES_OK(ctx, CheckRank("y", activation_output->shape(), 4));
+      const int64_t y_dims[4] = {activation_output->dim_size(0), activation_output->dim_size(1),
+                                 activation_output->dim_size(2), activation_output->dim_size(3)};
+      OP_REQUIRES_OK(ctx, ValidateActivationOutput(dims, y_dims));
+    }
     Rfft2dParams params;
     std::vector<int64_t> spectrum_dims;
     OP_REQUIRES_OK(ctx, MakeRfft2dParams(dims, fft_size, attrs_.offset_h, attrs_.offset_w,
@@ -67,13 +88,22 @@ class Rfft2dOp : public tensorflow::OpKernel {
     OP_REQUIRES_OK(ctx, OutputShape(spectrum_dims, &spectrum_shape));
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, spectrum_shape, &spectrum));
     if (spectrum->NumElements() == 0) return;
-    OP_REQUIRES_OK(ctx, Rfft2dFunctor<Device, Real>()(
-                            ctx, params, x.flat<Real>().data(),
-                            spectrum->flat<SpectrumElement<Real>>().data()));
+    if constexpr (kActivationGradient) {
+      ActivationGradient<Real> gradient;
+      gradient.activation_output = activation_output->flat<Real>().data();
+      gradient.activation = activation_;
+      Rfft2dOnCpu<Real>(TfParallelRunner(ctx), params, x.flat<Real>().data(),
+                        spectrum->flat<SpectrumElement<Real>>().data(), gradient);
+    } else {
+      OP_REQUIRES_OK(ctx, Rfft2dFunctor<Device, Real>()(
+                              ctx, params, x.flat<Real>().data(),
+                              spectrum->flat<SpectrumElement<Real>>().data()));
+    }
   }
 
  private:
   FftAttrs attrs_;
+  Activation activation_ = Activation::kLinear;
 };
 
 }  // namespace fftconv

@@ -107,6 +107,13 @@ struct Irfft2dParams {
   bool nhwc;
 };
 
+// The activation of a convolution layer that the CPU transforms take in: FftconvIrfft2dBiasActivation
+// applies it to the inverse plus a bias per channel as it stores them, and
+// FftconvRfft2dActivationGradient multiplies its input by the activation's derivative as it reads
+// it (the derivative taken from the activation's output: ReLU's is 1 where the output is > 0 and 0
+// elsewhere, as TensorFlow's ReluGrad takes it). kLinear is the identity.
+enum class Activation { kLinear, kRelu };
+
 // FftconvSpectralMatmul: one complex matmul per frequency bin, c[f] = op_a(a[f]) * op_b(b[f]).
 //   a : [bins, a_rows, a_cols], b : [bins, b_rows, b_cols], c : [bins, m, n], all complex, row-major.
 //   op_x is the identity, the transpose (transpose_x), the conjugate (conjugate_x) or the conjugate

@@ -56,6 +56,13 @@ def depthwise_conv2d(x, w, dy, strides, padding, dilations):
     return y, dx, dw.reshape(w.shape)
 
 
+def of_case(case, x, w, dy):
+    """``(y, dx, dw)`` of a ``random_case`` (``case["depthwise"]``: tf.nn.depthwise_conv2d's)."""
+    if case.get("depthwise", False):
+        return depthwise_conv2d(x, w, dy, case["strides"], case["padding"], case["dilations"])
+    return conv2d(x, w, dy, case["strides"], case["padding"], case["dilations"], case["groups"])
+
+
 def output_shape(x_shape, k_h, k_w, out_channels, strides, padding, dilations):
     batch, height, width, _ = x_shape
     return (batch, _axis(height, k_h, strides[0], dilations[0], padding)[0],

@@ -675,10 +675,10 @@ def test_auto_times_a_close_call_as_an_fft_conv2d_layer_does(monkeypatch, timed_
     traced = []   # the plans the steps' traces ran, not those of the candidates' timings
     run_plan = execute.run_plan
 
-    def recording_run_plan(chosen, x, w):
+    def recording_run_plan(chosen, x, w, *epilogue):
         if chosen.source != "autotune":
             traced.append(chosen)
-        return run_plan(chosen, x, w)
+        return run_plan(chosen, x, w, *epilogue)
 
     monkeypatch.setattr(execute, "run_plan", recording_run_plan)
     case = measure.Case(2, 3, 4, 12, 5, "VALID")

@@ -71,9 +71,23 @@ CHECK = textwrap.dedent("""
             spectrum = ref.random_complex(
                 rng, (size * (size // 2 + 1), batch, channels)).astype(cdtype)
             name = f"irfft2d {dtype.__name__} {data_format} {shape} S={size}"
+            inverse = ref.irfft2d(spectrum, size, height, width, offset_h, offset_w, data_format)
             record(name, fc.ops.irfft2d(spectrum, size, height, width, offset_h, offset_w,
-                                        data_format).numpy(),
-                   ref.irfft2d(spectrum, size, height, width, offset_h, offset_w, data_format),
+                                        data_format).numpy(), inverse, fft_tolerance)
+            # The fused bias and ReLU of the inverse, and ReLU's derivative in the transform
+            # (activation output y, about half of it <= 0): every lane's channel and mask.
+            bias = rng.standard_normal(channels).astype(dtype)
+            lanes_bias = bias if data_format == "NHWC" else bias[:, None, None]
+            name = f"irfft2d+bias+relu {dtype.__name__} {data_format} {shape} S={size}"
+            record(name, fc.ops.irfft2d_bias_activation(
+                       spectrum, bias, size, height, width, offset_h, offset_w, data_format,
+                       "relu").numpy(),
+                   np.maximum(inverse + lanes_bias, 0), fft_tolerance)
+            y = rng.standard_normal(shape).astype(dtype)
+            name = f"rfft2d of dy relu'(z) {dtype.__name__} {data_format} {shape} S={size}"
+            record(name, fc.ops.rfft2d_activation_gradient(x, y, size, offset_h, offset_w,
+                                                           data_format, "relu").numpy(),
+                   ref.rfft2d(np.where(y > 0, x, 0), size, offset_h, offset_w, data_format),
                    fft_tolerance)
         for dims, modes, flags, a_shape, b_shape in matmul_cases():
             a = ref.random_complex(rng, a_shape).astype(cdtype)
@@ -102,9 +116,22 @@ CHECK = textwrap.dedent("""
             z, z_exact = half(rng.standard_normal((size * (size // 2 + 1), batch, channels, 2)))
             name = f"irfft2d {dtype.name} {data_format} {shape} S={size}"
             out = fc.ops.irfft2d(z, size, height, width, offset_h, offset_w, data_format)
-            record(name, tf.cast(out, tf.float64).numpy(),
-                   ref.irfft2d(size ** 2 * (z_exact[..., 0] + 1j * z_exact[..., 1]), size,
-                               height, width, offset_h, offset_w, data_format), unit)
+            inverse = ref.irfft2d(size ** 2 * (z_exact[..., 0] + 1j * z_exact[..., 1]), size,
+                                  height, width, offset_h, offset_w, data_format)
+            record(name, tf.cast(out, tf.float64).numpy(), inverse, unit)
+            bias, bias_exact = half(rng.standard_normal(channels))
+            lanes_bias = bias_exact if data_format == "NHWC" else bias_exact[:, None, None]
+            name = f"irfft2d+bias+relu {dtype.name} {data_format} {shape} S={size}"
+            out = fc.ops.irfft2d_bias_activation(z, bias, size, height, width, offset_h,
+                                                 offset_w, data_format, "relu")
+            record(name, tf.cast(out, tf.float64).numpy(), np.maximum(inverse + lanes_bias, 0),
+                   unit)
+            y, y_exact = half(rng.standard_normal(shape))
+            name = f"rfft2d of dy relu'(z) {dtype.name} {data_format} {shape} S={size}"
+            record(name, pairs(fc.ops.rfft2d_activation_gradient(x, y, size, offset_h, offset_w,
+                                                                 data_format, "relu")),
+                   ref.rfft2d(np.where(y_exact > 0, exact, 0), size, offset_h, offset_w,
+                              data_format) / size ** 2, unit)
         for dims, modes, flags, a_shape, b_shape in matmul_cases():
             a, a_exact = half(rng.standard_normal(a_shape + (2,)))
             b, b_exact = half(rng.standard_normal(b_shape + (2,)))

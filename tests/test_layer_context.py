@@ -30,14 +30,22 @@ def test_no_input_gradient_drops_a_pass_on_either_path():
 
 
 def test_epilogue_is_charged_to_the_fft_path_where_the_spatial_one_fuses_it():
+    """On a CPU the FFT path takes a bias and ReLU into its transforms (nothing charged) and
+    leaves another activation to an op of its own after them (its output read and written);
+    compiled by XLA, where the layer's ops are TensorFlow's after the FFT path, all of them."""
     fft, spatial = fft_and_spatial(problem())
     fft_bias, spatial_bias = fft_and_spatial(problem(epilogue="bias"))
+    fft_relu, spatial_relu = fft_and_spatial(problem(epilogue="bias+relu"))
     fft_both, spatial_both = fft_and_spatial(problem(epilogue="bias+activation"))
-    assert spatial_bias == spatial_both == spatial
+    assert spatial_bias == spatial_relu == spatial_both == spatial
     y_bytes = 4 * 128 * 6 * 28 * 28
     rate = cost_model.DEVICE_COSTS["CPU"].epilogue_bytes_per_s
-    assert fft_bias - fft == pytest.approx(3 * y_bytes / rate, rel=1e-6)
-    assert fft_both - fft == pytest.approx(5 * y_bytes / rate, rel=1e-6)
+    assert fft_bias == fft_relu == fft
+    assert fft_both - fft == pytest.approx(2 * y_bytes / rate, rel=1e-6)
+    for epilogue, passes in (("bias", 3), ("bias+relu", 5), ("bias+activation", 5)):
+        unfused = problem(epilogue=epilogue, compiled=True)
+        assert not cost_model.fuses_epilogue(unfused)
+        assert cost_model.epilogue_bytes(unfused) == passes * y_bytes
     # A GPU: XLA fuses them on either path, and eagerly they cost microseconds.
     assert cost_model.DEVICE_COSTS["GPU"].epilogue_bytes_per_s == 0
     assert fft_and_spatial(problem(device="GPU", epilogue="bias+activation")) == \
@@ -66,7 +74,7 @@ def test_first_layer_of_a_functional_model_takes_no_input_gradient():
     assert first._input_gradient is False and second._input_gradient is True
     assert depthwise._input_gradient is True
     assert (first._epilogue(), second._epilogue(), depthwise._epilogue()) == (
-        "bias+activation", "", "bias+activation")
+        "bias+relu", "", "bias+activation")
     assert "no input gradient" in fc.explain(first)
 
 

@@ -41,11 +41,7 @@ def check_case(case, rng, conv, dtype=tf.float32, jit=False, tolerance=None):
         case["x_shape"], k_h, k_w, out_channels, case["strides"], case["padding"],
         case["dilations"]))
     def expected(x, w, dy):
-        if depthwise:
-            return reference.depthwise_conv2d(x, w, dy, case["strides"], case["padding"],
-                                              case["dilations"])
-        return reference.conv2d(x, w, dy, case["strides"], case["padding"], case["dilations"],
-                                case["groups"])
+        return reference.of_case(case, x, w, dy)
 
     want = expected(x, w, dy)
     # The scale of each result's rounding: the same sums of the magnitudes, and at least one

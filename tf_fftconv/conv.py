@@ -12,6 +12,7 @@ import tensorflow as tf
 
 from tf_fftconv import execute
 from tf_fftconv import geometry
+from tf_fftconv import ops
 from tf_fftconv import planning
 from tf_fftconv import tuning
 from tf_fftconv.errors import invalid_argument as _invalid
@@ -39,7 +40,7 @@ def _optional_int(value, name, smallest):
 
 def fft_conv2d(x, w, padding="VALID", data_format="NHWC", fft_size=None, algorithm="auto",
                tile=None, memory_budget=None, half_spectra=None, name=None, *, strides=1,
-               dilations=1, groups=None):
+               dilations=1, groups=None, bias=None, activation=None):
     """``tf.nn.conv2d`` (cross-correlation), by FFT where that pays.
 
     Args:
@@ -80,6 +81,12 @@ def fft_conv2d(x, w, padding="VALID", data_format="NHWC", fft_size=None, algorit
       groups (keyword): None (default): ``Cin / w.shape[2]``, as ``tf.nn.conv2d`` infers it;
         else checked against it. Each group of ``Cin / groups`` input channels makes
         ``Cout / groups`` output channels: per frequency bin one matmul per group.
+      bias (keyword): None, or ``[Cout]`` of x's dtype, added to every output of its channel.
+      activation (keyword): None (or "linear") or "relu", applied after the bias. On a CPU (not
+        under XLA) the FFT path applies both as its inverse transform writes the output, and
+        the ReLU's derivative as it transforms the output's gradient (``ops.ACTIVATIONS``);
+        elsewhere they are ``tf.nn.bias_add`` and ``tf.nn.relu``, which XLA and TensorFlow's
+        own convolution fuse. Differentiable in ``bias`` too.
     Returns:
       ``[B, Ho, Wo, Cout]`` (NHWC) or ``[B, Cout, Ho, Wo]`` (NCHW), differentiable in ``x`` and
       ``w``. ``tf_fftconv.explain`` says what was chosen and why.
@@ -89,12 +96,12 @@ def fft_conv2d(x, w, padding="VALID", data_format="NHWC", fft_size=None, algorit
     """
     return conv2d_with_plan(x, w, padding, data_format, fft_size, algorithm, tile, memory_budget,
                             half_spectra, name, strides=strides, dilations=dilations,
-                            groups=groups)[0]
+                            groups=groups, bias=bias, activation=activation)[0]
 
 
 def fft_depthwise_conv2d(x, w, strides=1, padding="SAME", dilations=1, data_format="NHWC",
                          algorithm="auto", fft_size=None, tile=None, memory_budget=None,
-                         name=None):
+                         name=None, *, bias=None, activation=None):
     """``tf.nn.depthwise_conv2d``, by FFT where that pays.
 
     Each of the C input channels is convolved with its own ``multiplier`` filters; output
@@ -109,22 +116,25 @@ def fft_depthwise_conv2d(x, w, strides=1, padding="SAME", dilations=1, data_form
       strides, padding, dilations, data_format, fft_size, tile, memory_budget: as
         ``fft_conv2d``'s.
       algorithm: "auto", "fft" or "spatial" (``tf.nn.depthwise_conv2d``).
+      bias, activation (keywords): as ``fft_conv2d``'s, ``bias`` ``[C * multiplier]``.
     Returns:
       ``[B, Ho, Wo, C * multiplier]`` (NHWC) or ``[B, C * multiplier, Ho, Wo]``,
       differentiable in ``x`` and ``w``.
     """
     return conv2d_with_plan(x, w, padding, data_format, fft_size, algorithm, tile, memory_budget,
                             None, name or "fft_depthwise_conv2d", strides=strides,
-                            dilations=dilations, depthwise=True)[0]
+                            dilations=dilations, depthwise=True, bias=bias,
+                            activation=activation)[0]
 
 
 def conv2d_with_plan(x, w, padding="VALID", data_format="NHWC", fft_size=None, algorithm="auto",
                      tile=None, memory_budget=None, half_spectra=None, name=None, *, strides=1,
                      dilations=1, groups=None, depthwise=False, input_gradient=True,
-                     epilogue=""):
+                     epilogue=None, bias=None, activation=None):
     """``fft_conv2d`` (``depthwise``: ``fft_depthwise_conv2d``) that also returns the
     ``planning.Plan`` it followed. ``input_gradient`` and ``epilogue``: what the calling layer
-    needs around the convolution, for the plan (``cost_model.Problem``)."""
+    needs around the convolution, for the plan (``cost_model.Problem``; ``epilogue`` None: what
+    ``bias`` and ``activation`` make, ``planning.epilogue_of``)."""
     with tf.name_scope(name or "fft_conv2d"):
         x = tf.convert_to_tensor(x)
         w = tf.convert_to_tensor(w)
@@ -134,6 +144,9 @@ def conv2d_with_plan(x, w, padding="VALID", data_format="NHWC", fft_size=None, a
         if data_format not in ("NHWC", "NCHW"):
             raise _invalid("data_format must be \"NHWC\" or \"NCHW\", got %r" % (data_format,))
         planning.check_algorithm(algorithm)
+        activation = _activation_name(activation)
+        if epilogue is None:
+            epilogue = planning.epilogue_of(bias is not None, activation)
         fft_size = _optional_int(fft_size, "fft_size", 1)
         tile = _optional_int(tile, "tile", 1)
         problem = planning.make_problem(_static_dims(x, "x"), _static_dims(w, "w"), padding,
@@ -141,6 +154,7 @@ def conv2d_with_plan(x, w, padding="VALID", data_format="NHWC", fft_size=None, a
                                         strides=strides, dilations=dilations, groups=groups,
                                         depthwise=depthwise, input_gradient=input_gradient,
                                         epilogue=epilogue)
+        bias = _checked_bias(bias, x.dtype, problem.out_channels)
         if depthwise:   # [kh, kw, C, multiplier] -> the grouped [kh, kw, 1, C * multiplier]
             w = tf.reshape(w, [problem.k_h, problem.k_w, problem.in_channels // problem.groups,
                                problem.out_channels])
@@ -161,13 +175,36 @@ def conv2d_with_plan(x, w, padding="VALID", data_format="NHWC", fft_size=None, a
                 # A close call of the cost model is timed once, as FFTConv2D does when built.
                 chosen = tuning.confirm_close_call(problem, memory_budget)
         if not tf.executing_eagerly() or chosen.algorithm == "spatial" or chosen.config is None:
-            return execute.run_plan(chosen, x, w), chosen
+            return execute.run_plan(chosen, x, w, bias, activation), chosen
         # Eager: an allocation the device refuses gets the lower-memory plan (kept from then on).
         while True:
             try:
-                return execute.run_plan(chosen, x, w), chosen
+                return execute.run_plan(chosen, x, w, bias, activation), chosen
             except tf.errors.ResourceExhaustedError:
                 lower = planning.downgrade(chosen)
                 if lower is None:
                     raise
                 chosen = lower
+
+
+def _activation_name(activation):
+    """None or "linear" -> "linear"; "relu"; anything else refused (a layer applies other
+    activations itself)."""
+    activation = "linear" if activation is None else activation
+    if activation not in ops.ACTIVATIONS:
+        raise _invalid("activation must be None, %s, got %r" % (
+            " or ".join('"%s"' % a for a in ops.ACTIVATIONS), activation))
+    return activation
+
+
+def _checked_bias(bias, dtype, out_channels):
+    """None, or ``bias`` as a ``[out_channels]`` tensor of the convolution's dtype."""
+    if bias is None:
+        return None
+    bias = tf.convert_to_tensor(bias)
+    if bias.dtype != dtype:
+        raise _invalid("bias must have x's dtype %s, got %s" % (dtype.name, bias.dtype.name))
+    if bias.shape.rank != 1 or bias.shape[0] not in (None, out_channels):
+        raise _invalid("bias must be [out_channels] = [%d], got shape %s"
+                       % (out_channels, bias.shape))
+    return bias

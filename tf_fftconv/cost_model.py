@@ -118,7 +118,7 @@ class DeviceCosts:
                    ", one fused copy each way" if self.copies_fused else "",
                    rate(self.spatial_flops_per_s, "FLOP"), spatial_limit,
                    self.spatial_half_channels, 1e6 * self.spatial_overhead_s)
-                + ("; a bias and activation after the FFT path %s" % rate(
+                + ("; a layer's ops after the FFT path that it does not fuse %s" % rate(
                     self.epilogue_bytes_per_s, "B") if self.epilogue_bytes_per_s else "")
                 + ("; tf.nn.depthwise_conv2d %s" % rate(self.depthwise_flops_per_s, "FLOP")
                    if self.depthwise_flops_per_s else "")
@@ -170,10 +170,13 @@ DEVICE_COSTS = {
         # the faster path predicted in 8 of the 10 cases, against 0.
         depthwise_flops_per_s=1.5e12, grouped_spatial_factor=2.5, elementwise_bytes_per_s=1.5e12,
         group_copy_bytes_per_s=3.0e12),
-    # Measured on the 2-core development CPU (docs/performance.md): op overhead
-    # from a chain of tiny ops in a tf.function; cutting tiles 3-5 GB/s; tf.nn.conv2d (oneDNN)
-    # 118-336 GFLOP/s on 32..64 channels, 21 and 88 GFLOP/s on LeNet's layers (1 and 6 input
-    # channels). The transform rate, per-frame cost and matmul rate were refitted to the SIMD-lane
+    # Measured on the 2-core development CPUs (docs/performance.md): op overhead
+    # from a chain of tiny ops in a tf.function; cutting tiles 3-5 GB/s. tf.nn.conv2d (oneDNN):
+    # a fit to the bench's four CPU cases on the two 2-core CPUs it was run on, an Intel Xeon
+    # (cpu-2026-12-06-4d972d5) and an AMD EPYC (the same cases at 473083a), whose oneDNN took
+    # 1.6x the Xeon's time at 32 -> 64 channels and 1.1-1.2x on LeNet's layers: RMS of the log
+    # ratio 0.21 over the eight, where the constants fitted to the Xeon's large layers alone put
+    # LeNet's layers 1.6-1.8x too fast on both (RMS 0.39). The transform rate, per-frame cost and matmul rate were refitted to the SIMD-lane
     # kernels: ten train steps (VALID k7 and
     # k13 at 32 -> 64 channels, LeNet's two layers, SAME k5 and k7 in 40, 48 and 64 frames) within
     # 10% (RMS of the log ratio 0.06; the old constants, fitted to the first kernels, put the FFT
@@ -182,8 +185,8 @@ DEVICE_COSTS = {
         op_overhead_s=2e-6, transform_bytes_per_s=20e9, transform_flops_per_s=50e9,
         transform_frame_s=0.05e-6,
         matmul_flops_per_s=120e9, matmul_tf32_flops_per_s=120e9, matmul_half_work=6e3,
-        matmul_bytes_per_s=10e9, copy_bytes_per_s=4e9, spatial_flops_per_s=50e9,
-        spatial_max_flops_per_s=320e9, spatial_half_channels=8.0, spatial_bytes_per_s=10e9,
+        matmul_bytes_per_s=10e9, copy_bytes_per_s=4e9, spatial_flops_per_s=55e9,
+        spatial_max_flops_per_s=400e9, spatial_half_channels=16.0, spatial_bytes_per_s=10e9,
         spatial_overhead_s=20e-6,
         calibration="the 2-core development CPU (docs/performance.md)",
         # 16, 32->64, 32x32, k7 SAME, forward + both gradients: 336 ms in float16 (TensorFlow's
@@ -195,9 +198,11 @@ DEVICE_COSTS = {
         # LeNet's layers and on (16, 32 -> 64, 32x32, k7): float32 spectra 0.42-0.97x the time.
         half_spectra_pay=False, cast_bytes_per_s=20e9,
         # LeNet's first layer (128 images, 1 -> 6 channels, 28x28 outputs), weight gradient
-        # without the input's: its bias and ReLU added 1.57 ms to the FFT path's step and nothing
-        # to oneDNN's, for 5 passes over the 2.4 MB output (the bias and the activation, 2 each;
-        # the bias's gradient, 1): 7.7 GB/s.
+        # without the input's: its bias and ReLU, as ops of their own after the FFT path, added
+        # 1.57 ms to its step and nothing to oneDNN's, for 5 passes over the 2.4 MB output (the
+        # bias and the activation, 2 each; the bias's gradient, 1): 7.7 GB/s. The FFT path now
+        # takes a bias and ReLU into its transforms on a CPU (``fuses_epilogue``); what is left
+        # at this rate is another activation after them (``epilogue_bytes``).
         epilogue_bytes_per_s=7.7e9),
 }
 
@@ -537,16 +542,29 @@ def estimate_spatial(problem, costs):
     return Estimate(passes * per_pass, 0, 0, passes * flops, passes * moved)
 
 
+def fuses_epilogue(problem):
+    """Whether the FFT path takes a layer's bias and ReLU into its transforms
+    (``ops.irfft2d_bias_activation``, ``ops.rfft2d_activation_gradient``; ``execute.run_plan``):
+    on a CPU, eagerly and in a ``tf.function``, where they would be passes of their own over the
+    output and its gradient (docs/performance.md, "Where a CPU model's step goes"). XLA fuses
+    them with the inverse itself, and a GPU runs them at its bandwidth, so there they are
+    TensorFlow's ops."""
+    return problem.device == "CPU" and not problem.compiled
+
+
 def epilogue_bytes(problem):
-    """Bytes the layer's epilogue (``Problem.epilogue``) moves as ops of its own: the bias added
-    (its output read and written) and its gradient (dy read), the activation (read and
-    written)."""
+    """Bytes the layer's epilogue (``Problem.epilogue``) moves on the FFT path as ops of its own,
+    which tf.nn.conv2d fuses: where the FFT path takes the bias and a ReLU into its transforms
+    (``fuses_epilogue``), only another activation after them (read and written); elsewhere the
+    bias added (its output read and written) and its gradient (dy read), and the activation."""
     if not problem.epilogue or not problem.sizes_known:
         return 0.0
     out_h, out_w = (axis.out for axis in problem.strided_axes())
     y_bytes = (_element_bytes(problem.dtype) * problem.model_batch * problem.out_channels
                * out_h * out_w)
-    return y_bytes * (3 + (2 if "activation" in problem.epilogue else 0))
+    if fuses_epilogue(problem):
+        return y_bytes * (2 if problem.epilogue == "bias+activation" else 0)
+    return y_bytes * (3 + (0 if problem.epilogue == "bias" else 2))
 
 
 def _transform_flops(fft_size, rows):

@@ -47,6 +47,7 @@ import dataclasses
 
 import tensorflow as tf
 
+from tf_fftconv import cost_model
 from tf_fftconv import ops
 from tf_fftconv.geometry import (
     FFT_SIZES, MAX_FFT_SIZE, ConvGeometry, check_padding, strided_axis)
@@ -264,25 +265,56 @@ def _run_time_geometry(x, data_format, k_h, k_w, padding):
     return ConvGeometry(out_h, out_w, pad_top, pad_left, fft_size), (in_h, in_w)
 
 
-def run_plan(chosen, x, w):
-    """Computes the convolution of ``x`` and ``w`` as ``chosen`` says.
+def run_plan(chosen, x, w, bias=None, activation="linear"):
+    """Computes the convolution of ``x`` and ``w`` as ``chosen`` says, then adds ``bias``
+    (``[Cout]`` or None) and applies ``activation`` (``ops.ACTIVATIONS``: "linear" or "relu").
 
     ``w`` is ``[kh, kw, Cin / groups, Cout]`` (a depthwise problem's filters reshaped so,
     ``conv.fft_depthwise_conv2d``). The FFT path computes the stride-1 convolution with the
-    dilated kernel (``dilate_kernel``) and keeps every stride-th output (``subsample``).
+    dilated kernel (``dilate_kernel``) and keeps every stride-th output (``subsample``); where
+    ``cost_model.fuses_epilogue`` says so, its inverse transform adds the bias and applies the
+    activation as it writes the output, and the transform of the output's gradient applies the
+    activation's derivative as it reads it (bias and activation commute with the subsampling).
     """
     problem = chosen.problem
     if problem.no_channels:   # whatever the plan: nothing to compute
-        return _without_channels(x, w, problem)
+        return apply_epilogue(_without_channels(x, w, problem), bias, activation, problem)
     if chosen.algorithm == "spatial":
-        return _spatial_conv(x, w, problem)
-    return subsample(_stride_one_fft(chosen, x, dilate_kernel(w, problem.dilations)), x,
-                     problem)
+        return apply_epilogue(_spatial_conv(x, w, problem), bias, activation, problem)
+    if (bias is None and activation == "linear") or not cost_model.fuses_epilogue(problem):
+        return apply_epilogue(
+            subsample(_stride_one_fft(chosen, x, dilate_kernel(w, problem.dilations)), x,
+                      problem), bias, activation, problem)
+    if bias is None:   # the op adds a bias: zeros, whose gradient nothing takes
+        bias = tf.zeros([problem.out_channels], x.dtype)
+    return subsample(_stride_one_fft(chosen, x, dilate_kernel(w, problem.dilations),
+                                     Epilogue(bias, activation)), x, problem)
 
 
-def _stride_one_fft(chosen, x, w):
-    """The stride-1 convolution of ``x`` with the (dilated) kernel ``w`` on the FFT path."""
+def apply_epilogue(y, bias, activation, problem):
+    """``activation(y + bias)`` with TensorFlow's ops (``tf.nn.bias_add`` and ``tf.nn.relu``, the
+    pattern TensorFlow fuses into its own convolution); ``bias`` None: none."""
+    if bias is not None:
+        y = tf.nn.bias_add(y, bias, data_format=problem.data_format)
+    if activation == "relu":
+        y = tf.nn.relu(y)
+    return y
+
+
+@dataclasses.dataclass(frozen=True)
+class Epilogue:
+    """A layer's bias ``[Cout]`` and activation (``ops.ACTIVATIONS``), taken into the FFT path's
+    transforms (``cost_model.fuses_epilogue``)."""
+    bias: object
+    activation: str
+
+
+def _stride_one_fft(chosen, x, w, epilogue=None):
+    """The stride-1 convolution of ``x`` with the (dilated) kernel ``w`` on the FFT path, and
+    ``epilogue`` (an ``Epilogue`` or None) applied in its transforms."""
     problem = chosen.problem
+    activation = None if epilogue is None else epilogue.activation
+    bias = () if epilogue is None else (epilogue.bias,)
     kernel_size = (problem.dilated_k_h, problem.dilated_k_w)
     # The depthwise product takes the spectra as they are: none rounded to TF32, and no half
     # precision (TensorFlow's complex multiply has no half type).
@@ -291,20 +323,21 @@ def _stride_one_fft(chosen, x, w):
         geometry, image_size = _run_time_geometry(x, problem.data_format, kernel_size[0],
                                                   kernel_size[1], problem.padding)
 
-        def run_time_conv(x, w, allow_tf32=allow_tf32):
+        def run_time_conv(x, w, *bias, allow_tf32=allow_tf32):
             return _frequency_domain_conv(geometry, image_size, kernel_size, problem.data_format,
-                                          allow_tf32, problem.groups)(x, w)
+                                          allow_tf32, problem.groups, activation)(x, w, *bias)
 
         # No cost model here: float32 spectra only if forced (or depthwise).
         if ops.is_half(x.dtype) and (problem.half_spectra is False or problem.elementwise):
-            return _in_float32(run_time_conv, x, w)
-        return run_time_conv(x, w)
+            return _in_float32(run_time_conv, x, w, *bias)
+        return run_time_conv(x, w, *bias)
     config = chosen.config
     if config.spectra == "float32":
         wide = dataclasses.replace(config, spectra="native")
         return _in_float32(
-            lambda x, w, allow_tf32: _run_config(wide, problem, x, w, allow_tf32), x, w)
-    return _run_config(config, problem, x, w, allow_tf32)
+            lambda x, w, *bias, allow_tf32: _run_config(wide, problem, x, w, bias, activation,
+                                                        allow_tf32), x, w, *bias)
+    return _run_config(config, problem, x, w, bias, activation, allow_tf32)
 
 
 def dilate_kernel(w, dilations):
@@ -349,29 +382,31 @@ def subsample(y, x, problem):
     return y[tuple(window)]
 
 
-def _in_float32(conv, x, w):
-    """``conv(x, w, allow_tf32=False)`` on float32 copies of half-precision ``x`` and ``w``, the
-    result cast back: the float32 passes with FP32 products (TF32 would round the spectra to 10
-    bits again), so y is rounded once, and tf.cast's gradients round dx and dw once. Under XLA the
-    casts fuse into their neighbours."""
-    return tf.cast(conv(tf.cast(x, tf.float32), tf.cast(w, tf.float32), allow_tf32=False),
-                   x.dtype)
+def _in_float32(conv, x, w, *bias):
+    """``conv(x, w, *bias, allow_tf32=False)`` on float32 copies of half-precision ``x``, ``w``
+    (and the bias), the result cast back: the float32 passes with FP32 products (TF32 would round
+    the spectra to 10 bits again), so y is rounded once, and tf.cast's gradients round dx, dw (and
+    the bias's) once. Under XLA the casts fuse into their neighbours."""
+    return tf.cast(conv(tf.cast(x, tf.float32), tf.cast(w, tf.float32),
+                        *(tf.cast(b, tf.float32) for b in bias), allow_tf32=False), x.dtype)
 
 
-def _run_config(config, problem, x, w, allow_tf32=True):
+def _run_config(config, problem, x, w, bias=(), activation=None, allow_tf32=True):
     """The FFT path of ``config`` (sizes known) on ``x`` and the dilated kernel ``w``: the
-    stride-1 convolution."""
+    stride-1 convolution; with ``activation`` (not None), ``activation(. + bias[0])`` taken into
+    its transforms (each tile's: bias and activation act on each output value alone)."""
     tiles, kernel_size = config.tiles, (problem.dilated_k_h, problem.dilated_k_w)
     if not tiles.tiled:
         geometry = ConvGeometry(tiles.out_h, tiles.out_w, tiles.pad_top, tiles.pad_left,
                                 tiles.fft_size)
         return _spectral_conv(config, geometry, (problem.in_h, problem.in_w), kernel_size,
-                              problem.data_format, allow_tf32, problem.groups)(x, w)
+                              problem.data_format, allow_tf32, problem.groups,
+                              activation)(x, w, *bias)
     # Each tile: a VALID convolution of [in_tile_h, in_tile_w] into [tile_h, tile_w].
     geometry = ConvGeometry(tiles.tile_h, tiles.tile_w, 0, 0, tiles.fft_size)
     y_tiles = _spectral_conv(config, geometry, (tiles.in_tile_h, tiles.in_tile_w), kernel_size,
-                             problem.data_format, allow_tf32, problem.groups)(
-                                 cut_tiles(x, tiles, problem.data_format), w)
+                             problem.data_format, allow_tf32, problem.groups, activation)(
+                                 cut_tiles(x, tiles, problem.data_format), w, *bias)
     return join_tiles(y_tiles, tiles, problem.data_format)
 
 
@@ -532,19 +567,53 @@ def _unrecorded(*tensors):
 
 
 def _spectral_conv(config, geometry, image_size, kernel_size, data_format, allow_tf32=True,
-                   groups=1):
+                   groups=1, activation=None):
     if config.memory == "keep":
         return _frequency_domain_conv(geometry, image_size, kernel_size, data_format, allow_tf32,
-                                      groups)
+                                      groups, activation)
     return _recomputing_conv(geometry, image_size, kernel_size, data_format, config.chunks,
-                             allow_tf32, groups)
+                             allow_tf32, groups, activation)
+
+
+# A layer's bias and activation in the transforms (``Epilogue``, ``cost_model.fuses_epilogue``):
+# with ``activation`` not None, the functions below take ``(x, w, bias)`` and compute
+# ``activation(conv(x, w) + bias)``; the inverse transform of the output applies both, the
+# transform of its gradient dy the activation's derivative (from the output y), and the bias's
+# gradient is bin 0 of that spectrum, each image's sum, summed over the batch.
+
+def _output(y_spectrum, size, out_h, out_w, data_format, activation, bias):
+    """``irfft2d`` of the output's spectrum (``[F, B, Cout]``), window at 0; with ``activation``,
+    ``activation(. + bias[0])`` as it writes."""
+    if activation is None:
+        return ops.irfft2d(y_spectrum, size, out_h, out_w, 0, 0, data_format)
+    return ops.irfft2d_bias_activation(y_spectrum, bias[0], size, out_h, out_w, 0, 0,
+                                       data_format, activation)
+
+
+def _output_gradient_spectrum(dy, y, size, data_format, activation, round_to_tf32):
+    """``[F, B, Cout]``: ``rfft2d`` of dy, or with a ReLU of ``dy * relu'(z)`` (from the output
+    ``y``), the gradient of the convolution's own output."""
+    if activation in (None, "linear"):
+        return ops.rfft2d(dy, size, 0, 0, data_format, round_to_tf32=round_to_tf32)
+    return ops.rfft2d_activation_gradient(dy, y, size, 0, 0, data_format, activation)
+
+
+def _bias_gradient(dy_spectrum, size):
+    """``[Cout]``: the sum over images and pixels of the gradient whose spectrum is
+    ``dy_spectrum``: bin 0 is each image's sum (a half-precision spectrum's divided by S^2)."""
+    dc = dy_spectrum[0]                                        # [B, Cout] (half: [B, Cout, 2])
+    if not ops.is_half(dc.dtype):
+        return tf.reduce_sum(tf.math.real(dc), axis=0)
+    area = tf.cast(size, tf.float32) * tf.cast(size, tf.float32)
+    return tf.cast(tf.reduce_sum(tf.cast(dc[..., 0], tf.float32), axis=0) * area, dc.dtype)
 
 
 def _frequency_domain_conv(geometry, image_size, kernel_size, data_format, allow_tf32=True,
-                           groups=1):
+                           groups=1, activation=None):
     """Mode "keep": X and W of the forward pass are kept for the backward pass. ``allow_tf32``
     False: FP32 products (complex spectra) whatever TensorFlow's TF32 switch says. The spectra
-    are rounded to TF32 where ``_tf32_spectra`` says (the kept X and W feed only products too)."""
+    are rounded to TF32 where ``_tf32_spectra`` says (the kept X and W feed only products too).
+    ``activation``: see ``_output``."""
     size, pad_top, pad_left = geometry.fft_size, geometry.pad_top, geometry.pad_left
 
     def forward_spectra(x, w):
@@ -553,31 +622,37 @@ def _frequency_domain_conv(geometry, image_size, kernel_size, data_format, allow
         return (ops.rfft2d(x, size, pad_top, pad_left, data_format, round_to_tf32=tf32),
                 _weight_spectrum(w, size, kernel_size, round_to_tf32=tf32))
 
-    def backward(dy, x_spectrum, w_spectrum):
+    def backward(dy, x_spectrum, w_spectrum, y):
         tf32 = _tf32_spectra(dy.dtype, allow_tf32)
-        dy_spectrum = ops.rfft2d(dy, size, 0, 0, data_format,
-                                 round_to_tf32=tf32)                           # [F, B, Cout]
+        dy_spectrum = _output_gradient_spectrum(dy, y, size, data_format, activation,
+                                                tf32)                          # [F, B, Cout]
         dx_spectrum = _input_gradient_product(dy_spectrum, w_spectrum, size, kernel_size,
                                               allow_tf32, tf32, groups)        # [F, B, Cin]
         dx = ops.irfft2d(dx_spectrum, size, image_size[0], image_size[1], pad_top, pad_left,
                          data_format)
         dw_spectrum = _weight_gradient_product(x_spectrum, dy_spectrum, size,
                                                allow_tf32, tf32, groups)  # [F, Cin / g, Cout]
-        return dx, _weight_gradient(dw_spectrum, size, kernel_size)
+        dw = _weight_gradient(dw_spectrum, size, kernel_size)
+        if activation is None:
+            return dx, dw
+        return dx, dw, _bias_gradient(dy_spectrum, size)
 
     @tf.custom_gradient
-    def conv(x, w):
+    def conv(x, w, *bias):
         x_spectrum, w_spectrum = forward_spectra(*_unrecorded(x, w))
         y_spectrum = _forward_product(x_spectrum, w_spectrum, size, kernel_size, allow_tf32,
                                       _tf32_spectra(x.dtype, allow_tf32), groups)  # [F, B, Cout]
-        y = ops.irfft2d(y_spectrum, size, geometry.out_h, geometry.out_w, 0, 0, data_format)
+        y = _output(y_spectrum, size, geometry.out_h, geometry.out_w, data_format, activation,
+                    _unrecorded(*bias))
 
         def grad(dy):
             if not tf.executing_eagerly():   # the spectra are x's and w's in the graph
-                return backward(dy, x_spectrum, w_spectrum)
+                return backward(dy, x_spectrum, w_spectrum, y)
+            # The activation's derivative is constant almost everywhere (ReLU's 0 or 1), so a
+            # second-order gradient takes y as a constant.
             return _first_order_from_kept(
-                lambda dy: backward(dy, x_spectrum, w_spectrum),
-                lambda dy, x, w: backward(dy, *forward_spectra(x, w)), dy, x, w)
+                lambda dy: backward(dy, x_spectrum, w_spectrum, y),
+                lambda dy, x, w: backward(dy, *forward_spectra(x, w), y), dy, x, w)
 
         return y, grad
 
@@ -585,22 +660,23 @@ def _frequency_domain_conv(geometry, image_size, kernel_size, data_format, allow
 
 
 def _first_order_from_kept(from_kept, from_scratch, dy, x, w):
-    """Eagerly: the gradients ``(dx, dw)`` computed by ``from_kept(dy)`` from the forward's kept
-    (unrecorded) spectra, as a function of ``(dy, x, w)`` for a tape that differentiates them:
-    its gradient derives them again with ``from_scratch(dy, x, w)``, every op recorded."""
+    """Eagerly: the gradients (``dx``, ``dw`` and, with an epilogue, the bias's) computed by
+    ``from_kept(dy)`` from the forward's kept (unrecorded) spectra, as a function of
+    ``(dy, x, w)`` for a tape that differentiates them: its gradient derives them again with
+    ``from_scratch(dy, x, w)``, every op recorded."""
 
     @tf.custom_gradient
     def first_order(dy, x, w):
-        dx, dw = from_kept(*_unrecorded(dy))
+        gradients = from_kept(*_unrecorded(dy))
 
-        def second_order(ddx, ddw):
+        def second_order(*output_gradients):
             with tf.GradientTape() as tape:
                 tape.watch([dy, x, w])
                 again = from_scratch(dy, x, w)
-            return tape.gradient(again, [dy, x, w], output_gradients=[ddx, ddw],
+            return tape.gradient(again, [dy, x, w], output_gradients=list(output_gradients),
                                  unconnected_gradients=tf.UnconnectedGradients.ZERO)
 
-        return (dx, dw), second_order
+        return gradients, second_order
 
     return first_order(dy, x, w)
 
@@ -620,12 +696,13 @@ def _pieces(t, count):
 
 
 def _recomputing_conv(geometry, image_size, kernel_size, data_format, chunks, allow_tf32=True,
-                      groups=1):
+                      groups=1, activation=None):
     """Mode "recompute": no spectrum kept between the passes; the batch in ``chunks`` pieces.
 
     Each piece's ops are made to wait for the previous piece's result (control dependencies), so
     only one piece's spectra are alive at a time; the weight-gradient spectrum ``[F, Cin, Cout]``
-    is summed over the pieces and inverted once. ``allow_tf32`` and the spectra's TF32 rounding as
+    is summed over the pieces and inverted once (and the bias's gradient over the pieces).
+    ``allow_tf32``, the spectra's TF32 rounding and ``activation`` as
     ``_frequency_domain_conv``'s.
     """
     size, pad_top, pad_left = geometry.fft_size, geometry.pad_top, geometry.pad_left
@@ -635,11 +712,12 @@ def _recomputing_conv(geometry, image_size, kernel_size, data_format, chunks, al
                                 round_to_tf32=_tf32_spectra(w.dtype, allow_tf32))  # [F, Cin, Cout]
 
     @tf.custom_gradient
-    def conv(x, w):
+    def conv(x, w, *bias):
         tf32 = _tf32_spectra(x.dtype, allow_tf32)
         # The backward pass transforms the original x and w again, so a tape that differentiates
         # the gradient (higher order) sees them; the forward's own ops need not be recorded.
         x_forward, w_forward = _unrecorded(x, w)
+        bias_forward = _unrecorded(*bias)
         w_spectrum = weight_spectrum(w_forward)
         outputs = []
         for piece in _pieces(x_forward, chunks):
@@ -648,17 +726,20 @@ def _recomputing_conv(geometry, image_size, kernel_size, data_format, chunks, al
                                         round_to_tf32=tf32)                    # [F, b, Cin]
             y_spectrum = _forward_product(x_spectrum, w_spectrum, size, kernel_size,
                                           allow_tf32, tf32, groups)            # [F, b, Cout]
-            outputs.append(ops.irfft2d(y_spectrum, size, geometry.out_h, geometry.out_w, 0, 0,
-                                       data_format))
+            outputs.append(_output(y_spectrum, size, geometry.out_h, geometry.out_w,
+                                   data_format, activation, bias_forward))
         y = outputs[0] if chunks == 1 else tf.concat(outputs, 0)
 
         def grad(dy):
             w_spectrum = weight_spectrum(w)
-            dxs, dw_spectrum = [], None
-            for piece, dy_piece in zip(_pieces(x, chunks), _pieces(dy, chunks)):
+            dxs, dw_spectrum, bias_gradient = [], None, 0
+            for piece, dy_piece, y_piece in zip(_pieces(x, chunks), _pieces(dy, chunks),
+                                                _pieces(y, chunks)):
                 with tf.control_dependencies([dw_spectrum] if dw_spectrum is not None else []):
-                    dy_spectrum = ops.rfft2d(dy_piece, size, 0, 0, data_format,
-                                             round_to_tf32=tf32)               # [F, b, Cout]
+                    dy_spectrum = _output_gradient_spectrum(
+                        dy_piece, y_piece, size, data_format, activation, tf32)  # [F, b, Cout]
+                if activation is not None:
+                    bias_gradient += _bias_gradient(dy_spectrum, size)
                 dx_spectrum = _input_gradient_product(dy_spectrum, w_spectrum, size,
                                                       kernel_size, allow_tf32, tf32,
                                                       groups)                  # [F, b, Cin]
@@ -673,7 +754,8 @@ def _recomputing_conv(geometry, image_size, kernel_size, data_format, chunks, al
                                                     tf32, groups)
                 dw_spectrum = piece_dw if dw_spectrum is None else dw_spectrum + piece_dw
             dx = dxs[0] if chunks == 1 else tf.concat(dxs, 0)
-            return dx, _weight_gradient(dw_spectrum, size, kernel_size)
+            dw = _weight_gradient(dw_spectrum, size, kernel_size)
+            return (dx, dw) if activation is None else (dx, dw, bias_gradient)
 
         return y, grad
 

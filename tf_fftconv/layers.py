@@ -54,11 +54,27 @@ class _FFTOptions:
 
     def _epilogue(self):
         """What follows the convolution in this layer that tf.nn.conv2d can fuse
-        (``cost_model.Problem.epilogue``): the bias, and an activation fused with it."""
+        (``cost_model.Problem.epilogue``): the bias, and an activation fused with it (ReLU,
+        which the FFT path takes into its transforms on a CPU, or another)."""
         if not self.use_bias:
             return ""
+        if _activation_of_the_ops(self.activation) == "relu":
+            return "bias+relu"
         name = getattr(self.activation, "__name__", "")
         return "bias+activation" if name in _FUSED_ACTIVATIONS else "bias"
+
+    def _call_with_epilogue(self, inputs, kernel, **options):
+        """Keras' call (the convolution, the bias, the activation) with the bias and a linear or
+        ReLU activation handed to the convolution, which on a CPU's FFT path applies them in its
+        transforms (``cost_model.fuses_epilogue``); any other activation follows as Keras applies
+        it."""
+        activation = _activation_of_the_ops(self.activation)
+        outputs = self._fft_convolution(inputs, kernel,
+                                        bias=self.bias if self.use_bias else None,
+                                        activation=activation or "linear", **options)
+        if activation is None:
+            return self.activation(outputs)
+        return outputs
 
     def _confirm_close_call(self, input_shape):
         self._built_input_shape = tuple(input_shape)
@@ -73,13 +89,15 @@ class _FFTOptions:
                 _tuning.confirm_close_call(dataclasses.replace(problem, compiled=compiled),
                                            self.memory_budget)
 
-    def _fft_convolution(self, inputs, kernel, **options):
-        """The op on ``inputs`` and ``kernel`` in the dtype the ops run in (the compute dtype,
-        or float32 for one they do not take), the result in the compute dtype."""
+    def _fft_convolution(self, inputs, kernel, bias=None, **options):
+        """The op on ``inputs`` and ``kernel`` (and ``bias``) in the dtype the ops run in (the
+        compute dtype, or float32 for one they do not take), the result in the compute dtype."""
         compute_dtype = inputs.dtype
         op_dtype = compute_dtype if compute_dtype in _OP_DTYPES else tf.float32
+        if bias is not None:
+            bias = tf.cast(bias, op_dtype)
         outputs, plan = _conv.conv2d_with_plan(
-            tf.cast(inputs, op_dtype), tf.cast(kernel, op_dtype),
+            tf.cast(inputs, op_dtype), tf.cast(kernel, op_dtype), bias=bias,
             padding=self.padding.upper(), data_format=_DATA_FORMATS[self.data_format],
             fft_size=self.fft_size, algorithm=self.algorithm, tile=self.tile,
             memory_budget=self.memory_budget, strides=self.strides,
@@ -177,6 +195,9 @@ class FFTConv2D(_FFTOptions, keras.layers.Conv2D):
         super().build(input_shape)
         self._confirm_close_call(input_shape)
 
+    def call(self, inputs):
+        return self._call_with_epilogue(inputs, self.kernel, groups=self.groups)
+
     def convolution_op(self, inputs, kernel):
         return self._fft_convolution(inputs, kernel, groups=self.groups)
 
@@ -226,13 +247,7 @@ class FFTDepthwiseConv2D(_FFTOptions, keras.layers.DepthwiseConv2D):
         self._confirm_close_call(input_shape)
 
     def call(self, inputs):
-        outputs = self._fft_convolution(inputs, self.kernel, depthwise=True)
-        if self.use_bias:
-            outputs = tf.nn.bias_add(outputs, tf.cast(self.bias, outputs.dtype),
-                                     data_format=_DATA_FORMATS[self.data_format])
-        if self.activation is not None:
-            return self.activation(outputs)
-        return outputs
+        return self._call_with_epilogue(inputs, self.kernel, depthwise=True)
 
     def tuning_arguments(self, input_shape=None, device=None):
         """The ``planning`` problem and options of this layer for an input shape (default: the
@@ -248,6 +263,16 @@ class FFTDepthwiseConv2D(_FFTOptions, keras.layers.DepthwiseConv2D):
 
 # Activations TensorFlow's remapper fuses with a convolution and its bias (oneDNN on a CPU).
 _FUSED_ACTIVATIONS = ("relu", "relu6", "elu", "leaky_relu", "tanh", "sigmoid")
+
+
+def _activation_of_the_ops(activation):
+    """The name the convolution takes (``ops.ACTIVATIONS``) for a layer's activation, Keras'
+    functions themselves (None, linear, relu with its defaults), else None."""
+    if activation is None or activation is keras.activations.linear:
+        return "linear"
+    if activation is keras.activations.relu:
+        return "relu"
+    return None
 
 
 def _reached_by_trainable_weights(tensor):

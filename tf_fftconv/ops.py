@@ -11,6 +11,7 @@ made of the same three ops (plus a constant per-bin weight).
 import numpy as np
 import tensorflow as tf
 
+from tf_fftconv import planning
 from tf_fftconv._loader import load_library
 from tf_fftconv.errors import invalid_argument
 
@@ -131,6 +132,69 @@ def irfft2d(spectrum, fft_size, out_h, out_w, offset_h=0, offset_w=0, data_forma
         offset_w=offset_w, data_format=data_format, T=_REAL_OF[spectrum.dtype], name=name)
 
 
+# The activations the bias-and-activation ops take in (the names Keras gives them).
+ACTIVATIONS = ("linear", "relu")
+
+
+def _check_activation(activation):
+    if activation not in ACTIVATIONS:
+        raise invalid_argument("activation must be %s, got %r" % (
+            " or ".join('"%s"' % a for a in ACTIVATIONS), activation))
+
+
+def rfft2d_activation_gradient(dy, y, fft_size, offset_h=0, offset_w=0, data_format="NCHW",
+                               activation="relu", name=None):
+    """:func:`rfft2d` of ``dy * activation'(z)``, for the gradient ``dy`` of an activation's
+    output ``y = activation(z)`` (``y`` of ``dy``'s shape): ReLU's derivative is 1 where ``y > 0``
+    and 0 elsewhere, as TensorFlow's ReluGrad takes it; "linear" leaves ``dy`` as it is. The
+    derivative is applied as the kernel reads ``dy``, with no pass of its own. CPU only (the FFT
+    path takes it there, ``execute``; under XLA, which has no lowering of the op, the same from
+    TensorFlow's ops and :func:`rfft2d`). Returns what :func:`rfft2d` returns for ``dy``'s
+    dtype."""
+    dy = tf.convert_to_tensor(dy)
+    _check_dtype(dy, _COMPLEX_OF, "dy")
+    y = tf.convert_to_tensor(y, dy.dtype)
+    _check_activation(activation)
+    if planning.compiled_here():
+        return rfft2d(activation_gradient(dy, y, activation), fft_size, offset_h, offset_w,
+                      data_format, name=name)
+    return load_library().fftconv_rfft2d_activation_gradient(
+        dy=dy, fft_size=_size_input(fft_size, "fft_size"), y=y, offset_h=offset_h,
+        offset_w=offset_w, data_format=data_format, activation=activation,
+        Tcomplex=_COMPLEX_OF[dy.dtype], name=name)
+
+
+def irfft2d_bias_activation(spectrum, bias, fft_size, out_h, out_w, offset_h=0, offset_w=0,
+                            data_format="NCHW", activation="linear", name=None):
+    """:func:`irfft2d`, then ``activation(y + bias[c])`` for every value of channel ``c``, applied
+    as the kernel writes the window (one rounding for float16 and bfloat16): a convolution layer's
+    bias and activation with no pass of their own over its output. ``bias``: ``[channels]`` of
+    the output's dtype; ``activation``: "linear" (the bias alone) or "relu". CPU only (the FFT
+    path takes it there, ``execute``; under XLA, which has no lowering of the op, the same from
+    :func:`irfft2d` and TensorFlow's ops, which XLA fuses)."""
+    spectrum = tf.convert_to_tensor(spectrum)
+    _check_dtype(spectrum, _REAL_OF, "spectrum")
+    bias = tf.convert_to_tensor(bias, _REAL_OF[spectrum.dtype])
+    _check_activation(activation)
+    if planning.compiled_here():
+        y = tf.nn.bias_add(irfft2d(spectrum, fft_size, out_h, out_w, offset_h, offset_w,
+                                   data_format), bias, data_format=data_format)
+        return tf.nn.relu(y, name=name) if activation == "relu" else y
+    return load_library().fftconv_irfft2d_bias_activation(
+        spectrum=spectrum, fft_size=_size_input(fft_size, "fft_size"),
+        out_h=_size_input(out_h, "out_h"), out_w=_size_input(out_w, "out_w"), bias=bias,
+        offset_h=offset_h, offset_w=offset_w, data_format=data_format, activation=activation,
+        name=name)
+
+
+def activation_gradient(dy, y, activation):
+    """``dy * activation'(z)`` from the activation's output ``y``, as TensorFlow's ops (the
+    gradients of the two ops above, which compose it from TensorFlow's and the three ops)."""
+    if activation == "relu":
+        return tf.where(y > 0, dy, tf.zeros_like(dy))
+    return dy
+
+
 def half_spectrum_multiplicity(fft_size, dtype):
     """``[bins, 1, 1]``: how often each half-spectrum bin stands in the full spectrum (1 or 2).
 
@@ -187,8 +251,7 @@ def _checked_fft_size(op):
     return fft_size if fft_size.dtype == tf.int32 else tf.cast(fft_size, tf.int32)
 
 
-@tf.RegisterGradient("FftconvRfft2d")
-def _rfft2d_grad(op, grad):
+def _rfft2d_input_gradient(op, grad):
     # grad_x[h, w] = Re sum_k grad[k] e^{+i theta}  =  S^2 * irfft2d(grad / multiplicity).
     # Half precision: rfft2d is the standard transform / S^2 and irfft2d the standard inverse times
     # S^2, so the same gradient is irfft2d(grad / (S^2 multiplicity)).
@@ -197,20 +260,47 @@ def _rfft2d_grad(op, grad):
     height, width = _image_size(x, data_format)
     weighted = _scale_spectrum(grad, fft_size, lambda area, m: area / m,
                                lambda area, m: 1.0 / (area * m))
-    grad_x = irfft2d(weighted, fft_size, height, width, op.get_attr("offset_h"),
-                     op.get_attr("offset_w"), data_format)
-    return grad_x, None
+    return irfft2d(weighted, fft_size, height, width, op.get_attr("offset_h"),
+                   op.get_attr("offset_w"), data_format)
 
 
-@tf.RegisterGradient("FftconvIrfft2d")
-def _irfft2d_grad(op, grad):
+def _irfft2d_spectrum_gradient(op, grad):
     # grad_spectrum[k] = multiplicity[k] / S^2 * rfft2d(grad placed at the window); half precision
     # (the scales of both ops differ by S^2 each way): multiplicity[k] * S^2 * rfft2d(grad).
     fft_size = _checked_fft_size(op)
     spectrum = rfft2d(grad, fft_size, op.get_attr("offset_h"), op.get_attr("offset_w"),
                       op.get_attr("data_format").decode())
     return _scale_spectrum(spectrum, fft_size, lambda area, m: m / area,
-                           lambda area, m: m * area), None, None, None
+                           lambda area, m: m * area)
+
+
+@tf.RegisterGradient("FftconvRfft2d")
+def _rfft2d_grad(op, grad):
+    return _rfft2d_input_gradient(op, grad), None
+
+
+@tf.RegisterGradient("FftconvIrfft2d")
+def _irfft2d_grad(op, grad):
+    return _irfft2d_spectrum_gradient(op, grad), None, None, None
+
+
+@tf.RegisterGradient("FftconvRfft2dActivationGradient")
+def _rfft2d_activation_gradient_grad(op, grad):
+    # spectrum = rfft2d(dy * m) with m = activation'(z), a function of y that is constant almost
+    # everywhere (ReLU's 0 or 1): grad_dy = m * rfft2d's gradient, and none for y (as ReluGrad's).
+    grad_dy = _rfft2d_input_gradient(op, grad)
+    return (activation_gradient(grad_dy, op.inputs[2], op.get_attr("activation").decode()),
+            None, None)
+
+
+@tf.RegisterGradient("FftconvIrfft2dBiasActivation")
+def _irfft2d_bias_activation_grad(op, grad):
+    # y = activation(irfft2d(spectrum) + bias): g = grad * activation'(z), then irfft2d's gradient
+    # of g for the spectrum and g summed over every axis but the channels' for the bias.
+    g = activation_gradient(grad, op.outputs[0], op.get_attr("activation").decode())
+    channels_last = op.get_attr("data_format").decode() == "NHWC"
+    grad_bias = tf.reduce_sum(g, axis=[0, 1, 2] if channels_last else [0, 2, 3])
+    return _irfft2d_spectrum_gradient(op, g), None, None, None, grad_bias
 
 
 # An operand's mode: N (as it is), T (transpose), C (conjugate), H (conjugate transpose), and the

@@ -527,8 +527,21 @@ def _cpu_name():
     return "CPU %s x%d" % (platform.processor() or platform.machine(), os.cpu_count() or 1)
 
 
-# The epilogues a layer can name (``Problem.epilogue``); KeyError for any other.
-EPILOGUES = {"": "", None: "", "bias": "bias", "bias+activation": "bias+activation"}
+# The epilogues a layer can name (``Problem.epilogue``); KeyError for any other. "bias+relu" is a
+# bias and ReLU, which the FFT path takes into its transforms on a CPU
+# (``cost_model.fuses_epilogue``); "bias+activation" a bias and another activation that
+# tf.nn.conv2d fuses with it on a CPU.
+EPILOGUES = {"": "", None: "", "bias": "bias", "bias+relu": "bias+relu",
+             "bias+activation": "bias+activation"}
+
+
+def epilogue_of(bias, activation):
+    """``Problem.epilogue`` of a convolution with a bias (``bias`` true) and ``activation`` (one
+    of ``ops.ACTIVATIONS``) after it: "bias+relu", "bias" or "" (with no bias, nothing is
+    charged to either path)."""
+    if not bias:
+        return ""
+    return "bias+relu" if activation == "relu" else "bias"
 
 
 def compiled_here():
