@@ -66,6 +66,17 @@ def test_spatial_and_auto_match_reference(rng, device):
         check_case(case, rng, _depthwise(case, rng, algorithm=algorithm))
 
 
+def test_spatial_path_with_unequal_strides(rng, device):
+    """tf.nn.depthwise_conv2d's GPU kernel refuses unequal strides; the spatial path takes a
+    grouped tf.nn.conv2d there (the CPU's depthwise kernel takes them)."""
+    for strides in ((1, 2), (3, 2)):
+        case = dict(x_shape=(2, 13, 11, 3), w_shape=(3, 3, 3, 2), strides=strides,
+                    dilations=(1, 1), padding="SAME", groups=3, data_format="NHWC",
+                    depthwise=True)
+        check_case(case, rng, lambda x, w, strides=strides: fc.fft_depthwise_conv2d(
+            x, w, strides=list(strides), padding="SAME", algorithm="spatial"))
+
+
 def test_under_xla(rng, device):
     for algorithm in ("fft", "fft", "fft", "auto"):
         case = _case(rng)
