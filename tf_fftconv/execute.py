@@ -463,8 +463,9 @@ def _spatial_conv(x, w, problem):
     strides = [1, problem.strides[0], problem.strides[1], 1]
     if data_format == "NCHW":
         strides = [1, 1, problem.strides[0], problem.strides[1]]
-    if problem.depthwise and not (problem.strides != (1, 1) and problem.dilations != (1, 1)) and not (
-            problem.device == "GPU" and problem.strides[0] != problem.strides[1]):
+    strided_and_dilated = problem.strides != (1, 1) and problem.dilations != (1, 1)
+    unequal_strides_on_gpu = problem.device == "GPU" and problem.strides[0] != problem.strides[1]
+    if problem.depthwise and not strided_and_dilated and not unequal_strides_on_gpu:
         # tf.nn.depthwise_conv2d's filters [kh, kw, C, multiplier] (w is [kh, kw, 1, C * m]).
         # With strides and dilations both above 1 it only warns, and its values are not the
         # convolution's (TensorFlow 2.21: off by the size of the outputs), and its GPU kernel
