@@ -17,6 +17,10 @@
 #                      default all of tests/) against it, from a copy of the checkout without the
 #                      package
 #   kernels            tools/gpu_check.sh (the standalone kernel check and its sanitizer runs)
+#   cluster            the decision on the forward's cluster strategy (docs/performance.md): the
+#                      whole kernel check of build/variants/kc_n29_cluster (make kernel-variants),
+#                      memcheck, racecheck and synccheck of its FFT family, then --time-chain and
+#                      --time-fft of it and of build/kernel_check in $CLUSTER_ROUNDS (3) turns
 #   bench, bench-xla   the benchmark; every train step under XLA and the Keras step of a convnet
 #                      (the forward alone under XLA: the step forward)
 #   forward            Mathieu's layer (conv2d and fft, forward and train) one step per call and
@@ -111,6 +115,25 @@ for step in $steps; do
     kernels)
       log "standalone kernel check + sanitizer"
       OUT="$WORK/kernels" bash tools/gpu_check.sh 2>&1 | tail -30 ;;
+    cluster)
+      log "the cluster strategy (build/variants/kc_n29_cluster) against build/kernel_check"
+      variant=build/variants/kc_n29_cluster seed=$(date +%s)
+      [ -x "$variant" ] || { echo "cluster: $variant is missing: make kernel-variants (and carry it)"; continue; }
+      { timeout 150 "$variant" --seed "$seed"; echo "exit status: $?"; } > "$WORK/cluster_check.log" 2>&1
+      grep -E "FAIL|SUMMARY|exit status|cluster strategy" "$WORK/cluster_check.log" | head -20
+      for tool in memcheck racecheck synccheck; do
+        echo "== compute-sanitizer --tool $tool $variant --quick --family fft"
+        timeout 150 compute-sanitizer --tool $tool --error-exitcode 3 "$variant" --quick --failures-only \
+          --family fft --seed "$seed" 2>&1 | tail -6
+        echo "exit status: ${PIPESTATUS[0]}"
+      done > "$WORK/cluster_sanitizer.log" 2>&1
+      grep -E "==|ERROR|SUMMARY|exit status" "$WORK/cluster_sanitizer.log"
+      for round in $(seq "${CLUSTER_ROUNDS:-3}"); do
+        for binary in build/kernel_check "$variant"; do
+          echo "== round $round $binary"; timeout 60 "$binary" --time-chain; timeout 90 "$binary" --time-fft
+        done
+      done > "$WORK/cluster_timing.log" 2>&1
+      grep -E "^==|chain" "$WORK/cluster_timing.log" | head -40 ;;
     bench)
       log bench
       timeout 420 python3 -m tf_fftconv.bench --json "$WORK/bench.json" --plot "$WORK/bench.png" --no-progress 2>&1 | tee "$WORK/bench.log" | tail -40 ;;
