@@ -250,8 +250,8 @@ $(BUILD)/stage_layout_check: cuda/tests/stage_layout_check.cu $(CU_DEPS)
 
 # Kernel-check builds with other compile-time switches, for questions still open (make kernel-variants
 # VARIANTS="..." builds a subset; the switches and the tables they pick are in cuda/kernel_config.h).
-# Only the kernels' own objects are rebuilt for each. The one open question: the forward's cluster
-# strategy, not yet run on a GPU (n29_cluster turns it on).
+# Only the kernels' own objects are rebuilt for each. The one left: the forward's cluster
+# strategy (n29_cluster turns it on), measured and lost (docs/performance.md), to be removed.
 VARIANTS := n29_cluster
 VARIANT_FLAGS_n29_cluster := -DFFTCONV_RFFT_CLUSTER=1
 VARIANT_DIR := $(BUILD)/variants

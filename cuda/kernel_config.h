@@ -16,8 +16,8 @@
 //
 // Compile-time switches (make kernel-variants builds them; nothing else in cuda/ reads a -D):
 //   FFTCONV_RFFT_CLUSTER          1: the forward's cluster strategy (Rfft2dClusterKernel, sm_90+) for
-//                                 the frames of the cluster table below; 0 (default): off until a
-//                                 GPU has checked and timed it (variant n29_cluster).
+//                                 the frames of the cluster table below; 0 (default): off; measured on
+//                                 an H100, correct and not 5% faster, to be removed (docs/performance.md).
 #ifndef TF_FFTCONV_CUDA_KERNEL_CONFIG_H_
 #define TF_FFTCONV_CUDA_KERNEL_CONFIG_H_
 
