@@ -91,7 +91,12 @@ def test_fit_with_default_compile(rng):
                                  shuffle=False).history["loss"]
         assert model.jit_compile is False
     assert_ran(fft, "fft")
-    np.testing.assert_allclose(losses["fft"], losses["spatial"], rtol=1e-4)
+    # Not bitwise: a ReLU input within rounding of zero can fall on either side in the two models
+    # (seed 1912789111: c5's unit 8 on image 57 of the first batch, 2.2e-8 against -6.3e-8), and
+    # Adam turns that one gradient entry into a full-sized step. Over 53 seeds the epoch losses
+    # differed by at most 1.2e-3 (most by 1e-7); a model whose c1 or c3 did not train at all
+    # differs by 6% or 16% by the third epoch.
+    np.testing.assert_allclose(losses["fft"], losses["spatial"], rtol=1e-2)
     assert losses["fft"][-1] < 0.8 * losses["fft"][0], losses["fft"]
     bare = models.lenet5("fft")
     bare.compile(optimizer="adam", loss="sparse_categorical_crossentropy")
