@@ -19,11 +19,6 @@
 #                       build/stage_layout_check (no GPU: tests/test_stage_layout.py runs it)
 #   make cpu-kernel-check  the standalone CPU kernel check and timer, build/cpu_kernel_check
 #                       (cc/tests/cpu_kernel_check.cc with cc/cpu_kernels.cc; no TensorFlow library)
-#   make kernel-variants  builds of the kernel check with other compile-time switches,
-#                       build/variants/kc_<name> (VARIANTS below; timed by tools/tune.sh)
-#   make lib-variants LIB_VARIANTS="<name> ..."  the op library built with those variants' flags,
-#                       build/libvariants/<name>/_fftconv_ops.so (timed inside TensorFlow by
-#                       tools/gpu_session.sh lib-variants)
 #   make setup          the Python requirements (TensorFlow only when no supported one is importable)
 #                       and Debian's Fashion-MNIST where apt is usable
 #   make test           setup, build, and the test suite (README's command)
@@ -71,7 +66,7 @@ CXXFLAGS  := -O3 -fPIC -Wall -Wno-sign-compare -Wno-unused-function -Wno-depreca
              -I$(TF_INCLUDE)/external/highwayhash -I$(TF_INCLUDE)/external/farmhash_archive/src
 LDFLAGS   := -shared -Wl,--no-undefined
 TF_LIBS   := $(TF_LFLAGS) -l:libtensorflow_cc.so.2
-# nvcc flags of every CUDA build (library, kernel check, variants); -gencode is added per target.
+# nvcc flags of every CUDA build (library, kernel check); -gencode is added per target.
 NVCC_BASE := -std=c++17 -O3 --expt-relaxed-constexpr -I.
 gencode    = $(foreach a,$(1),-gencode arch=compute_$(a),code=sm_$(a))
 
@@ -143,7 +138,7 @@ else
   CONFIG    := cpu
 endif
 
-.PHONY: setup build cpu dev wheel cuda-check kernel-check kernel-variants lib-variants cpu-kernel-check stage-layout-check test clean info
+.PHONY: setup build cpu dev wheel cuda-check kernel-check cpu-kernel-check stage-layout-check test clean info
 .DEFAULT_GOAL := build
 
 build: info $(LIB) $(INFO)
@@ -180,14 +175,11 @@ $(BUILD)/config.stamp: FORCE
 	@mkdir -p $(BUILD)
 	@echo "$(CONFIG) tf-$(TF_VERSION)" | cmp -s - $@ || echo "$(CONFIG) tf-$(TF_VERSION)" > $@
 
-# The link of the op library and of its variants (make lib-variants): every object prerequisite.
-LINK_LIB   = $(CXX) $(LDFLAGS) -o $@ $(filter %.o,$^) $(CUDA_LIBS) $(TF_LIBS)
-
 # The stamp first: make -j starts the objects in this order, and the XLA lowering (about 40 s of
 # g++, the longest compile after the two FFT kernels), which waits on the stamp, must not be left to
 # run alone at the end.
 $(LIB): $(BUILD)/config.stamp $(CC_OBJS) $(GPU_OBJS)
-	$(LINK_LIB)
+	$(CXX) $(LDFLAGS) -o $@ $(filter %.o,$^) $(CUDA_LIBS) $(TF_LIBS)
 
 $(INFO): $(LIB)
 	@$(PYTHON) -c 'import json, sys; json.dump({"tensorflow_version": sys.argv[1], "cuda": sys.argv[2] == "1", "cuda_archs": sys.argv[3].split(), "nvcc": sys.argv[4]}, open(sys.argv[5], "w"), indent=1)' \
@@ -209,8 +201,7 @@ $(BUILD)/cpu_kernel_check: cc/tests/cpu_kernel_check.cc cc/cpu_kernels.cc $(wild
 	$(CXX) $(CXXFLAGS) -o $@ cc/tests/cpu_kernel_check.cc cc/cpu_kernels.cc -lpthread
 
 ifneq ($(NVCC),)
-# Library objects: position-independent, every wanted architecture plus PTX of the newest (library
-# variants, below, leave the PTX out).
+# Library objects: position-independent, every wanted architecture plus PTX of the newest.
 LIB_NVCC   = $(NVCC) $(NVCC_BASE) -Xcompiler -fPIC $(call gencode,$(ARCHS))
 $(CU_DIR)/%.o: cuda/%.cu $(CU_DEPS)
 	@mkdir -p $(dir $@)
@@ -222,7 +213,7 @@ cuda-check:
 .PHONY: cuda-objects
 cuda-objects: $(CU_OBJS) $(GPU_CC_OBJS)
 
-# ---- The standalone kernel check and its variants (no TensorFlow), for DEV_ARCH.
+# ---- The standalone kernel check (no TensorFlow), for DEV_ARCH.
 CHECK_DIR  := $(BUILD)/kernel_check_sm$(DEV_ARCH)
 CHECK_NVCC := $(NVCC) $(NVCC_BASE) $(call gencode,$(DEV_ARCH))
 CHECK_OBJS := $(CU_SRCS:cuda/%.cu=$(CHECK_DIR)/%.o)
@@ -241,61 +232,14 @@ $(CHECK_DIR)/%.o: cuda/%.cu $(CU_DEPS)
 	$(CHECK_NVCC) -c $< -o $@
 
 # The forward's NHWC stage layout, checked on the host: no kernels, no GPU (seconds to build).
-# VARIANT=<name> builds it with that variant's flags (VARIANTS below), e.g. n29_cluster.
 stage-layout-check: $(BUILD)/stage_layout_check
 
 $(BUILD)/stage_layout_check: cuda/tests/stage_layout_check.cu $(CU_DEPS)
 	@mkdir -p $(dir $@)
-	$(NVCC) $(NVCC_BASE) $(VARIANT_FLAGS_$(VARIANT)) -o $@ $<
+	$(NVCC) $(NVCC_BASE) -o $@ $<
 
-# Kernel-check builds with other compile-time switches, for questions still open (make kernel-variants
-# VARIANTS="..." builds a subset; the switches and the tables they pick are in cuda/kernel_config.h).
-# Only the kernels' own objects are rebuilt for each. The one left: the forward's cluster
-# strategy (n29_cluster turns it on), measured and lost (docs/performance.md), to be removed.
-VARIANTS := n29_cluster
-VARIANT_FLAGS_n29_cluster := -DFFTCONV_RFFT_CLUSTER=1
-VARIANT_DIR := $(BUILD)/variants
-VARIANT_KERNELS := rfft2d irfft2d spectral_matmul
-
-kernel-variants: $(VARIANTS:%=$(VARIANT_DIR)/kc_%)
-
-$(VARIANT_DIR)/kc_%: $(VARIANT_DIR)/rfft2d_%.o $(VARIANT_DIR)/irfft2d_%.o $(VARIANT_DIR)/spectral_matmul_%.o \
-                     $(CHECK_DIR)/kernel_check.o $(filter-out $(VARIANT_KERNELS:%=$(CHECK_DIR)/%.o),$(CHECK_OBJS))
-	$(CHECK_NVCC) -o $@ $^
-
-define variant_kernel_rule
-.PRECIOUS: $(VARIANT_DIR)/$(1)_%.o
-$(VARIANT_DIR)/$(1)_%.o: cuda/$(1).cu $(CU_DEPS)
-	@mkdir -p $$(dir $$@)
-	$$(CHECK_NVCC) $$(VARIANT_FLAGS_$$*) -c $$< -o $$@
-endef
-$(foreach kernel,$(VARIANT_KERNELS),$(eval $(call variant_kernel_rule,$(kernel))))
-
-# ---- The op library built with a variant's flags (VARIANT_FLAGS_<name>; every CUDA source
-# recompiled with them for DEV_ARCH, the C++ objects shared with make dev), to time the variant
-# inside TensorFlow against the library: make lib-variants LIB_VARIANTS="<name> ..." writes
-# build/libvariants/<name>/_fftconv_ops.so, which tools/gpu_session.sh's step lib-variants times.
-LIBVARIANT_DIR := $(BUILD)/libvariants
-lib-variants:
-	@test -n "$(LIB_VARIANTS)" || { echo "error: name the variants: make lib-variants LIB_VARIANTS=\"<name> ...\" (VARIANTS lists them)"; exit 1; }
-	@test -z "$(filter-out $(VARIANTS),$(LIB_VARIANTS))" || { echo "error: no such variant: $(filter-out $(VARIANTS),$(LIB_VARIANTS)) (VARIANTS lists them)"; exit 1; }
-	$(MAKE) WITH_CUDA=1 CUDA_ARCHS=$(DEV_ARCH) $(LIB_VARIANTS:%=$(LIBVARIANT_DIR)/%/_fftconv_ops.so)
-
-ifeq ($(WITH_CUDA),1)
-LIBVARIANT_OBJS := $(subst @NAME@,%,$(patsubst cuda/%.cu,$(LIBVARIANT_DIR)/@NAME@/%.o,$(CU_SRCS)))
-$(LIBVARIANT_DIR)/%/_fftconv_ops.so: $(CC_OBJS) $(GPU_CC_OBJS) $(LIBVARIANT_OBJS)
-	$(LINK_LIB)
-
-define lib_variant_kernel_rule
-.PRECIOUS: $(LIBVARIANT_DIR)/%/$(1).o
-$(LIBVARIANT_DIR)/%/$(1).o: cuda/$(1).cu $(CU_DEPS)
-	@mkdir -p $$(dir $$@)
-	$$(LIB_NVCC) $$(VARIANT_FLAGS_$$*) -c $$< -o $$@
-endef
-$(foreach kernel,$(CU_SRCS:cuda/%.cu=%),$(eval $(call lib_variant_kernel_rule,$(kernel))))
-endif
 else
-cuda-check kernel-check kernel-variants lib-variants stage-layout-check:
+cuda-check kernel-check stage-layout-check:
 	@echo "error: nvcc not found (make $@ compiles CUDA code)"; exit 1
 endif
 

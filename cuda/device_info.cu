@@ -21,8 +21,6 @@ std::atomic<int> g_multiprocessors[kMaxDevices];
 std::atomic<int> g_shared_cap{0};
 std::atomic<int> g_compute_capability_cap{0};
 std::atomic<int> g_persistent_blocks_cap{0};
-std::atomic<long long> g_cluster_launches{0};
-std::atomic<bool> g_cluster_strategy{true};
 std::atomic<bool> g_dependent_launch{true};
 
 // (device, kernel) -> whether the kernel's code on that device was compiled for sm_90+.
@@ -112,14 +110,6 @@ bool RunsSm90Code(const void* kernel) {
 bool DependentLaunchAllowed(const void* kernel) {
   return g_dependent_launch.load(std::memory_order_relaxed) && RunsSm90Code(kernel);
 }
-
-void SetClusterStrategyForTesting(bool enabled) { g_cluster_strategy.store(enabled, std::memory_order_relaxed); }
-
-bool ClusterStrategyEnabled() { return g_cluster_strategy.load(std::memory_order_relaxed); }
-
-void CountClusterLaunch() { g_cluster_launches.fetch_add(1, std::memory_order_relaxed); }
-
-long long ClusterLaunches() { return g_cluster_launches.load(std::memory_order_relaxed); }
 
 int EncodeTensorMap4d(CUtensorMap* map, const void* base, const cuuint64_t dims[4],
                       const cuuint64_t strides[3], const cuuint32_t box[4]) {

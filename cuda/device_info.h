@@ -44,19 +44,8 @@ void SetDependentLaunchForTesting(bool enabled);
 
 // Whether the current device is sm_90 or later (capped as above) and runs `kernel` from code compiled
 // for sm_90 or later (as for DependentLaunchAllowed): where its sm_90 instructions exist, so that it
-// may take tensor copies (the tensor memory accelerator) or be launched in thread-block clusters.
+// may take tensor copies (the tensor memory accelerator).
 bool RunsSm90Code(const void* kernel);
-
-// Turns the forward's cluster strategy off (false) or back on where the build has it, so that the
-// kernel check's shared-memory-capped suites keep checking the strategies of smaller GPUs for the
-// frames it takes on an sm_90+ device.
-void SetClusterStrategyForTesting(bool enabled);
-bool ClusterStrategyEnabled();
-
-// Launches of the forward's cluster strategy in this process, counted by its launcher, so that the
-// kernel check shows whether a build took the strategy.
-void CountClusterLaunch();
-long long ClusterLaunches();
 
 // Describes a 4-D float tensor for tensor copies (cuTensorMapEncodeTiled, found through the runtime
 // once per process): dims innermost first, strides in bytes of dims 1..3 (multiples of 16, any

@@ -356,45 +356,6 @@ __device__ __forceinline__ void FenceBeforeTensorCopy() {
 #endif
 }
 
-// Thread-block clusters (sm_90+): the blocks of a cluster run at once and each may read and write
-// the others' shared memory. Compile to nothing before sm_90; only kernels launched in clusters on
-// sm_90 code call them (RunsSm90Code).
-// This block's rank in its cluster.
-__device__ __forceinline__ int ClusterRank() {
-  unsigned rank = 0;
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(rank));
-#endif
-  return static_cast<int>(rank);
-}
-// The cluster barrier in two halves, every thread of every block of the cluster taking both:
-// ClusterArrive(), other work, ClusterWait(). After the wait, what any thread of the cluster wrote
-// before its arrive (shared memory of any block included) is visible.
-__device__ __forceinline__ void ClusterArrive() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("barrier.cluster.arrive.release.aligned;\n" ::: "memory");
-#endif
-}
-__device__ __forceinline__ void ClusterWait() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("barrier.cluster.wait.acquire.aligned;\n" ::: "memory");
-#endif
-}
-// The address (state space .shared::cluster) of the float2 at shared address `local` of this block
-// in the shared memory of the cluster's block `rank`, whose layout is this block's.
-__device__ __forceinline__ unsigned ClusterSharedAddress(unsigned local, int rank) {
-  unsigned remote = local;
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(local), "r"(rank));
-#endif
-  return remote;
-}
-__device__ __forceinline__ void StoreClusterShared(unsigned address, float2 v) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("st.shared::cluster.v2.f32 [%0], {%1, %2};\n" ::"r"(address), "f"(v.x), "f"(v.y) : "memory");
-#endif
-}
-
 // The column job that reads bin k of a packed row pair's spectrum Z_j (the forward's row pass), and
 // which of its two parts: Z_j[k] for 0 < k < S/2 is part 0 of job k, for k > S/2 part 1 of job S - k;
 // job 0 packs the real columns, Z_j[0] as part 0 and Z_j[S/2] as part 1.
@@ -927,7 +888,6 @@ struct BlockShape {
   static constexpr int kImagesPerBlock = G;
   static constexpr int kMinBlocks = MINB;
   static constexpr int kThreads = G * L * S / 2;
-  static constexpr int kClusterBlocks = 1;  // blocks per group of G images (ClusterBlockShape)
   static_assert((L == 1 || G * L <= 32) && (G & (G - 1)) == 0, "shape");
 };
 
@@ -961,36 +921,6 @@ struct LargeConfig {
 };
 template <typename Real, int S, bool kInverse, bool kNhwc>
 struct LargeShape : BlockShapeOfConfig<S, LargeConfig<Real, S, kInverse, kNhwc>> {};
-
-// Shapes of the forward's cluster strategy (sm_90+, float: Rfft2dClusterKernel in rfft2d.cu): the K
-// blocks of a thread-block cluster transform one group of G images together, each block S/2/K of the
-// row pairs and S/2/K of the column jobs (kJobs), with L lanes per transform; kThreads =
-// G * L * kJobs. Taken where a build turns the strategy on (FFTCONV_RFFT_CLUSTER in
-// cuda/kernel_config.h) for the frames of its cluster table.
-template <int S, int L, int G, int MINB, int K>
-struct ClusterBlockShape : BlockShape<S, L, G, MINB> {
-  static constexpr int kClusterBlocks = K;
-  static constexpr int kJobs = S / 2 / K;
-  static constexpr int kThreads = G * L * kJobs;
-  static_assert(K > 1 && K <= 8 && (S / 2) % K == 0, "cluster shape");
-  // Row pair of job index q in block `rank` (interleaved, so that the pairs holding pixels are
-  // spread over the blocks); the block that runs column job `job`; the slot there of its part
-  // `which` (row_specs' [slot][pair][image] layout, as the direct strategy's chunk). Checked on the
-  // host by cuda/tests/stage_layout_check.cu: each block's slots of every pair written once.
-  __host__ __device__ __forceinline__ static int Pair(int q, int rank) { return q * K + rank; }
-  __host__ __device__ __forceinline__ static int Owner(int job) { return job / kJobs; }
-  __host__ __device__ __forceinline__ static int Slot(int job, int which) { return 2 * (job % kJobs) + which; }
-};
-template <int S, bool kInTable = config::ForwardCluster(S).blocks != 0>
-struct ClusterShape {
-  static constexpr bool kUsed = false;
-};
-template <int S>
-struct ClusterShape<S, true> {
-  static constexpr bool kUsed = true;
-  static constexpr config::ClusterConfig kConfig = config::ForwardCluster(S);
-  using type = ClusterBlockShape<S, kConfig.lanes, kConfig.images, kConfig.min_blocks, kConfig.blocks>;
-};
 
 // The kernels are instantiated with the plain BlockShape of a shape, so that equal shapes share one
 // kernel whichever name they came by.
@@ -1133,7 +1063,7 @@ constexpr int PipelinedMinBlocks() {
   return kFit < Shape::kMinBlocks ? kFit : Shape::kMinBlocks;
 }
 template <int S, typename Shape>
-constexpr bool kPipelinable = Shape::kClusterBlocks == 1 && PipelinedMinBlocks<S, Shape>() >= 2;
+constexpr bool kPipelinable = PipelinedMinBlocks<S, Shape>() >= 2;
 
 // The launchers' entry: the device's shared memory (limits, CurrentDeviceLimits), then LargeShape or
 // FftShape of the transform's direction and layout (LaunchWithShapes).
@@ -1192,58 +1122,40 @@ int AllowSharedMemory(void (*kernel)(Params...), size_t smem) {
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
 }
 
-// Launches `kernel` on `stream`, every kernel of the package, in clusters of `cluster_blocks` blocks
-// along x where that is more than 1 (sm_90+: RunsSm90Code); returns the launch's error code.
+// Launches `kernel` on `stream`, every kernel of the package; returns the launch's error code.
 // Where DependentLaunchAllowed (sm_90+), the launch is a programmatic dependent one: the kernel is
 // launched once the grid before it on the stream has no block left running, and waits in
 // AwaitPrecedingGrids until that grid has completed and its writes are visible, so its launch
 // overlaps that grid's completion instead of following it (Mathieu's train step, nine launches:
 // 0.700 -> 0.683 ms per step in kernel check --time-chain on the H200).
 template <typename... Params, typename... Args>
-int LaunchKernelInClusters(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
-                           int cluster_blocks, Args... args) {
-  cudaLaunchAttribute attributes[2];
+int LaunchKernel(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
+                 Args... args) {
+  cudaLaunchAttribute attribute;
   cudaLaunchConfig_t config = {};
   config.gridDim = grid;
   config.blockDim = block;
   config.dynamicSmemBytes = smem;
   config.stream = stream;
-  config.attrs = attributes;
+  config.attrs = &attribute;
   if (DependentLaunchAllowed(reinterpret_cast<const void*>(kernel))) {
-    attributes[config.numAttrs].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attributes[config.numAttrs].val.programmaticStreamSerializationAllowed = 1;
-    ++config.numAttrs;
-  }
-  if (cluster_blocks > 1) {
-    attributes[config.numAttrs].id = cudaLaunchAttributeClusterDimension;
-    attributes[config.numAttrs].val.clusterDim.x = static_cast<unsigned>(cluster_blocks);
-    attributes[config.numAttrs].val.clusterDim.y = 1;
-    attributes[config.numAttrs].val.clusterDim.z = 1;
-    ++config.numAttrs;
+    attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attribute.val.programmaticStreamSerializationAllowed = 1;
+    config.numAttrs = 1;
   }
   const cudaError_t err = cudaLaunchKernelEx(&config, kernel, static_cast<Params>(args)...);
   const cudaError_t last = cudaGetLastError();  // cleared, as a <<<>>> launch's check would
   return static_cast<int>(err != cudaSuccess ? err : last);
 }
-template <typename... Params, typename... Args>
-int LaunchKernel(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
-                 Args... args) {
-  return LaunchKernelInClusters(kernel, grid, block, smem, stream, 1, args...);
-}
 
-// Launches `kernel` with `smem` bytes of dynamic shared memory, in clusters of `cluster_blocks`
-// blocks (LaunchKernelInClusters); returns the launch's error code.
-template <typename... Params, typename... Args>
-int LaunchWithSharedMemoryInClusters(void (*kernel)(Params...), dim3 grid, int threads, size_t smem,
-                                     cudaStream_t stream, int cluster_blocks, Args... args) {
-  const int err = AllowSharedMemory(kernel, smem);
-  if (err != 0) return err;
-  return LaunchKernelInClusters(kernel, grid, dim3(threads), smem, stream, cluster_blocks, args...);
-}
+// Launches `kernel` with `smem` bytes of dynamic shared memory (LaunchKernel); returns the launch's
+// error code.
 template <typename... Params, typename... Args>
 int LaunchWithSharedMemory(void (*kernel)(Params...), dim3 grid, int threads, size_t smem,
                            cudaStream_t stream, Args... args) {
-  return LaunchWithSharedMemoryInClusters(kernel, grid, threads, smem, stream, 1, args...);
+  const int err = AllowSharedMemory(kernel, smem);
+  if (err != 0) return err;
+  return LaunchKernel(kernel, grid, dim3(threads), smem, stream, args...);
 }
 
 // Blocks of a persistent kernel's grid with `blocks_per_sm` resident on each of `multiprocessors`

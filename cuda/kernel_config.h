@@ -13,19 +13,10 @@
 // The launchers take a large configuration where its staged strategy fits the device and, for an
 // NHWC tensor, the channels come in whole blocks of its G (detail::LaunchWithShapes), unless the
 // ordinary configuration runs the pipelined strategy.
-//
-// Compile-time switches (make kernel-variants builds them; nothing else in cuda/ reads a -D):
-//   FFTCONV_RFFT_CLUSTER          1: the forward's cluster strategy (Rfft2dClusterKernel, sm_90+) for
-//                                 the frames of the cluster table below; 0 (default): off; measured on
-//                                 an H100, correct and not 5% faster, to be removed (docs/performance.md).
 #ifndef TF_FFTCONV_CUDA_KERNEL_CONFIG_H_
 #define TF_FFTCONV_CUDA_KERNEL_CONFIG_H_
 
 #include <type_traits>
-
-#ifndef FFTCONV_RFFT_CLUSTER
-#define FFTCONV_RFFT_CLUSTER 0
-#endif
 
 namespace fftconv {
 namespace cuda {
@@ -103,23 +94,6 @@ constexpr DirectionConfig FindDirection(int fft_size, bool inverse) {
     }
   }
   return DirectionConfig{};
-}
-
-// The forward's cluster strategy (Rfft2dClusterKernel): the `blocks` blocks of a thread-block
-// cluster transform one group of `images` images together, with `lanes` lanes per transform and
-// min_blocks promised per SM. For the 40, 48 and 64 frames, whose pipelined strategy does not fit
-// two blocks per SM and whose staged one keeps one block of up to 1024 threads per SM; a frame
-// missing from the table is left to the other strategies.
-struct ClusterConfig {
-  int fft_size, blocks, lanes, images, min_blocks;
-};
-constexpr ClusterConfig kClusterConfigs[] = {{40, 4, 4, 8, 3}, {48, 4, 4, 8, 3}, {64, 4, 4, 8, 3}};
-
-constexpr ClusterConfig ForwardCluster(int fft_size) {
-  for (const ClusterConfig& config : kClusterConfigs) {
-    if (config.fft_size == fft_size) return config;
-  }
-  return ClusterConfig{0, 0, 0, 0, 0};
 }
 
 // The pipelined strategy's copies (detail::RunPipelinedGroups), per direction:

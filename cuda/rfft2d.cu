@@ -19,9 +19,6 @@
 // Rfft2dKernel). When the device's shared memory is too small for the staged strategy (large S,
 // double), the stage is skipped (rows read straight from global memory) and the column jobs are split
 // into chunks, one chunk per blockIdx.y, each block recomputing the row pass (the direct strategy).
-// Where a build turns it on (FFTCONV_RFFT_CLUSTER, cuda/kernel_config.h), the 40-64 frames' groups
-// are shared by the blocks of a thread-block cluster on sm_90+ (the cluster strategy,
-// Rfft2dClusterKernel).
 // Half precision (Io = __half / __nv_bfloat16): pixels are converted to float as they are loaded,
 // the transforms run in float, and each bin is stored divided by S^2 as a __half2 / __nv_bfloat162
 // (re, im) pair: the mean-normalised spectrum [bins, images, 2], bounded by the largest |pixel|.
@@ -244,8 +241,8 @@ __device__ __forceinline__ void TransformRowPair(complex_t<Real> (&x)[S / L], bo
   });
 }
 
-// The direct (and the cluster) strategy's loads: the packed rows 2j and 2j + 1 of image n straight from global
-// memory, lane l's columns p L + l, zeros outside the image (and for an invalid image or an inactive
+// The direct strategy's loads: the packed rows 2j and 2j + 1 of image n straight from global memory,
+// lane l's columns p L + l, zeros outside the image (and for an invalid image or an inactive
 // pair).
 template <typename Io, int S, int L>
 __device__ __forceinline__ void LoadRowPairFromGlobal(const Io* __restrict__ input, const Rfft2dArgs& a, int n,
@@ -687,73 +684,6 @@ __global__ void __launch_bounds__(Shape::kThreads, (detail::PipelinedMinBlocks<S
 #endif
 }
 
-// The cluster strategy (sm_90+, float): the K blocks of a thread-block cluster (Shape: a
-// detail::ClusterBlockShape) transform one group of G images together, so that each holds a K-th of
-// the group's row spectra: where the pipelined strategy's two buffers of a group's spectrum leave one
-// block per SM and the staged strategy keeps one block of up to 1024 threads per SM, idle at each of
-// its barriers, a block here takes a fraction of the shared memory (about 33 KB at S = 64, G = 8,
-// K = 4) and several run on an SM. Block k of a cluster (blockIdx.x = K * group + k):
-//   row pass : pairs j = q K + k (q = 0 .. kJobs - 1, the block's threads' job index; interleaved so
-//              that the pairs holding pixels are spread over the blocks), rows read straight from
-//              global memory as in the direct strategy; each row spectrum value is stored into the
-//              shared memory of the block whose column jobs read it;
-//   columns  : after the cluster's barrier, column jobs [k kJobs, (k + 1) kJobs) from its own shared
-//              memory, as the direct strategy's chunk k.
-// Shared memory, the same layout in every block of the cluster:
-//   row_specs : complex [slot][pair j][image i], slot stride a.slot_stride, slots 2 (c - c0) and
-//               2 (c - c0) + 1 for the block's column jobs c (c0 = k kJobs), every pair j < S/2
-template <int S, typename Shape>
-__global__ void __launch_bounds__(Shape::kThreads, Shape::kMinBlocks)
-    Rfft2dClusterKernel(const float* __restrict__ input, float2* __restrict__ spectrum, const Rfft2dArgs a) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  // This block has started; no block writes another's shared memory before every block of the
-  // cluster has (the wait below).
-  detail::ClusterArrive();
-  detail::AwaitPrecedingGrids();
-  using C = float2;
-  constexpr int L = Shape::kLanes, G = Shape::kImagesPerBlock, K = Shape::kClusterBlocks, kJobs = Shape::kJobs;
-  constexpr int P = S / L;
-  extern __shared__ __align__(16) unsigned char cluster_smem[];
-  C* const row_specs = reinterpret_cast<C*>(cluster_smem);
-
-  const int rank = detail::ClusterRank();
-  const int tid = threadIdx.x;
-  const int i = tid % G;
-  const int l = (tid / G) % L;
-  const int q = tid / (G * L);
-  const int n = blockIdx.x / K * G + i;
-  const bool image_valid = n < a.images;
-  const unsigned group_mask = detail::LaneGroupMask(G * L);
-  const int j = Shape::Pair(q, rank);
-  const bool row_active = j >= a.pair_begin && j < a.pair_end;
-
-  C x[P];
-  LoadRowPairFromGlobal<float, S, L>(input, a, n, image_valid, j, row_active, l, x);
-  constexpr int kLeading = detail::LeadingValues<S, L>();
-  if (kLeading < S && a.leading_cols) {
-    TransformRowPairInPlace<float, S, L, G, kLeading>(x, row_active, l, group_mask);
-  } else {
-    TransformRowPairInPlace<float, S, L, G, S>(x, row_active, l, group_mask);
-  }
-  detail::ClusterWait();
-  // Value (job, which) of pair j goes to the block that runs the job, at its slot there.
-  const unsigned pair_address = detail::SharedAddress(row_specs + j * G + i);
-  ForEachRowSpectrum<S, L>(l, [&](int r, int job, int which) {
-    const unsigned local =
-        pair_address + static_cast<unsigned>(sizeof(C) * Shape::Slot(job, which) * a.slot_stride);
-    detail::StoreClusterShared(detail::ClusterSharedAddress(local, Shape::Owner(job)), x[r]);
-  });
-  detail::ClusterArrive();  // every row spectrum of the group has been stored ...
-  detail::ClusterWait();    // ... and is visible to this block
-  if (kLeading < S && a.leading_rows) {
-    TransformColumns<float, S, L, G, kLeading>(row_specs, spectrum, a, q, i, l, n, image_valid, group_mask,
-                                               rank * kJobs);
-  } else {
-    TransformColumns<float, S, L, G, S>(row_specs, spectrum, a, q, i, l, n, image_valid, group_mask, rank * kJobs);
-  }
-#endif
-}
-
 // The kernel's arguments for one block shape: its strategy, shared memory, chunks of column jobs.
 template <typename Io, int S, typename Shape>
 Rfft2dArgs MakeRfft2dArgs(const Rfft2dParams& p, const void* input, int compute_capability, int multiprocessors,
@@ -835,14 +765,6 @@ Rfft2dArgs MakeRfft2dArgs(const Rfft2dParams& p, const void* input, int compute_
     }
   }
 
-  // The cluster strategy: a cluster's blocks share each group (no stage, a K-th of the column jobs per block).
-  if constexpr (Shape::kClusterBlocks > 1) {
-    a.use_stage = false;
-    a.chunk_jobs = Shape::kJobs;
-    *smem = 2 * a.chunk_jobs * slot_bytes;
-    return a;
-  }
-
   // The staged strategy: frames staged in shared memory, all column jobs in one block (stage and row spectra
   // share the memory).
   a.stage = detail::MakeStageIndex(S, S, G, L);
@@ -896,17 +818,6 @@ int LaunchRfft2dShaped(const Rfft2dArgs& a, size_t smem, const Io* input, Io* sp
                                         reinterpret_cast<Pair*>(spectrum), a);
 }
 
-// The cluster strategy: groups * K blocks in clusters of K (Shape: a detail::ClusterBlockShape).
-template <int S, typename Shape>
-int LaunchRfft2dClustered(const Rfft2dArgs& a, size_t smem, const float* input, float* spectrum,
-                          cudaStream_t stream) {
-  const int err = detail::LaunchWithSharedMemoryInClusters(
-      Rfft2dClusterKernel<S, Shape>, dim3(static_cast<unsigned>(a.groups * Shape::kClusterBlocks)), Shape::kThreads,
-      smem, stream, Shape::kClusterBlocks, input, reinterpret_cast<float2*>(spectrum), a);
-  if (err == 0) detail::CountClusterLaunch();
-  return err;
-}
-
 // spectrum: [bins, images] pairs, as Io values (re, im).
 template <typename Io, int S>
 int LaunchRfft2dSized(const Rfft2dParams& p, const Io* input, Io* spectrum, cudaStream_t stream) {
@@ -914,20 +825,6 @@ int LaunchRfft2dSized(const Rfft2dParams& p, const Io* input, Io* spectrum, cuda
   detail::DeviceLimits limits;
   const int err = detail::CurrentDeviceLimits(&limits);
   if (err != 0) return err;
-  if constexpr (FFTCONV_RFFT_CLUSTER && std::is_same<Io, float>::value && detail::ClusterShape<S>::kUsed) {
-    // The cluster strategy on sm_90 code, where the group's row spectra fit the block's shared memory.
-    using Cluster = typename detail::ClusterShape<S>::type;
-    if (limits.compute_capability >= 90 && detail::ClusterStrategyEnabled() &&
-        detail::RunsSm90Code(reinterpret_cast<const void*>(Rfft2dClusterKernel<S, Cluster>))) {
-      size_t smem = 0;
-      const Rfft2dArgs a =
-          MakeRfft2dArgs<Io, S, Cluster>(p, input, limits.compute_capability, limits.multiprocessors,
-                                         static_cast<size_t>(limits.max_shared_per_block), &smem);
-      if (smem <= static_cast<size_t>(limits.max_shared_per_block)) {
-        return LaunchRfft2dClustered<S, Cluster>(a, smem, input, spectrum, stream);
-      }
-    }
-  }
   return detail::LaunchPreferringLarge<Real, S, false>(
       limits, p.nhwc, p.channels,
       [&](auto tag, size_t max_smem, size_t* smem) {

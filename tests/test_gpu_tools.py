@@ -1,5 +1,6 @@
-"""The tools that prepare a GPU host's work on a machine without a GPU: tools/prebuilt.sh carries
-builds there byte for byte, and `make lib-variants` builds the op library with a variant's flags."""
+"""The tools that prepare a GPU host's work on a machine without a GPU and run it there:
+tools/prebuilt.sh carries builds there byte for byte, tools/gpu_check.sh runs the kernel check's
+parts, and tools/kernel_turns.sh times builds in turns."""
 
 import hashlib
 import os
@@ -20,8 +21,8 @@ def _tree(tmp_path):
         "tf_fftconv/_fftconv_ops.so": os.urandom(5000),
         "tf_fftconv/_build_info.json": b'{"tensorflow_version": "2.21.0"}',
         "build/kernel_check": os.urandom(3000),
-        "build/variants/kc_n29_cluster": os.urandom(2000),
-        "build/libvariants/n29_cluster/_fftconv_ops.so": os.urandom(4000),
+        "build/cpu_kernel_check": os.urandom(2000),
+        "build/scratch/kernel_check": os.urandom(4000),
     }
     for path, data in builds.items():
         os.makedirs(os.path.dirname(tmp_path / path), exist_ok=True)
@@ -35,15 +36,14 @@ def _prebuilt(tmp_path, *args):
 
 
 @NEEDS_XZ
-def test_prebuilt_carries_the_library_the_check_and_named_variants_byte_for_byte(tmp_path):
+def test_prebuilt_carries_the_library_the_check_and_named_builds_byte_for_byte(tmp_path):
     digests = _tree(tmp_path)
-    extra = ["build/variants/kc_n29_cluster", "build/libvariants/n29_cluster/_fftconv_ops.so"]
+    extra = ["build/cpu_kernel_check", "build/scratch/kernel_check"]
     packed = _prebuilt(tmp_path, "pack", *extra)
     assert packed.returncode == 0, packed.stderr
     for path in digests:  # what a GPU host's fresh tree lacks
         os.remove(tmp_path / path)
-    shutil.rmtree(tmp_path / "build" / "variants")
-    shutil.rmtree(tmp_path / "build" / "libvariants")
+    shutil.rmtree(tmp_path / "build" / "scratch")
     unpacked = _prebuilt(tmp_path, "unpack")
     assert unpacked.returncode == 0, unpacked.stderr
     for path, digest in digests.items():
@@ -54,7 +54,7 @@ def test_prebuilt_carries_the_library_the_check_and_named_variants_byte_for_byte
 
 @NEEDS_XZ
 @pytest.mark.parametrize("path, message", [
-    ("build/variants/kc_absent", "is missing: build it first"),
+    ("build/scratch/absent", "is missing: build it first"),
     ("build/../build/kernel_check", "name builds by their path in the tree"),
 ])
 def test_prebuilt_refuses_what_it_cannot_carry_and_keeps_the_last_pack(tmp_path, path, message):
@@ -69,46 +69,6 @@ def test_prebuilt_unpack_without_a_pack_says_so(tmp_path):
     _tree(tmp_path)
     done = _prebuilt(tmp_path, "unpack")
     assert done.returncode == 2 and "nothing packed" in done.stderr
-
-
-NEEDS_NVCC = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
-
-
-def _make(*args):
-    return subprocess.run(["make", "-n", *args], cwd=ROOT, capture_output=True, text=True,
-                          timeout=300)
-
-
-@NEEDS_NVCC
-@pytest.mark.parametrize("names, message", [
-    ("", "name the variants"),
-    ("n29_cluster bogus", "no such variant: bogus"),
-])
-def test_lib_variants_asks_for_known_names(names, message):
-    done = subprocess.run(["make", "lib-variants", f"LIB_VARIANTS={names}"], cwd=ROOT,
-                          capture_output=True, text=True, timeout=300)
-    assert done.returncode != 0
-    assert message in done.stdout + done.stderr
-    assert "nvcc" not in done.stdout  # refused before anything is compiled
-
-
-@NEEDS_NVCC
-def test_lib_variants_compiles_every_cuda_source_with_the_variants_flags_and_links_them():
-    done = _make("lib-variants", "LIB_VARIANTS=n29_cluster", "DEV_ARCH=90", "-B")
-    assert done.returncode == 0, done.stderr
-    sources = sorted(name[:-3] for name in os.listdir(os.path.join(ROOT, "cuda"))
-                     if name.endswith(".cu"))
-    out_dir = "build/libvariants/n29_cluster/"
-    for source in sources:
-        compile_lines = [line for line in done.stdout.splitlines()
-                         if f"-c cuda/{source}.cu -o {out_dir}{source}.o" in line]
-        assert len(compile_lines) == 1, source
-        assert "-DFFTCONV_RFFT_CLUSTER=1" in compile_lines[0] and "-fPIC" in compile_lines[0]
-        assert "arch=compute_90,code=sm_90" in compile_lines[0]
-    link = [line for line in done.stdout.splitlines() if f"-o {out_dir}_fftconv_ops.so" in line]
-    assert len(link) == 1
-    assert all(f"{out_dir}{source}.o" in link[0] for source in sources)
-    assert "build/cc/ops_gpu.o" in link[0]  # the GPU OpKernels, with CUDA configured
 
 
 def _kernel_check_tree(tmp_path):

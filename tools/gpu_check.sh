@@ -6,7 +6,7 @@
 #   DEV_ARCH=80 tools/gpu_check.sh     for another GPU
 #   CHECK_PARTS="check timing" tools/gpu_check.sh, then CHECK_PARTS="half sanitize"
 #                                      the parts one at a time (default: all of them, in order:
-#                                      check timing half sanitize variants), so that each command
+#                                      check timing half sanitize), so that each command
 #                                      fits a time limit (racecheck of the quick FFT family alone
 #                                      took 100 s on the H200)
 #   KERNEL_CHECK=<binary> tools/gpu_check.sh   checks that build instead (not built here), e.g. one
@@ -26,7 +26,7 @@ header() {
 KC=${KERNEL_CHECK:-build/kernel_check}
 [ "${SKIP_BUILD:-0}" = 1 ] || [ -n "${KERNEL_CHECK:-}" ] || make kernel-check DEV_ARCH="${DEV_ARCH:-90}" 2>&1 | tail -20
 SEED="${SEED:-$(date +%s)}"
-PARTS=" ${CHECK_PARTS:-check timing half sanitize variants} "
+PARTS=" ${CHECK_PARTS:-check timing half sanitize} "
 part() { [[ $PARTS == *" $1 "* ]]; }
 part check && { header; timeout "${CHECK_TIMEOUT:-150}" "$KC" --seed "$SEED"; echo "exit status: $?"; } 2>&1 | tee "$OUT/kernel_check.log" | grep -E "FAIL|SUMMARY|exit status|device:" | head -60
 part timing && { header; timeout "${TIME_TIMEOUT:-150}" "$KC" --time --seed "$SEED"; timeout "${TIME_TIMEOUT:-150}" "$KC" --time-fft; timeout "${TIME_TIMEOUT:-150}" "$KC" --time-chain; echo "exit status: $?"; } 2>&1 | tee "$OUT/timing.log"
@@ -45,15 +45,5 @@ part sanitize && {
   for family in ${SAN_FAMILIES:-${RACECHECK_FAMILIES:-matmul fft half}}; do sanitize racecheck "$family"; done
   for family in ${SAN_FAMILIES:-all}; do sanitize synccheck "$family"; done
 } 2>&1 | tee "$OUT/sanitizer.log" | grep -E "==|ERROR|SUMMARY|exit status|FAIL" | head -60
-# Variant builds (make kernel-variants), if present: quick correctness + FFT and matmul timings of each.
-if part variants && ls build/variants/kc_* >/dev/null 2>&1; then
-  {
-    header
-    for b in build/variants/kc_*; do
-      echo "== $b"
-      timeout 60 "$b" --quick --failures-only --seed "$SEED" | tail -1
-      timeout 150 "$b" --time | grep TIME
-      timeout 150 "$b" --time-fft | grep TIME
-    done
-  } 2>&1 | tee "$OUT/variants.log" | grep -E "==|SUMMARY|rfft2d  f32 NCHW \[128,96,26|irfft2d f32 NCHW S=32 -> \[128,256|matmul .*tf32=1" 
-fi
+# The parts report their own exit status in their logs; the script itself succeeds once they ran.
+exit 0

@@ -17,10 +17,6 @@
 #                      default all of tests/) against it, from a copy of the checkout without the
 #                      package
 #   kernels            tools/gpu_check.sh (the standalone kernel check and its sanitizer runs)
-#   cluster            the decision on the forward's cluster strategy (docs/performance.md): the
-#                      whole kernel check of build/variants/kc_n29_cluster (make kernel-variants),
-#                      memcheck, racecheck and synccheck of its FFT family, then --time-chain and
-#                      --time-fft of it and of build/kernel_check in $CLUSTER_ROUNDS (3) turns
 #   bench, bench-xla   the benchmark; every train step under XLA and the Keras step of a convnet
 #                      (the forward alone under XLA: the step forward)
 #   forward            Mathieu's layer (conv2d and fft, forward and train) one step per call and
@@ -48,9 +44,6 @@
 #                      frames (default 40 and 48), and auto
 #   concurrency        tools/concurrency_probe.py: concurrent calls of TensorFlow's ops and ours, each
 #                      in cold processes of their own, eagerly and through tf.functions
-#   lib-variants       each library of make lib-variants (build/libvariants/<name>/) against the
-#                      library, in alternating bench runs ($LIBVARIANT_ROUNDS, default 2) of
-#                      $LIBVARIANT_CASES (Mathieu's k7 layer) with $LIBVARIANT_ARGS (e.g. --ops)
 # On a host with two GPUs the tests include MirroredStrategy. Logs go to
 # $WORK (build/gpu_session); after each step they are packed into $OUT/gpu_session.tar.gz so that a
 # run cut short still brings back what it did.
@@ -115,25 +108,6 @@ for step in $steps; do
     kernels)
       log "standalone kernel check + sanitizer"
       OUT="$WORK/kernels" bash tools/gpu_check.sh 2>&1 | tail -30 ;;
-    cluster)
-      log "the cluster strategy (build/variants/kc_n29_cluster) against build/kernel_check"
-      variant=build/variants/kc_n29_cluster seed=$(date +%s)
-      [ -x "$variant" ] || { echo "cluster: $variant is missing: make kernel-variants (and carry it)"; continue; }
-      { timeout 150 "$variant" --seed "$seed"; echo "exit status: $?"; } > "$WORK/cluster_check.log" 2>&1
-      grep -E "FAIL|SUMMARY|exit status|cluster strategy" "$WORK/cluster_check.log" | head -20
-      for tool in memcheck racecheck synccheck; do
-        echo "== compute-sanitizer --tool $tool $variant --quick --family fft"
-        timeout 150 compute-sanitizer --tool $tool --error-exitcode 3 "$variant" --quick --failures-only \
-          --family fft --seed "$seed" 2>&1 | tail -6
-        echo "exit status: ${PIPESTATUS[0]}"
-      done > "$WORK/cluster_sanitizer.log" 2>&1
-      grep -E "==|ERROR|SUMMARY|exit status" "$WORK/cluster_sanitizer.log"
-      for round in $(seq "${CLUSTER_ROUNDS:-3}"); do
-        for binary in build/kernel_check "$variant"; do
-          echo "== round $round $binary"; timeout 60 "$binary" --time-chain; timeout 90 "$binary" --time-fft
-        done
-      done > "$WORK/cluster_timing.log" 2>&1
-      grep -E "^==|chain" "$WORK/cluster_timing.log" | head -40 ;;
     bench)
       log bench
       timeout 420 python3 -m tf_fftconv.bench --json "$WORK/bench.json" --plot "$WORK/bench.png" --no-progress 2>&1 | tee "$WORK/bench.log" | tail -40 ;;
@@ -268,25 +242,6 @@ for step in $steps; do
       timeout 300 python3 -m tf_fftconv.reproduce --dataset "idx:${DATA_DIR:-.data/fashion-mnist}" \
         --epochs "${SHORT_EPOCHS:-5}" --jit-compile off --json "$WORK/reproduce_jitcompileoff.json" 2>&1 \
         | tee "$WORK/reproduce_jitcompileoff.log" | tail -9 ;;
-    lib-variants)
-      # The library is kept beside the variants' (not in $WORK, which is packed) and put back after.
-      mkdir -p build/libvariants
-      log "library variants: $(cd build/libvariants && echo */)"
-      kept=build/libvariants/.library.so
-      cp tf_fftconv/_fftconv_ops.so "$kept"
-      trap 'cp "$kept" tf_fftconv/_fftconv_ops.so' EXIT  # the library back even if cut short
-      for round in $(seq "${LIBVARIANT_ROUNDS:-2}"); do
-        for lib in "$kept" build/libvariants/*/_fftconv_ops.so; do
-          [ -f "$lib" ] || continue
-          name=$([ "$lib" = "$kept" ] && echo library || basename "$(dirname "$lib")")
-          cp "$lib" tf_fftconv/_fftconv_ops.so
-          timeout 150 python3 -m tf_fftconv.bench --cases "${LIBVARIANT_CASES:-128:96:256:32:7}" \
-            --modes forward,train --impl fft ${LIBVARIANT_ARGS:-} --json "$WORK/libvariant_${name}_$round.json" \
-            --no-progress > "$WORK/libvariant_${name}_$round.log" 2>&1
-          echo "$name, round $round:"; grep -E " (forward|train) " "$WORK/libvariant_${name}_$round.log"
-        done
-      done
-      cp "$kept" tf_fftconv/_fftconv_ops.so; trap - EXIT ;;
     *) echo "unknown step $step"; exit 2 ;;
   esac
   pack

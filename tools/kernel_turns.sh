@@ -5,8 +5,8 @@
 # Run from the repository's root.
 #
 #   here:  tools/kernel_turns.sh pack DIR NAME=BINARY ...
-#            copies each kernel-check build (make kernel-check: build/kernel_check; make
-#            kernel-variants: build/variants/kc_<variant>; another commit's build/kernel_check) to
+#            copies each kernel-check build (make kernel-check: build/kernel_check; a scratch
+#            build's or another commit's build/kernel_check) to
 #            DIR/kc_NAME.xz, compressed to fit a call's carry, and their order to DIR/builds; the
 #            first NAME is the build under test
 #   host:  OUT=<logs> tools/kernel_turns.sh run DIR PART ...
@@ -58,7 +58,7 @@ declare -A selection=(
   [x]="--kernel-name regex:Rfft2dPipelined --launch-count 1"
   [y]="--kernel-name regex:Irfft2dPipelined --launch-count 1"
   [dx]="--kernel-name regex:Irfft2dPipelined --launch-skip 1 --launch-count 1"
-  [x64]="--kernel-name regex:Rfft2d(Cluster)?Kernel --launch-count 1"
+  [x64]="--kernel-name regex:Rfft2dKernel --launch-count 1"
 )
 profile() {  # BUILD TRANSFORM
   local report="/tmp/ncu_$2_$1"

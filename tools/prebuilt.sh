@@ -1,9 +1,8 @@
 #!/usr/bin/env bash
 # Moves what was built on one machine to a GPU host that runs it without building: the op library
-# (make dev), its build info, the kernel check (make kernel-check) and any other builds named, such
-# as kernel-check variants (make build/variants/kc_<name>) and library variants (make lib-variants:
-# build/libvariants/<name>/_fftconv_ops.so), compressed into build/prebuilt/ (git-ignored, a few MB
-# each) under their own paths.
+# (make dev), its build info, the kernel check (make kernel-check) and any other builds named (such
+# as build/cpu_kernel_check), compressed into build/prebuilt/ (git-ignored, a few MB each) under
+# their own paths.
 #   bash tools/prebuilt.sh pack [build/... ...]     on the machine that built them
 #   bash tools/prebuilt.sh unpack                   on the GPU host, in the same tree
 # then SKIP_BUILD=1 bash tools/gpu_session.sh ... runs them there.

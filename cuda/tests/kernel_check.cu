@@ -566,7 +566,7 @@ void FftSuite(bool quick, const char* tag) {
     CheckRfft2d<T>(Rfft2dParams{16, 96, 56, 56, 64, 4, 3, true}, tag);
     CheckRfft2d<T>(Rfft2dParams{16, 64, 56, 55, 64, 0, 9, false}, tag);
     // 39 images of 13 channels in 64 frames (a last group of 7, groups across images in NHWC), the
-    // image at an odd offset: the cluster strategy's partial last cluster and its interleaved pairs.
+    // image at an odd offset.
     CheckRfft2d<T>(Rfft2dParams{3, 13, 37, 40, 64, 11, 20, true}, tag);
     CheckRfft2d<T>(Rfft2dParams{3, 13, 37, 40, 64, 11, 20, false}, tag);
     CheckIrfft2d<T>(Irfft2dParams{64, 96, 40, 32, 32, 3, 4, false}, tag);
@@ -1376,8 +1376,8 @@ void MathieuTransforms(bool time) {
   // The same activations in NCHW, for comparison.
   irfft(128, 256, 26, 26, false);
   rfft(128, 256, 26, 26, false);
-  // Profiling only: x in a 64 frame, the forward of the frames above 32 (the staged strategy, or the
-  // cluster strategy where a build turns it on; tools/kernel_turns.sh's x64).
+  // Profiling only: x in a 64 frame, the forward of the frames above 32 (the staged strategy;
+  // tools/kernel_turns.sh's x64).
   if (!time) rfft(128, 96, 32, 32, true, 64);
 }
 
@@ -1719,10 +1719,6 @@ int main(int argc, char** argv) {
     if (run_fft) {
       FastDivmodSuite();
       FftSuite<float>(quick, "      ");
-      // Zero unless the build turns the forward's cluster strategy on (FFTCONV_RFFT_CLUSTER) and the GPU
-      // is sm_90+: then the suite's 40, 48 and 64 frame forwards took it.
-      std::printf("forward's cluster strategy (40, 48 and 64 frames): %lld launches in the float suite\n",
-                  fftconv::cuda::detail::ClusterLaunches());
       FftSuite<double>(quick, "      ");
       // The pipelined transforms with grids of one and of three blocks, each block then looping over
       // several groups of images (the three-block grid on the suite's batches, whose up to 300 images
@@ -1744,10 +1740,7 @@ int main(int argc, char** argv) {
       FftSuite<float>(quick, "sm80  ");
       fftconv::cuda::detail::SetPersistentBlocksCapForTesting(0);
       fftconv::cuda::detail::SetComputeCapabilityCapForTesting(0);
-      // Strategies for devices with less shared memory (sm_75: 64 KiB, sm_60: 48 KiB), with the
-      // forward's cluster strategy off: its blocks fit those caps, and the suites are there for the
-      // other strategies.
-      fftconv::cuda::detail::SetClusterStrategyForTesting(false);
+      // Strategies for devices with less shared memory (sm_75: 64 KiB, sm_60: 48 KiB).
       for (int cap : {64 * 1024, 48 * 1024}) {
         fftconv::cuda::detail::SetSharedMemoryCapForTesting(cap);
         const char* tag = cap == 64 * 1024 ? "cap64K" : "cap48K";
@@ -1757,7 +1750,6 @@ int main(int argc, char** argv) {
         }
       }
       fftconv::cuda::detail::SetSharedMemoryCapForTesting(0);
-      fftconv::cuda::detail::SetClusterStrategyForTesting(true);
       Tf32SpectraSuite(quick);
     }
     if (run_matmul) {

@@ -16,8 +16,7 @@
 // MakePixelMajorInverseStage): each warp's row-pass stores, for every output register, on 32
 // distinct banks; quads 16-byte aligned where the rows allow the 16-byte loads. And the NHWC copy
 // loops' PixelWalk against division, for widths 1..130 and the loops' steps; and the pipelined
-// strategy's copy pieces (CopyPiece): each thread's indices over the pieces are its indices of the whole loop. And the
-// forward's cluster strategy (ClusterShape): every block's row spectrum slots of every pair stored once.
+// strategy's copy pieces (CopyPiece): each thread's indices over the pieces are its indices of the whole loop.
 // Prints one line per shape and a SUMMARY; exits 1 on any failure.
 #include <algorithm>
 #include <cstdio>
@@ -258,48 +257,6 @@ void CheckCopyPieces() {
   std::printf("CopyPiece: %d copy loops checked against the whole loop\n", loops);
 }
 
-// The forward's cluster strategy (ClusterShape, Rfft2dClusterKernel): over the K blocks of a cluster,
-// the threads' row pairs (Pair) cover the frame's S/2 pairs once, and their row spectrum values
-// (RowSpectrumJobOf, sent to Owner's Slot) fill every block's slots 0 .. 2 kJobs - 1 of every pair
-// once, so that each block's column jobs read only values that the row pass stored.
-template <int S>
-void CheckClusterShape() {
-  using fftconv::cuda::detail::ClusterShape;
-  using fftconv::cuda::detail::RowSpectrumJobOf;
-  if constexpr (ClusterShape<S>::kUsed) {
-    using Shape = typename ClusterShape<S>::type;
-    constexpr int L = Shape::kLanes, G = Shape::kImagesPerBlock, K = Shape::kClusterBlocks, J = Shape::kJobs;
-    constexpr int P = S / L;
-    std::vector<int> pair_seen(S / 2, 0), stored(K * 2 * J * (S / 2), 0);
-    for (int rank = 0; rank < K; ++rank) {
-      for (int q = 0; q < J; ++q) {
-        const int j = Shape::Pair(q, rank);
-        EXPECT(j >= 0 && j < S / 2, "cluster: block %d job %d has pair %d", rank, q, j);
-        if (j < 0 || j >= S / 2) continue;
-        ++pair_seen[j];
-        for (int l = 0; l < L; ++l) {
-          for (int r = 0; r < P; ++r) {
-            int job, which;
-            RowSpectrumJobOf<S>(FftLayout<S, L>::OutputIndex(r, l), job, which);
-            const int owner = Shape::Owner(job), slot = Shape::Slot(job, which);
-            EXPECT(owner >= 0 && owner < K && slot >= 0 && slot < 2 * J && job - owner * J == slot / 2,
-                   "cluster: job %d part %d sent to block %d slot %d", job, which, owner, slot);
-            if (owner >= 0 && owner < K && slot >= 0 && slot < 2 * J) ++stored[(owner * 2 * J + slot) * (S / 2) + j];
-          }
-        }
-      }
-    }
-    for (int j = 0; j < S / 2; ++j) EXPECT(pair_seen[j] == 1, "cluster: pair %d taken %d times", j, pair_seen[j]);
-    for (size_t e = 0; e < stored.size(); ++e) {
-      EXPECT(stored[e] == 1, "cluster: block %d slot %d pair %d stored %d times", static_cast<int>(e / (S / 2) / (2 * J)),
-             static_cast<int>(e / (S / 2) % (2 * J)), static_cast<int>(e % (S / 2)), stored[e]);
-    }
-    ++checked;
-    std::printf("S=%d cluster strategy: %d blocks x %d jobs, L=%d G=%d, every slot of every pair stored once\n", S,
-                K, J, L, G);
-  }
-}
-
 }  // namespace
 
 int main() {
@@ -319,9 +276,6 @@ int main() {
   CheckSize<80>();
   CheckSize<96>();
   CheckSize<128>();
-  CheckClusterShape<40>();
-  CheckClusterShape<48>();
-  CheckClusterShape<64>();
   CheckPixelWalk();
   CheckCopyPieces();
   std::printf("SUMMARY: %d shapes checked, %d failures\n", checked, failures);
