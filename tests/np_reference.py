@@ -71,14 +71,19 @@ def random_complex(rng, shape):
     return rng.standard_normal(shape) + 1j * rng.standard_normal(shape)
 
 
-def rel_error(out, ref):
-    """||out - ref|| / ||ref|| in float64 / complex128 (||out|| when ref is all zeros)."""
+def rel_error(out, ref, scale=None):
+    """||out - ref|| / ||scale|| (default: ||ref||) in float64 / complex128 (||out - ref|| when
+    the scale is all zeros).
+
+    ``scale``: what the error is relative to where that is not ``ref``. A ReLU after a computed
+    value z: relu is 1-Lipschitz, so the output's error is at most z's, whose size a float32
+    computation sets relative to ||z||; ||relu(z)|| can be far smaller (a negative bias zeroes
+    most of z), and an error relative to it grows with no error in the kernel."""
     out = np.asarray(out, dtype=np.complex128 if np.iscomplexobj(out) else np.float64)
     ref = np.asarray(ref)
-    denom = np.linalg.norm(ref.ravel())
-    if denom == 0:
-        return float(np.linalg.norm(out.ravel()))
-    return float(np.linalg.norm((out - ref).ravel()) / denom)
+    denom = np.linalg.norm(np.asarray(ref if scale is None else scale).ravel())
+    error = float(np.linalg.norm((out - ref).ravel()))
+    return error / denom if denom else error
 
 
 def conv2d_nhwc(x, w, dy, padding):

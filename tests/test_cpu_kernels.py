@@ -32,8 +32,9 @@ CHECK = textwrap.dedent("""
     rng = np.random.default_rng(int(sys.argv[1]))
     errors, outputs = {}, {}
 
-    def record(name, out, expected, tolerance):
-        errors[name] = [ref.rel_error(out, expected), tolerance]
+    def record(name, out, expected, tolerance, scale=None):
+        # scale: the pre-activation where a ReLU follows (np_reference.rel_error)
+        errors[name] = [ref.rel_error(out, expected, scale), tolerance]
         outputs[name] = out
 
     def fft_cases():
@@ -82,7 +83,7 @@ CHECK = textwrap.dedent("""
             record(name, fc.ops.irfft2d_bias_activation(
                        spectrum, bias, size, height, width, offset_h, offset_w, data_format,
                        "relu").numpy(),
-                   np.maximum(inverse + lanes_bias, 0), fft_tolerance)
+                   np.maximum(inverse + lanes_bias, 0), fft_tolerance, inverse + lanes_bias)
             y = rng.standard_normal(shape).astype(dtype)
             name = f"rfft2d of dy relu'(z) {dtype.__name__} {data_format} {shape} S={size}"
             record(name, fc.ops.rfft2d_activation_gradient(x, y, size, offset_h, offset_w,
@@ -125,7 +126,7 @@ CHECK = textwrap.dedent("""
             out = fc.ops.irfft2d_bias_activation(z, bias, size, height, width, offset_h,
                                                  offset_w, data_format, "relu")
             record(name, tf.cast(out, tf.float64).numpy(), np.maximum(inverse + lanes_bias, 0),
-                   unit)
+                   unit, inverse + lanes_bias)
             y, y_exact = half(rng.standard_normal(shape))
             name = f"rfft2d of dy relu'(z) {dtype.name} {data_format} {shape} S={size}"
             record(name, pairs(fc.ops.rfft2d_activation_gradient(x, y, size, offset_h, offset_w,
