@@ -57,7 +57,12 @@ def test_irfft2d_matches_numpy(rng, device, run, fft_size, data_format, dtype):
                   tf.constant(spectrum))
         expected = ref.irfft2d(spectrum, fft_size, out_h, out_w, offset_h, offset_w, data_format)
         assert out.dtype == dtype and out.shape == expected.shape
-        assert rel_error(out, expected) <= _tolerance(dtype, fft_size)
+        # Relative to the whole frame's RMS, which sets the size of each value's rounding error:
+        # a window of one value can hold a value near 0 (a 1x1 window failed a relative error
+        # of 2e-6 in about 1% of draws while its error was 3-5e-8 of the frame's RMS).
+        frame = ref.irfft2d(spectrum, fft_size, fft_size, fft_size, 0, 0, data_format)
+        rms = np.full(expected.shape, np.sqrt(np.mean(np.square(frame))))
+        assert rel_error(out, expected, rms) <= _tolerance(dtype, fft_size)
 
 
 @pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
