@@ -28,11 +28,12 @@ def _free_ports(count):
             s.close()
 
 
-def _start_cluster(tmp_path, workers, name):
-    """Starts `workers` processes of one cluster on loopback; returns them and their output files."""
-    addresses = [f"127.0.0.1:{port}" for port in _free_ports(workers)]
+def _start_cluster(tmp_path, ports, name):
+    """Starts one worker process per port, a cluster on loopback; returns them and their output
+    files."""
+    addresses = [f"127.0.0.1:{port}" for port in ports]
     processes, outputs = [], []
-    for index in range(workers):
+    for index in range(len(ports)):
         config = {"cluster": {"worker": addresses}, "task": {"type": "worker", "index": index}}
         out = tmp_path / f"{name}_{index}.npz"
         env = dict(os.environ, TF_CONFIG=json.dumps(config), TF_CPP_MIN_LOG_LEVEL="2",
@@ -68,8 +69,11 @@ def _weights(path):
 
 
 def test_two_cpu_workers_match_one_worker_on_the_global_batch(tmp_path):
-    pair, pair_outputs = _start_cluster(tmp_path, 2, "pair")
-    alone, alone_outputs = _start_cluster(tmp_path, 1, "alone")
+    # The two clusters' ports in one draw: held open together, the three are distinct, where two
+    # draws could hand the second cluster a port the first had just been given.
+    ports = _free_ports(3)
+    pair, pair_outputs = _start_cluster(tmp_path, ports[:2], "pair")
+    alone, alone_outputs = _start_cluster(tmp_path, ports[2:], "alone")
     _finish(pair + alone, tmp_path)
     assert not [p for p in pair + alone if p.poll() is None]  # no process left behind
 

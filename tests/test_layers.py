@@ -3,6 +3,7 @@
 import json
 
 import keras
+import ml_dtypes
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -295,11 +296,21 @@ def test_fit_with_default_compile(rng):
 @pytest.mark.parametrize("policy,compute_dtype,tolerance", [
     ("mixed_float16", tf.float16, 2e-3), ("mixed_bfloat16", tf.bfloat16, 2e-2)])
 def test_mixed_precision(rng, policy, compute_dtype, tolerance):
-    """The output and the input, kernel and bias gradients against a float32 Conv2D twin (the
-    same weights), within a few of the compute dtype's unit roundoffs (on a CPU the FFT path
-    takes the bias into its transforms, and its gradient from the spectrum of dy in float32, one
-    rounding to the compute dtype, where Keras' bias add sums the cotangent in the compute
-    dtype)."""
+    """The output and the input and kernel gradients against a float32 Conv2D twin (the same
+    weights), within a few of the compute dtype's unit roundoffs; the bias gradient within one
+    unit in the last place of the sum it is.
+
+    The bias gradient sums dy over the batch and the pixels, and dy arrives in the compute dtype:
+    its error against the float32 twin is mostly dy's own rounding, which no layer can avoid (over
+    3000 draws up to 3.8 unit roundoffs in float16, with Keras' Conv2D under the same policy closer
+    to the twin than the FFT path in 12 of 3000 bfloat16 draws), so the two layers' errors
+    against the twin do not rank them. What the layer adds is the summation's error. On a CPU
+    the FFT path takes the bias into its transforms and its gradient from the spectrum of dy in
+    float32, one rounding to the compute dtype, so it is within one unit in the last place of that
+    sum taken in float64 and rounded (over 1500 draws of each policy it was that sum exactly;
+    Keras' Conv2D under the same policy was too in float16, and up to 2452 units off in
+    bfloat16)."""
+    keras.utils.set_random_seed(int(rng.integers(2 ** 31)))  # the twin's weights replay with rng
     fft = FFTConv2D(4, 3, padding="same", dtype=policy, algorithm="fft")
     x = rng.standard_normal((2, 9, 9, 3)).astype(np.float32)
     fft.build(x.shape)
@@ -307,9 +318,6 @@ def test_mixed_precision(rng, policy, compute_dtype, tolerance):
     reference = keras.layers.Conv2D(4, 3, padding="same", bias_initializer="random_normal")
     reference.build(x.shape)
     fft.set_weights(reference.get_weights())
-    same_policy = keras.layers.Conv2D(4, 3, padding="same", dtype=policy)
-    same_policy.build(x.shape)
-    same_policy.set_weights(reference.get_weights())
     cotangent = tf.constant(rng.standard_normal((2, 9, 9, 4)).astype(np.float32))
 
     def outputs_and_gradients(layer):
@@ -324,11 +332,23 @@ def test_mixed_precision(rng, policy, compute_dtype, tolerance):
     assert got[0].dtype == compute_dtype
     assert_ran(fft, "fft")
     assert [t.dtype for t in got[1:]] == [tf.float32] * 3  # d input, d kernel, d bias
-    for what, ours, theirs in zip(("y", "d input", "d kernel", "d bias"), got, want):
+    for what, ours, theirs in zip(("y", "d input", "d kernel"), got, want):
         assert rel_error(tf.cast(ours, tf.float32), theirs) <= tolerance, what
-    # No less accurate than Conv2D under the same policy.
-    theirs_half = outputs_and_gradients(same_policy)[3]
-    assert rel_error(got[3], want[3]) <= max(rel_error(theirs_half, want[3]), 1e-6)
+    dy = tf.cast(tf.cast(cotangent, compute_dtype), tf.float64).numpy()
+    exact_sum = tf.cast(dy.sum(axis=(0, 1, 2)), compute_dtype)
+    exact_sum = tf.cast(exact_sum, tf.float64).numpy()
+    ours = got[3].numpy().astype(np.float64)
+    # One unit in the last place of the larger of the two, in the compute dtype (normal numbers).
+    magnitude = np.maximum(np.abs(ours), np.abs(exact_sum))
+    ulp = ml_dtypes.finfo(compute_dtype.as_numpy_dtype).eps * 2.0 ** np.floor(np.log2(magnitude))
+    assert np.all(np.abs(ours - exact_sum) <= ulp), (ours, exact_sum)
+    # Against the float32 twin: that one unit, plus dy's rounding to the compute dtype (at most
+    # its unit roundoff times sum |dy| per channel), plus the twin's float32 sum.
+    magnitudes = np.abs(cotangent.numpy().astype(np.float64)).sum(axis=(0, 1, 2))
+    unit_roundoff = ml_dtypes.finfo(compute_dtype.as_numpy_dtype).eps / 2
+    bound = ulp + (unit_roundoff + 1e-6) * magnitudes
+    twin = want[3].numpy().astype(np.float64)
+    assert np.all(np.abs(ours - twin) <= bound), (ours, twin, bound)
 
 
 def test_mixed_float16_model_fits(rng):
