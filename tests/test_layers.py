@@ -334,19 +334,18 @@ def test_mixed_precision(rng, policy, compute_dtype, tolerance):
     assert [t.dtype for t in got[1:]] == [tf.float32] * 3  # d input, d kernel, d bias
     for what, ours, theirs in zip(("y", "d input", "d kernel"), got, want):
         assert rel_error(tf.cast(ours, tf.float32), theirs) <= tolerance, what
+    eps = ml_dtypes.finfo(compute_dtype.as_numpy_dtype).eps  # the compute dtype's, 2 unit roundoffs
     dy = tf.cast(tf.cast(cotangent, compute_dtype), tf.float64).numpy()
-    exact_sum = tf.cast(dy.sum(axis=(0, 1, 2)), compute_dtype)
-    exact_sum = tf.cast(exact_sum, tf.float64).numpy()
+    exact_sum = tf.cast(tf.cast(dy.sum(axis=(0, 1, 2)), compute_dtype), tf.float64).numpy()
     ours = got[3].numpy().astype(np.float64)
     # One unit in the last place of the larger of the two, in the compute dtype (normal numbers).
     magnitude = np.maximum(np.abs(ours), np.abs(exact_sum))
-    ulp = ml_dtypes.finfo(compute_dtype.as_numpy_dtype).eps * 2.0 ** np.floor(np.log2(magnitude))
+    ulp = eps * 2.0 ** np.floor(np.log2(magnitude))
     assert np.all(np.abs(ours - exact_sum) <= ulp), (ours, exact_sum)
     # Against the float32 twin: that one unit, plus dy's rounding to the compute dtype (at most
     # its unit roundoff times sum |dy| per channel), plus the twin's float32 sum.
     magnitudes = np.abs(cotangent.numpy().astype(np.float64)).sum(axis=(0, 1, 2))
-    unit_roundoff = ml_dtypes.finfo(compute_dtype.as_numpy_dtype).eps / 2
-    bound = ulp + (unit_roundoff + 1e-6) * magnitudes
+    bound = ulp + (eps / 2 + 1e-6) * magnitudes
     twin = want[3].numpy().astype(np.float64)
     assert np.all(np.abs(ours - twin) <= bound), (ours, twin, bound)
 
