@@ -153,6 +153,18 @@ def test_sequential(rng):
     assert_equal_models(model, tf_fftconv.to_keras(fft_model))
 
 
+def test_sequential_never_built(capsys):
+    """A Sequential model without an input shape has no weights yet: converted all the same, and
+    the report says the layers are not built."""
+    model = keras.Sequential([L.Conv2D(4, 3), L.DepthwiseConv2D(3)])
+    fft_model = tf_fftconv.to_fft(model, verbose=True)
+    assert capsys.readouterr().out.count("not built") == 2
+    fft_model.build((None, 10, 10, 2))
+    assert fft_model.output_shape == (None, 6, 6, 4)
+    assert [type(layer) for layer in tf_fftconv.to_keras(fft_model).layers] == [
+        L.Conv2D, L.DepthwiseConv2D]
+
+
 def test_nested_models_and_shared_layers(rng):
     """Sequential and functional models nested in a functional one are converted inside; a layer
     used twice stays one layer; the original model keeps its own layers and weights."""
@@ -303,12 +315,17 @@ def test_layers_it_does_not_know_are_kept_and_named(rng):
     assert type(fft_model.get_layer("my_block")) is ConvBlock
     assert_close(fft_model(data), model(data), 1e-5)
 
-    # to_keras cannot take an FFT layer out of a layer it copies whole: it says which.
+    # to_keras cannot take an FFT layer out of a layer it copies whole: it says which. Nor does
+    # it know a subclass of an FFT layer.
     block = ConvBlock(4, name="fft_block")
     block.conv = tf_fftconv.FFTConv2D(4, 3, padding="same", name="fft_inside")
     inputs = keras.Input((12, 12, 3))
-    with pytest.raises(ValueError, match="'fft_block' \\(ConvBlock\\).*'fft_inside' \\(FFTConv2D\\)"):
+    with pytest.raises(ValueError,
+                       match="'fft_block' \\(ConvBlock\\).*'fft_inside' \\(FFTConv2D\\)"):
         tf_fftconv.to_keras(keras.Model(inputs, block(inputs)))
+    subclass = type("ScaledFFTConv2D", (tf_fftconv.FFTConv2D,), {})
+    with pytest.raises(ValueError, match="'scaled_fft' \\(ScaledFFTConv2D\\), a subclass"):
+        tf_fftconv.to_keras(keras.Sequential([inputs, subclass(2, 3, name="scaled_fft")]))
 
 
 def test_subclassed_model_is_refused_by_name():
@@ -332,7 +349,8 @@ def test_model_without_convolutions(rng):
     model = keras.Sequential([keras.Input((5,)), L.Dense(4, activation="relu"), L.Dense(2)],
                              name="mlp")
     x = rng.normal(size=(3, 5)).astype(np.float32)
-    with pytest.warns(UserWarning, match="converted nothing in model 'mlp'.*no keras.layers.Conv2D"):
+    with pytest.warns(UserWarning,
+                      match="converted nothing in model 'mlp'.*no keras.layers.Conv2D"):
         copy = tf_fftconv.to_fft(model)
     assert copy is not model
     assert_equal_models(model, copy)
@@ -371,7 +389,7 @@ def deployed(seeded):
     return fft_model, tf_fftconv.to_keras(fft_model), x
 
 
-# TensorFlow 2.20 and 2.21 still ship tf.lite.Interpreter (with a warning that LiteRT's replaces it).
+# TensorFlow 2.20 and 2.21 ship tf.lite.Interpreter, with a warning that LiteRT's replaces it.
 @pytest.mark.filterwarnings("ignore:.*tf.lite.Interpreter is deprecated")
 def test_tflite(deployed):
     fft_model, keras_model, x = deployed

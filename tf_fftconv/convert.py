@@ -108,12 +108,16 @@ def to_keras(model):
     cloner = _Cloner(convert)
     converted = cloner.clone_model(model, "to_keras")
     for layer, inner in cloner.kept:
+        if isinstance(layer, _FFT_LAYERS):
+            raise ValueError(f"to_keras does not know layer {layer.name!r} "
+                             f"({type(layer).__name__}), a subclass of an FFT layer: the result "
+                             "would need the op library")
         left = [sub for sub in inner if isinstance(sub, _FFT_LAYERS)]
-        if isinstance(layer, _FFT_LAYERS) or left:
+        if left:
             raise ValueError(f"to_keras cannot take the FFT layers out of layer {layer.name!r} "
-                             f"({type(layer).__name__}): it copies that layer as it is, and "
-                             "it holds " + ", ".join(f"{sub.name!r} ({type(sub).__name__})"
-                                                     for sub in left or [layer]))
+                             f"({type(layer).__name__}): it copies that layer as it is, and it "
+                             "holds " + ", ".join(f"{sub.name!r} ({type(sub).__name__})"
+                                                  for sub in left))
     return converted
 
 
@@ -261,8 +265,9 @@ def _report(cloner):
     import tf_fftconv   # noqa: PLC0415  (explain, once the package is imported)
     rows = [("layer", "type", "kernel", "input", "path")]
     for original, layer in cloner.converted:
+        path = _chosen(tf_fftconv.explain(layer)) if layer.built else "not built"
         rows.append((layer.name, f"{type(original).__name__} -> {type(layer).__name__}",
-                     _kernel(layer), _input_shape(original), _chosen(tf_fftconv.explain(layer))))
+                     _kernel(layer), _input_shape(original), path))
     for layer in cloner.not_selected:
         rows.append((layer.name, type(layer).__name__, _kernel(layer), _input_shape(layer),
                      "kept: not selected"))
