@@ -27,7 +27,8 @@ def to_fft(model, algorithm="auto", *, layers=None, min_kernel_size=None, verbos
            **fft_options):
     """A new model in which every ``keras.layers.Conv2D`` is an ``FFTConv2D`` and every
     ``keras.layers.DepthwiseConv2D`` an ``FFTDepthwiseConv2D``, with the same configuration and
-    weights; every other layer is a copy of its own with its weights.
+    weights; every other layer, FFT layers already there included, is a copy of its own with its
+    weights.
 
     ``model``: a Sequential or functional model (``keras.applications`` models are functional);
     the Sequential and functional models nested in it are converted too. A subclassed model at the
