@@ -3,7 +3,6 @@ models, the options and the messages; and the ways out of the library: TFLite, a
 by a process that never imports tf_fftconv, and the error serving an FFT model's SavedModel without
 the op library."""
 
-import os
 import pathlib
 import subprocess
 import sys
@@ -58,46 +57,36 @@ def count(model, layer_class, exact=True):
                for layer in all_layers(model))
 
 
-@pytest.fixture(scope="module")
-def seeded():
-    """Seeds Keras' initializers afresh for the module (FFTCONV_TEST_SEED replays a run)."""
-    seed = int(os.environ.get("FFTCONV_TEST_SEED", "0")) or int.from_bytes(os.urandom(4), "little")
-    print("test_convert: FFTCONV_TEST_SEED=%d" % seed)
-    keras.utils.set_random_seed(seed)
-    return seed
+@pytest.fixture(autouse=True)
+def keras_seeded(rng):
+    """Keras' initializers drawn from the test's seed, so that FFTCONV_TEST_SEED replays the
+    model's weights along with its inputs."""
+    keras.utils.set_random_seed(int(rng.integers(2**31)))
 
 
-@pytest.fixture(scope="module")
-def applications(seeded):
-    """name -> that keras.applications model at 64x64 with fresh random weights, without its
-    classifier (the output is the last feature map), each built once for the module."""
-    built = {}
-
-    def application(name):
-        if name not in built:
-            built[name] = getattr(keras.applications, name)(weights=None, input_shape=IMAGE,
-                                                            include_top=False)
-        return built[name]
-    return application
+def application(name):
+    """That keras.applications model at 64x64 with fresh random weights, without its classifier
+    (the output is the last feature map)."""
+    return getattr(keras.applications, name)(weights=None, input_shape=IMAGE, include_top=False)
 
 
 @pytest.mark.parametrize("name", APPLICATIONS)
-def test_applications_to_fft_and_back(applications, name, rng):
+def test_applications_to_fft_and_back(name, rng):
     """Every Conv2D and DepthwiseConv2D on the FFT path keeps the output within 1e-5 of Keras';
     to_keras gives back the original's layer types, configs and exact weights."""
-    application = applications(name)
+    model = application(name)
     x = rng.uniform(0.0, 255.0, (2,) + IMAGE).astype(np.float32)
-    fft_model = tf_fftconv.to_fft(application, algorithm="fft")
-    convolutions = count(application, L.Conv2D) + count(application, L.DepthwiseConv2D)
+    fft_model = tf_fftconv.to_fft(model, algorithm="fft")
+    convolutions = count(model, L.Conv2D) + count(model, L.DepthwiseConv2D)
     assert convolutions > 0
     assert (count(fft_model, tf_fftconv.FFTConv2D)
             + count(fft_model, tf_fftconv.FFTDepthwiseConv2D)) == convolutions
     assert count(fft_model, L.Conv2D) == count(fft_model, L.DepthwiseConv2D) == 0
-    reference = application(x, training=False)
+    reference = model(x, training=False)
     assert_close(fft_model(x, training=False), reference, 1e-5)
 
     keras_model = tf_fftconv.to_keras(fft_model)
-    assert_equal_models(application, keras_model)
+    assert_equal_models(model, keras_model)
     assert not any(type(layer).__module__.startswith("tf_fftconv")
                    for layer in all_layers(keras_model))
     assert_close(keras_model(x, training=False), reference, 1e-5)
@@ -118,10 +107,10 @@ def train_step(model, x):
     return float(loss)
 
 
-def test_convnext_trains_after_to_fft_and_to_keras(applications, rng):
+def test_convnext_trains_after_to_fft_and_to_keras(rng):
     """ConvNeXt's 7x7 depthwise layers are Conv2D(groups=C): on the FFT path and back on Keras'
     layers, a training step has a finite loss and finite gradients."""
-    model = applications("ConvNeXtTiny")
+    model = application("ConvNeXtTiny")
     x = rng.uniform(0.0, 255.0, (2,) + IMAGE).astype(np.float32)
     fft_model = tf_fftconv.to_fft(model, algorithm="fft")
     keras_model = tf_fftconv.to_keras(fft_model)
@@ -381,11 +370,11 @@ def deployment_model():
     return keras.Model(inputs, L.Add()([x, block]))
 
 
-@pytest.fixture(scope="module")
-def deployed(seeded):
+@pytest.fixture
+def deployed(rng):
     """(FFT model on the FFT path, its to_keras model, an input)."""
     fft_model = tf_fftconv.to_fft(deployment_model(), algorithm="fft")
-    x = np.random.default_rng(seeded).normal(size=(2, 32, 32, 3)).astype(np.float32)
+    x = rng.normal(size=(2, 32, 32, 3)).astype(np.float32)
     return fft_model, tf_fftconv.to_keras(fft_model), x
 
 
