@@ -4,6 +4,7 @@
 custom ops (``tf_fftconv.ops``), or by ``tf.nn.conv2d`` where a cost model or a timing
 (``autotune``) says that is faster; ``fft_depthwise_conv2d`` is ``tf.nn.depthwise_conv2d`` so;
 ``explain`` says which, and why. ``FFTConv2D`` and ``FFTDepthwiseConv2D`` are the Keras layers;
+``to_fft`` and ``to_keras`` move a Keras model's convolutions onto those layers and back;
 ``reference.signal_fft_conv2d`` is the same convolution written with ``tf.signal``. ``tf.load_op_library(tf_fftconv.library_path())``
 gives the raw ops to scripts.
 
@@ -27,7 +28,7 @@ from tf_fftconv.convert import to_fft, to_keras
 __version__ = "0.1.0"
 
 __all__ = ["FFTConv2D", "FFTDepthwiseConv2D", "autotune", "build_info", "conv_geometry", "data", "explain", "fft_conv2d",
-           "fft_depthwise_conv2d", "library_path", "load_library", "models", "ops"]
+           "fft_depthwise_conv2d", "library_path", "load_library", "models", "ops", "to_fft", "to_keras"]
 
 # Public names served by the experiment tools, imported when first asked for so that a plain
 # `import tf_fftconv` stays the library alone.
