@@ -4,6 +4,7 @@ schema, and it writes files only where it is told to.
 Speed is measured by `python -m tf_fftconv.bench`, not asserted here.
 """
 
+import functools
 import json
 import math
 import subprocess
@@ -14,6 +15,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+import strided_reference
 from tf_fftconv import execute
 from tf_fftconv import planning
 from tf_fftconv.conv import fft_conv2d
@@ -265,17 +267,35 @@ def test_parse_strided_grouped_and_depthwise_cases():
                                   "2:3:3:13:3:valid:s3:dw"])
 def test_strided_grouped_and_depthwise_cases_run(spec):
     """TensorFlow's op (tf.nn.depthwise_conv2d for a depthwise case) and the FFT path compute the
-    same layer; the tf.signal peer, which has stride 1 only, is skipped with the reason."""
+    same layer; the tf.signal peer, which has stride 1 only, is skipped with the reason. Where
+    TensorFlow's CPU kernels refuse the layer's gradients (``planning.spatial_refusal``: no
+    oneDNN), its op is skipped with TensorFlow's error, and the FFT path's step is held to the
+    float64 reference instead."""
     case = measure.parse_cases(spec)[0]
     with tf.device("/CPU:0"):
         generator = tf.random.Generator.from_seed(3)
+        refused = planning.spatial_refusal(measure._problem(case, "NHWC", tf.float32))
     record = measure.run_case(case, "train", ["conv2d", "signal", "fft"], device="/CPU:0",
                               generator=generator, data_format="NHWC", input_sets=1, warmup=3,
                               repeats=1, calls=1)
-    assert set(record["timings"]) == {"conv2d", "fft"}
     assert "stride 1" in record["skipped"]["signal"]
-    assert measure.worst_diff(record["max_rel_diff"]["fft"]) < 1e-4
     assert measure.fft_bytes_moved(case, "NHWC") > 0
+    if refused is None:
+        assert set(record["timings"]) == {"conv2d", "fft"}
+        assert measure.worst_diff(record["max_rel_diff"]["fft"]) < 1e-4
+        return
+    assert set(record["timings"]) == {"fft"}
+    assert record["skipped"]["conv2d"].startswith("InvalidArgumentError")
+    with tf.device("/CPU:0"):
+        inputs = measure.make_inputs(case, "NHWC", 1, tf.random.Generator.from_seed(3))[0]
+        outputs = measure.make_step(measure.conv_function("fft", case.padding, "NHWC", case=case),
+                                    "train")(*inputs)
+    reference = (strided_reference.depthwise_conv2d if case.depthwise else functools.partial(
+        strided_reference.conv2d, groups=case.group_count))
+    wanted = reference(*(t.numpy() for t in inputs), strides=(case.stride,) * 2,
+                       padding=case.padding, dilations=(case.dilation,) * 2)
+    for got, want in zip(outputs, wanted):
+        assert np.max(np.abs(got.numpy() - want)) < 1e-4 * np.max(np.abs(want))
 
 
 @pytest.mark.parametrize("argv", [["--impl", "cudnn"], ["--modes", "backward"],

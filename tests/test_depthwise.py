@@ -15,7 +15,9 @@ import tensorflow as tf
 
 import strided_reference as reference
 import tf_fftconv as fc
-from test_strided_grouped import check_case, check_drop_in
+from test_strided_grouped import (
+    check_case, check_drop_in, spatial_case, spatial_refusal)
+from tf_fftconv import planning
 
 
 def _depthwise(case, rng, **options):
@@ -61,20 +63,32 @@ def _check_bfloat16(case, rng):
 
 
 def test_spatial_and_auto_match_reference(rng, device):
+    """Spatial convolution on cases TensorFlow computes here (those it refuses, refused by the
+    library: ``spatial_case``); auto on any case."""
     for algorithm in ("spatial", "auto") * 3:
-        case = _case(rng)
+        case = _case(rng) if algorithm == "auto" else spatial_case(
+            lambda: _case(rng), lambda case: _depthwise(case, rng, algorithm="spatial"))
         check_case(case, rng, _depthwise(case, rng, algorithm=algorithm))
 
 
 def test_spatial_path_with_unequal_strides(rng, device):
     """tf.nn.depthwise_conv2d's GPU kernel refuses unequal strides; the spatial path takes a
-    grouped tf.nn.conv2d there (the CPU's depthwise kernel takes them)."""
+    grouped tf.nn.conv2d there. The CPU's depthwise kernel takes them with oneDNN; without it,
+    TensorFlow refuses them, and so does the library, at the call."""
     for strides in ((1, 2), (3, 2)):
         case = dict(x_shape=(2, 13, 11, 3), w_shape=(3, 3, 3, 2), strides=strides,
                     dilations=(1, 1), padding="SAME", groups=3, data_format="NHWC",
                     depthwise=True)
-        check_case(case, rng, lambda x, w, strides=strides: fc.fft_depthwise_conv2d(
-            x, w, strides=list(strides), padding="SAME", algorithm="spatial"))
+        conv = lambda x, w, strides=strides: fc.fft_depthwise_conv2d(  # noqa: E731
+            x, w, strides=list(strides), padding="SAME", algorithm="spatial")
+        if spatial_refusal(case) is None:
+            check_case(case, rng, conv)
+            continue
+        assert device == "/CPU:0" and not planning.onednn_enabled()
+        with pytest.raises(tf.errors.InvalidArgumentError, match=(
+                r'algorithm="spatial" cannot compute .*with unequal strides .*"Current '
+                r'implementation only supports equal length strides.*Use algorithm="fft"')):
+            conv(tf.zeros(case["x_shape"]), tf.zeros(case["w_shape"]))
 
 
 def test_under_xla(rng, device):
@@ -150,6 +164,9 @@ def test_layer_is_a_drop_in(rng, options):
             fc.FFTDepthwiseConv2D(5, algorithm="fft", **options)
         pytest.skip(f"this Keras ({keras.__version__}) refuses {options}: {refusal}")
     ours = fc.FFTDepthwiseConv2D(5, algorithm="fft", **options)
+    if _keras_twin_refused(theirs, x, options):
+        _check_layer_against_reference(rng, ours, x, options)
+        return
     theirs_call = None
     if channels_first:
         # TensorFlow's CPU depthwise convolution takes NHWC only: Keras' layer (its weights are
@@ -161,6 +178,45 @@ def test_layer_is_a_drop_in(rng, options):
             return tf.transpose(theirs(tf.transpose(t, [0, 2, 3, 1])), [0, 3, 1, 2])
 
     check_drop_in(rng, ours, theirs, x, theirs_call)
+
+
+def _pair(value):
+    """A Keras layer's strides or dilation_rate (an int or a pair) as a pair."""
+    return (value, value) if isinstance(value, int) else tuple(value)
+
+
+def _keras_twin_refused(theirs, x, options):
+    """Whether TensorFlow refuses Keras' DepthwiseConv2D with ``options`` here: unequal strides
+    in tf.nn.depthwise_conv2d on a CPU without oneDNN (``planning.UNEQUAL_STRIDES_REFUSED``),
+    checked to raise TensorFlow's error."""
+    strides = _pair(options.get("strides", 1))
+    if planning.onednn_enabled() or strides[0] == strides[1]:
+        return False
+    with pytest.raises(tf.errors.InvalidArgumentError, match="only supports equal length strides"):
+        theirs(x)
+    return True
+
+
+def _check_layer_against_reference(rng, ours, x, options):
+    """``ours`` (NHWC) with fresh weights against the float64 reference: the output and the
+    kernel's and bias' gradients; the config round-trips."""
+    ours.build(x.shape)
+    kernel, bias = (rng.standard_normal(v.shape) for v in ours.get_weights())
+    ours.set_weights([kernel, bias])
+    strides = _pair(options.get("strides", 1))
+    dilations = _pair(options.get("dilation_rate", 1))
+    padding = options.get("padding", "valid").upper()
+    with tf.GradientTape() as tape:
+        y = ours(x)
+    dy = rng.standard_normal(y.shape)
+    dw, db = tape.gradient(y, [ours.kernel, ours.bias], output_gradients=tf.constant(dy, y.dtype))
+    want_y, _, want_dw = reference.depthwise_conv2d(x.numpy(), kernel, dy, strides, padding,
+                                                    dilations)
+    np.testing.assert_allclose(y, want_y + bias, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(dw, want_dw, rtol=1e-4, atol=1e-3)
+    np.testing.assert_allclose(db, dy.sum(axis=(0, 1, 2)), rtol=1e-4, atol=1e-4)
+    restored = type(ours).from_config(ours.get_config())
+    assert restored.get_config() == ours.get_config()
 
 
 def test_layer_saves_and_loads(tmp_path, rng):

@@ -16,6 +16,7 @@ import np_reference as ref
 import strided_reference as reference
 import tf_fftconv as fc
 from conftest import rel_error
+from test_strided_grouped import spatial_case
 from tf_fftconv import cost_model
 
 TOLERANCE = {tf.float32: 2e-5, tf.float64: 1e-11}
@@ -229,8 +230,17 @@ def test_tiled_and_recomputed(rng, device, activation):
 
 
 def test_spatial_auto_and_xla_match_reference(rng, device):
-    for algorithm in ("spatial", "auto"):
-        _check(reference.random_case(rng), rng, "relu", algorithm=algorithm)
+    """Spatial convolution on a case TensorFlow computes here (those it refuses, refused by the
+    library: ``spatial_case``); auto and XLA on any case."""
+    def spatial(case):
+        return lambda x, w: fc.fft_conv2d(
+            x, w, case["padding"], case["data_format"], strides=case["strides"],
+            dilations=case["dilations"], algorithm="spatial", activation="relu",
+            bias=tf.zeros([case["w_shape"][3]]))
+
+    _check(spatial_case(lambda: reference.random_case(rng), spatial), rng, "relu",
+           algorithm="spatial")
+    _check(reference.random_case(rng), rng, "relu", algorithm="auto")
     _check(reference.random_case(rng), rng, "relu", jit=True, algorithm="fft")
 
 

@@ -13,6 +13,7 @@ import tensorflow as tf
 
 import strided_reference as reference
 import tf_fftconv as fc
+from tf_fftconv import planning
 
 TOLERANCE = {tf.float32: 2e-5, tf.float64: 1e-11, tf.float16: 1e-2}
 
@@ -71,6 +72,37 @@ def check_case(case, rng, conv, dtype=tf.float32, jit=False, tolerance=None):
         assert error < (tolerance or TOLERANCE[dtype]), (name, error, case)
 
 
+# The library's refusal of algorithm="spatial" where TensorFlow refuses the spatial path
+# (``planning.spatial_refusal``).
+SPATIAL_REFUSED = r'algorithm="spatial" cannot compute .*Use algorithm="fft" or "auto"'
+
+
+def spatial_refusal(case):
+    """``planning.spatial_refusal`` of ``case`` on the current device: what TensorFlow refuses in
+    its spatial path here, or None."""
+    x_shape = case["x_shape"]
+    if case["data_format"] == "NCHW":
+        x_shape = (x_shape[0], x_shape[3], x_shape[1], x_shape[2])
+    return planning.spatial_refusal(planning.make_problem(
+        x_shape, case["w_shape"], case["padding"], case["data_format"], strides=case["strides"],
+        dilations=case["dilations"], depthwise=case.get("depthwise", False)))
+
+
+def spatial_case(draw, spatial_conv):
+    """A case from ``draw()`` whose spatial path TensorFlow computes and differentiates here. Each
+    drawn before it that TensorFlow refuses is checked to be refused by the library at the call:
+    ``spatial_conv(case)`` (a function of x and w with algorithm="spatial") raises."""
+    while True:
+        case = draw()
+        if spatial_refusal(case) is None:
+            return case
+        x_shape = case["x_shape"]
+        if case["data_format"] == "NCHW":
+            x_shape = (x_shape[0], x_shape[3], x_shape[1], x_shape[2])
+        with pytest.raises(tf.errors.InvalidArgumentError, match=SPATIAL_REFUSED):
+            spatial_conv(case)(tf.zeros(x_shape), tf.zeros(case["w_shape"]))
+
+
 def _fft_conv2d(case, rng, **options):
     strides = reference.argument_form(rng, case["strides"], case["data_format"])
     dilations = reference.argument_form(rng, case["dilations"], case["data_format"])
@@ -111,8 +143,12 @@ def test_grouped_half_spectra(rng, device):
 
 
 def test_spatial_and_auto_match_reference(rng, device):
+    """Spatial convolution on cases TensorFlow computes here (those it refuses, refused by the
+    library: ``spatial_case``); auto on any case."""
     for algorithm in ("spatial", "auto") * 3:
-        case = reference.random_case(rng)
+        case = reference.random_case(rng) if algorithm == "auto" else spatial_case(
+            lambda: reference.random_case(rng),
+            lambda case: _fft_conv2d(case, rng, algorithm="spatial"))
         check_case(case, rng, _fft_conv2d(case, rng, algorithm=algorithm))
 
 

@@ -49,6 +49,7 @@ import tensorflow as tf
 
 from tf_fftconv import cost_model
 from tf_fftconv import ops
+from tf_fftconv import planning
 from tf_fftconv.geometry import (
     FFT_SIZES, MAX_FFT_SIZE, ConvGeometry, check_padding, strided_axis)
 
@@ -463,16 +464,15 @@ def _spatial_conv(x, w, problem):
     strides = [1, problem.strides[0], problem.strides[1], 1]
     if data_format == "NCHW":
         strides = [1, 1, problem.strides[0], problem.strides[1]]
-    strided_and_dilated = problem.strides != (1, 1) and problem.dilations != (1, 1)
-    unequal_strides_on_gpu = problem.device == "GPU" and problem.strides[0] != problem.strides[1]
-    if problem.depthwise and not strided_and_dilated and not unequal_strides_on_gpu:
+    if planning.spatial_op(problem) == "depthwise_conv2d":
         # tf.nn.depthwise_conv2d's filters [kh, kw, C, multiplier] (w is [kh, kw, 1, C * m]).
         # With strides and dilations both above 1 it only warns, and its values are not the
         # convolution's (TensorFlow 2.21: off by the size of the outputs), and its GPU kernel
         # refuses unequal strides ("only supports equal length strides"), so tf.nn.conv2d with C
         # groups computes those (TensorFlow's CPU kernels have no gradient of a grouped
-        # convolution, so on a CPU unequal strides stay with tf.nn.depthwise_conv2d, which takes
-        # them there).
+        # convolution without oneDNN, so on a CPU unequal strides stay with
+        # tf.nn.depthwise_conv2d, which takes them with oneDNN; without it neither op does,
+        # ``planning.spatial_refusal``).
         filters = tf.reshape(w, [problem.k_h, problem.k_w, problem.in_channels,
                                  problem.out_channels // problem.in_channels])
         y = tf.nn.depthwise_conv2d(x, filters, strides, problem.padding,

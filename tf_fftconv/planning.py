@@ -29,6 +29,7 @@ accuracy is worth more than the time. ``fft_conv2d(..., half_spectra=True / Fals
 """
 
 import dataclasses
+import functools
 import json
 import math
 import os
@@ -168,11 +169,63 @@ def within_budget(found, budget):
     return [c for c in found if budget is None or c.estimate.workspace_bytes <= budget]
 
 
+def spatial_op(problem):
+    """The TensorFlow op that computes ``problem``'s spatial path: "depthwise_conv2d" for a
+    depthwise problem, except with strides and dilations both above 1 and with unequal strides on
+    a GPU, where "conv2d" with C groups computes it (``execute._spatial_conv`` says why);
+    "conv2d" otherwise."""
+    strided_and_dilated = problem.strides != (1, 1) and problem.dilations != (1, 1)
+    unequal_strides_on_gpu = problem.device == "GPU" and problem.strides[0] != problem.strides[1]
+    return ("depthwise_conv2d" if problem.depthwise and not strided_and_dilated
+            and not unequal_strides_on_gpu else "conv2d")
+
+
+# What TensorFlow's CPU kernels refuse without oneDNN (its Eigen kernels, TensorFlow 2.21; their
+# messages quoted). oneDNN's kernels, the GPU's and XLA's compiled convolutions compute and
+# differentiate all of these.
+DILATED_GRADIENT_REFUSED = (
+    'the gradients of a dilated tf.nn.conv2d (Conv2DBackpropInput and Conv2DBackpropFilter: '
+    '"Current CPU implementations do not yet support dilation rates larger than 1")')
+GROUPED_GRADIENT_REFUSED = (
+    'the gradients of a grouped tf.nn.conv2d ("Gradients for grouped convolutions are not '
+    'supported on CPU"), and in a graph its forward pass followed by its bias, which the graph '
+    'optimizer fuses ("Fused conv implementation does not support grouped convolutions")')
+UNEQUAL_STRIDES_REFUSED = (
+    'tf.nn.depthwise_conv2d with unequal strides (DepthwiseConv2dNative: "Current '
+    'implementation only supports equal length strides in the row and column dimensions")')
+
+
+def spatial_refusal(problem):
+    """What TensorFlow refuses in ``problem``'s spatial path (``spatial_op``) on its device, in
+    words, or None where it computes the convolution and both gradients.
+
+    A refusal of the gradients alone counts: a call cannot know whether it will be
+    differentiated, and a layer is made to be trained. Where there is one, ``algorithm="auto"``
+    takes the FFT path (which computes and differentiates every stride, dilation and group) and
+    ``algorithm="spatial"`` is refused (``_make_plan``)."""
+    if problem.device != "CPU" or problem.compiled or onednn_enabled():
+        return None
+    if spatial_op(problem) == "depthwise_conv2d":
+        refused = [UNEQUAL_STRIDES_REFUSED] if problem.strides[0] != problem.strides[1] else []
+    else:
+        refused = ([DILATED_GRADIENT_REFUSED] if problem.dilations != (1, 1) else []) + (
+            [GROUPED_GRADIENT_REFUSED] if problem.groups > 1 else [])
+    return ("without oneDNN, TensorFlow's CPU kernels refuse " + "; and ".join(refused)
+            if refused else None)
+
+
+def _spatial_refused_note(refusal):
+    """``explain``'s line for a problem whose spatial path TensorFlow refuses."""
+    return "spatial convolution is no candidate: %s. The FFT path computes it" % refusal
+
+
 def candidates(problem, algorithm="auto", fft_size=None, tile=None):
-    """The candidates ``algorithm`` allows, fastest first by the cost model."""
+    """The candidates ``algorithm`` allows, fastest first by the cost model (spatial convolution
+    only where TensorFlow runs it, ``spatial_refusal``)."""
     costs = device_costs(problem)
     found = []
-    if algorithm in ("auto", "spatial") and fft_size is None and tile is None:
+    if (algorithm in ("auto", "spatial") and fft_size is None and tile is None
+            and spatial_refusal(problem) is None):
         found.append(Candidate(SPATIAL, None, estimate_spatial(problem, costs)))
     if algorithm in ("auto", "fft"):
         for config in _fft_configs(problem, fft_size, tile):
@@ -371,25 +424,34 @@ def _make_plan(problem, algorithm, fft_size, tile, budget):
                problem.in_channels // max(problem.groups, 1), problem.out_channels,
                "empty" if problem.out_channels == 0 else "zeros (a sum over no channels)")),
             **common)
+    refusal = spatial_refusal(problem)
+    if algorithm == SPATIAL and refusal is not None:
+        raise _invalid('algorithm="spatial" cannot compute %s: %s. A call cannot know whether it '
+                       'will be differentiated, so the gradients\' refusal counts. Use '
+                       'algorithm="fft" or "auto" (which takes the FFT path here)'
+                       % (problem.describe(), refusal))
     if algorithm == SPATIAL:
         return Plan(algorithm=SPATIAL, config=None, source='the argument algorithm="spatial"',
                     **common)
+    refused = ((_spatial_refused_note(refusal),) if refusal is not None and algorithm == "auto"
+               else ())
     if not problem.sizes_known:
-        if algorithm == "fft" or unknown_size_rule(problem) == "fft":
+        if algorithm == "fft" or unknown_size_rule(problem) == "fft" or refused:
             why = ('the argument algorithm="fft"' if algorithm == "fft" else
                    "the rule for sizes unknown while tracing (kernel >= 5x5 and Cin * Cout >= "
-                   "64: FFT)")
+                   "64: FFT)" if unknown_size_rule(problem) == "fft" else
+                   "the only path TensorFlow runs here")
             return Plan(algorithm="fft", config=None, source=why, notes=(
                 "height or width unknown while tracing: one frame sized at run time (images "
                 "needing a frame above %d are refused then); no cost model, tiling or budget"
-                % geometry.MAX_FFT_SIZE,), **common)
+                % geometry.MAX_FFT_SIZE,) + refused, **common)
         return Plan(algorithm=SPATIAL, config=None, source=(
             "the rule for sizes unknown while tracing (kernel >= 5x5 and Cin * Cout >= 64: "
             "FFT; otherwise spatial)"), notes=("height or width unknown while tracing",),
             **common)
     found = candidates(problem, algorithm, fft_size, tile)
     within = within_budget(found, budget)
-    notes = []
+    notes = list(refused)
     if problem.batch is None:
         notes.append("batch unknown while tracing: estimates assume %d images" % ASSUMED_BATCH)
     timings = cached_timings(problem)
@@ -432,7 +494,8 @@ def downgrade(plan_made):
     """The plan after the allocator refused ``plan_made``'s memory: recompute in the most pieces,
     or spatial convolution; kept for the problem for the rest of the process."""
     problem = plan_made.problem
-    fft_only = plan_made.requested == "fft"
+    # The FFT path alone where asked for, or where TensorFlow refuses the spatial one.
+    fft_only = plan_made.requested == "fft" or spatial_refusal(problem) is not None
     found = plan_made.candidates or candidates(problem, plan_made.requested)
     smaller = [c for c in found if c.config is not None and plan_made.config is not None
                and c.estimate.workspace_bytes < _workspace(plan_made)]
@@ -556,6 +619,22 @@ def compiled_here():
             tf.compat.v1.get_default_graph()))
     except (ImportError, AttributeError):
         return False
+
+
+@functools.lru_cache(maxsize=None)
+def onednn_enabled():
+    """Whether TensorFlow runs its oneDNN CPU kernels in this process (fixed when TensorFlow
+    loads, so learned once). TensorFlow turns them on by default only on CPUs with AVX-512 VNNI,
+    AVX512-BF16 or AMX, and ``TF_ENABLE_ONEDNN_OPTS`` forces either way; elsewhere its Eigen
+    kernels run, which refuse some convolutions (``spatial_refusal``)."""
+    try:
+        # TensorFlow's own answer (the CPU's features and the switch); no public API tells it.
+        from tensorflow.python.util import _pywrap_util_port
+        return bool(_pywrap_util_port.IsMklEnabled())
+    except (ImportError, AttributeError):
+        # A TensorFlow without that function: the switch as set, off where unset. Off is the
+        # safe guess: it only keeps ``auto`` off a spatial path that oneDNN could have run.
+        return os.environ.get("TF_ENABLE_ONEDNN_OPTS", "").strip().lower() in ("1", "true")
 
 
 def make_problem(x_shape, w_shape, padding="VALID", data_format="NHWC", dtype="float32",
