@@ -245,9 +245,18 @@ def _frame_area(fft_size, dtype):
 
 
 def _checked_fft_size(op):
-    """An FFT op's ``fft_size`` input as the int32 the wrappers pass: the raw ops also take int64,
-    and the op has checked that it is an allowed size, so the cast changes no value."""
+    """An FFT op's ``fft_size`` input for its gradient: a Python int where the op's graph holds it
+    as a constant, else the int32 tensor the wrappers pass (the raw ops also take int64, and the
+    op has checked that it is an allowed size, so the cast changes no value).
+
+    The constant is read, not the tensor passed on: a gradient built in a graph of its own (a
+    persistent tape's backward function of a compiled function) receives the forward graph's
+    tensors as arguments, which XLA cannot take as the compile-time constant the ops' sizes must
+    be."""
     fft_size = op.inputs[1]
+    static = tf.get_static_value(fft_size)
+    if static is not None and np.ndim(static) == 0:
+        return int(static)
     return fft_size if fft_size.dtype == tf.int32 else tf.cast(fft_size, tf.int32)
 
 
