@@ -11,8 +11,8 @@ made of the same three ops (plus a constant per-bin weight).
 import numpy as np
 import tensorflow as tf
 
-from tf_fftconv import planning
 from tf_fftconv._loader import load_library
+from tf_fftconv.device import compiled_here
 from tf_fftconv.errors import invalid_argument
 
 _COMPLEX_OF = {tf.float32: tf.complex64, tf.float64: tf.complex128, tf.float16: tf.float16,
@@ -155,7 +155,7 @@ def rfft2d_activation_gradient(dy, y, fft_size, offset_h=0, offset_w=0, data_for
     _check_dtype(dy, _COMPLEX_OF, "dy")
     y = tf.convert_to_tensor(y, dy.dtype)
     _check_activation(activation)
-    if planning.compiled_here():
+    if compiled_here():
         return rfft2d(activation_gradient(dy, y, activation), fft_size, offset_h, offset_w,
                       data_format, name=name)
     return load_library().fftconv_rfft2d_activation_gradient(
@@ -176,7 +176,7 @@ def irfft2d_bias_activation(spectrum, bias, fft_size, out_h, out_w, offset_h=0, 
     _check_dtype(spectrum, _REAL_OF, "spectrum")
     bias = tf.convert_to_tensor(bias, _REAL_OF[spectrum.dtype])
     _check_activation(activation)
-    if planning.compiled_here():
+    if compiled_here():
         y = tf.nn.bias_add(irfft2d(spectrum, fft_size, out_h, out_w, offset_h, offset_w,
                                    data_format), bias, data_format=data_format)
         return tf.nn.relu(y, name=name) if activation == "relu" else y
