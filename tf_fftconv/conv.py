@@ -5,7 +5,8 @@ faster.
 It checks the arguments, takes the plan for the problem from ``planning`` (eagerly, after a timing
 by ``tuning`` where the cost model calls the choice close or ``TF_FFTCONV_AUTOTUNE=1`` asks for
 one) and runs it (``execute``); eagerly, an allocation the device refuses gets the plan with less
-memory.
+memory. ``convolve`` is that path from a ``Problem`` already built (the layers build theirs once
+per call).
 """
 
 import tensorflow as tf
