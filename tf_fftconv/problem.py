@@ -78,8 +78,8 @@ class Problem:
     input_gradient: bool = True
     epilogue: str = ""
     # Compiled by XLA (traced inside ``tf.function(jit_compile=True)``, as Keras compiles a
-    # model on a GPU): the costs of ``compiled_costs`` apply, and plans and timings are kept
-    # apart from the eager ones.
+    # model on a GPU): the costs of ``cost_model.COMPILED_COSTS`` apply, and plans and timings
+    # are kept apart from the eager ones.
     compiled: bool = False
 
     @property
