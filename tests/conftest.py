@@ -79,6 +79,25 @@ def timed_problems(monkeypatch):
     return timed
 
 
+def assert_second_order_gradient_as_conv2d(conv, x, w):
+    """d/dw of the squared norm of d/dx sum(conv(x, w)^2), a gradient of a gradient through
+    ``conv``, equals the same through ``tf.nn.conv2d(x, w, 1, "SAME")`` (float64: to 1e-9)."""
+    def gradient_of_gradient(fn):
+        with tf.GradientTape() as outer:
+            outer.watch(w)
+            with tf.GradientTape() as inner:
+                inner.watch(x)
+                loss = tf.reduce_sum(fn(x, w) ** 2)
+            g = inner.gradient(loss, x)
+            s = tf.reduce_sum(g * g)
+        return outer.gradient(s, w)
+
+    np.testing.assert_allclose(
+        gradient_of_gradient(conv).numpy(),
+        gradient_of_gradient(lambda a, b: tf.nn.conv2d(a, b, 1, "SAME")).numpy(),
+        rtol=1e-9, atol=1e-9)
+
+
 def followed_plans(layer):
     """The plans an FFTConv2D followed in its traces and eager calls (not a plan made afresh for
     the question, as ``explain`` makes one for a layer that has not run)."""

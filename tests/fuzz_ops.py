@@ -129,10 +129,20 @@ def maybe_far(rng, value, choices):
     return int(rng.choice(np.array(choices, dtype=object))) if rng.random() < FAR["p"] else value
 
 
-def case_rfft2d(rng):
+def random_frame(rng):
+    """An FFT size (now and then a far one) and the span of image sizes drawn around it."""
     s = maybe_far(rng, int(rng.choice(FFT_SIZE_CHOICES)), FAR_FFT_SIZES)
-    span = max(s, 2) if s <= 128 else 8
-    fmt = "NCHW" if rng.random() < 0.47 else ("NHWC" if rng.random() < 0.95 else "CHWN")
+    return s, (max(s, 2) if s <= 128 else 8)
+
+
+def random_data_format(rng, refused):
+    """NCHW or NHWC, now and then ``refused`` (a format the op refuses)."""
+    return "NCHW" if rng.random() < 0.47 else ("NHWC" if rng.random() < 0.95 else refused)
+
+
+def case_rfft2d(rng):
+    s, span = random_frame(rng)
+    fmt = random_data_format(rng, "CHWN")
     real = "float32" if rng.random() < 0.6 else "float64"
     tcomplex = PARTNER[real] if rng.random() < 0.95 else "complex128"
     if rng.random() < 0.03:
@@ -166,9 +176,8 @@ def case_rfft2d(rng):
 
 
 def case_irfft2d(rng):
-    s = maybe_far(rng, int(rng.choice(FFT_SIZE_CHOICES)), FAR_FFT_SIZES)
-    span = max(s, 2) if s <= 128 else 8
-    fmt = "NCHW" if rng.random() < 0.47 else ("NHWC" if rng.random() < 0.95 else "nchw")
+    s, span = random_frame(rng)
+    fmt = random_data_format(rng, "nchw")
     cplx = "complex64" if rng.random() < 0.6 else "complex128"
     treal = REAL_OF[cplx] if rng.random() < 0.95 else "float32"
     bins = span * (span // 2 + 1) if rng.random() < 0.85 else int(rng.integers(0, 80))

@@ -18,6 +18,7 @@ import tensorflow as tf
 import strided_reference
 from tf_fftconv import execute
 from tf_fftconv import planning
+from tf_fftconv import timing_cache
 from tf_fftconv.conv import fft_conv2d
 from tf_fftconv.geometry import conv_geometry
 from tf_fftconv.experiments import environment
@@ -488,7 +489,7 @@ def test_samples_of_a_case_are_taken_in_turns(monkeypatch, mode):
     # Traced once each, before any sample: what "tuned" runs is the plan it was traced with,
     # though the timings it was planned from are forgotten by then.
     assert traces == impls
-    assert not planning.cached_timings(planning.make_problem(
+    assert not timing_cache.cached_timings(planning.make_problem(
         (2, 12, 12, 3), (5, 5, 3, 4), "VALID", "NHWC", "float32", "CPU"))
 
 
@@ -679,7 +680,7 @@ def test_tuned_times_the_candidates_and_leaves_auto_to_the_model(tmp_path, capsy
         best = min(record["timings"][impl]["median_ms"] for impl in ("conv2d", "fft"))
         assert record["ratios"]["tuned/best"] == pytest.approx(
             record["timings"]["tuned"]["median_ms"] / best)
-    assert not planning.cached_timings(planning.make_problem(
+    assert not timing_cache.cached_timings(planning.make_problem(
         (2, 12, 12, 3), (5, 5, 3, 4), "VALID", "NHWC", "float32"))
 
 
@@ -687,7 +688,7 @@ def test_auto_times_a_close_call_as_an_fft_conv2d_layer_does(monkeypatch, timed_
     """Where the cost model calls a case close, "auto" is planned as FFTConv2D plans it when built:
     the candidates timed once, before its step is traced, which then runs the timed plan; "fft" and
     "model", traced before, follow the model; the next mode starts from the model again."""
-    for name in (planning.AUTOTUNE_ENV, planning.CACHE_ENV):
+    for name in (timing_cache.AUTOTUNE_ENV, timing_cache.CACHE_ENV):
         monkeypatch.delenv(name, raising=False)
     # Every untimed call close, on the CPU too (the cost model calls close calls on a GPU only).
     monkeypatch.setattr(planning, "is_close_call", lambda made: not made.timings_ms)
@@ -722,7 +723,7 @@ def test_auto_times_a_close_call_as_an_fft_conv2d_layer_does(monkeypatch, timed_
         assert fft.requested == "fft" and not fft.timings_ms
         assert (model.label, model.source) == (record["model_plan"]["label"], "the cost model")
         assert (auto_traced.label, auto_traced.source) == (auto["label"], auto["source"])
-    assert not planning.cached_timings(tuned_problems[0])
+    assert not timing_cache.cached_timings(tuned_problems[0])
     # The table marks the plan a timing decided.
     table = report_module.format_table(
         {"settings": {"impls": ["conv2d", "fft", "model", "auto"]}, "results": [record]})

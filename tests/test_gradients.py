@@ -6,6 +6,7 @@ import tensorflow as tf
 
 import np_reference as ref
 import tf_fftconv as fc
+from conftest import assert_second_order_gradient_as_conv2d
 
 
 def _max_jacobian_error(fn, args):
@@ -95,21 +96,9 @@ def test_fft_conv2d_gradient_in_mixed_radix_frames(rng, device, fft_size, paddin
 def test_second_order_gradient_through_fft_conv2d(rng, memory_budget):
     x = tf.constant(rng.standard_normal((1, 5, 5, 2)))
     w = tf.constant(rng.standard_normal((3, 3, 2, 2)))
-
-    def grad_norm(conv, a, b):
-        with tf.GradientTape() as outer:
-            outer.watch(b)
-            with tf.GradientTape() as inner:
-                inner.watch(a)
-                loss = tf.reduce_sum(conv(a, b) ** 2)
-            g = inner.gradient(loss, a)
-            s = tf.reduce_sum(g * g)
-        return outer.gradient(s, b)
-
-    ours = grad_norm(lambda a, b: fc.fft_conv2d(a, b, "SAME", algorithm="fft",
-                                                memory_budget=memory_budget), x, w)
-    expected = grad_norm(lambda a, b: tf.nn.conv2d(a, b, 1, "SAME"), x, w)
-    np.testing.assert_allclose(ours.numpy(), expected.numpy(), rtol=1e-9, atol=1e-9)
+    assert_second_order_gradient_as_conv2d(
+        lambda a, b: fc.fft_conv2d(a, b, "SAME", algorithm="fft", memory_budget=memory_budget),
+        x, w)
 
 
 @pytest.mark.parametrize("data_format", ["NCHW", "NHWC"])

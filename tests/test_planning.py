@@ -19,13 +19,15 @@ import tensorflow as tf
 import np_reference as ref
 import tf_fftconv as fc
 from conftest import assert_ran, followed_plans, rel_error
-from tf_fftconv import conv, cost_model, execute, planning, tuning
+from tf_fftconv import conv, cost_model, execute, planning, timing_cache, tuning
+from tf_fftconv import device as device_facts
+from tf_fftconv.problem import NO_CHANNELS, SPATIAL, Problem
 
 
 @pytest.fixture(autouse=True)
 def fresh_plans(monkeypatch):
     """No plan, timing, budget or cache file carried in from elsewhere."""
-    for name in (planning.BUDGET_ENV, planning.CACHE_ENV, planning.AUTOTUNE_ENV):
+    for name in (planning.BUDGET_ENV, timing_cache.CACHE_ENV, timing_cache.AUTOTUNE_ENV):
         monkeypatch.delenv(name, raising=False)
     planning.clear()
     yield
@@ -33,8 +35,8 @@ def fresh_plans(monkeypatch):
 
 
 def _h200(batch, cin, cout, size, k, padding, tf32=True):
-    return cost_model.Problem(batch, size, size, cin, cout, k, k, padding, "NHWC", "float32", "GPU",
-                            "NVIDIA H200", tf32)
+    return Problem(batch, size, size, cin, cout, k, k, padding, "NHWC", "float32", "GPU",
+                   "NVIDIA H200", tf32)
 
 
 # Forward + both gradients on one H200, median ms: conv2d, our FFT path, with the pipelined TF32
@@ -100,7 +102,7 @@ def test_model_chooses_the_faster_path_on_h200_measurements_it_was_not_fitted_to
 def h100(monkeypatch):
     """Problems made for "GPU" are an H100's, whatever GPU runs the test (another one takes the
     constants scaled to its data sheet)."""
-    monkeypatch.setitem(planning._DETAILS, ("GPU", 0), ("NVIDIA H100 80GB HBM3", [9, 0]))
+    monkeypatch.setitem(device_facts._DETAILS, ("GPU", 0), ("NVIDIA H100 80GB HBM3", [9, 0]))
 
 
 H100_GROUPED_MEASURED = [
@@ -250,7 +252,7 @@ def test_tf32_counts_only_on_gpus_that_have_it(monkeypatch, name, capability, tf
     """TensorFlow's TF32 switch is on by default everywhere, but a GPU below compute capability
     8.0 (Kaggle's T4 and P100) has no TF32: cuDNN's convolution and our products run FP32 there,
     and the cost model must price them so."""
-    monkeypatch.setitem(planning._DETAILS, ("GPU", 0), (name, capability))
+    monkeypatch.setitem(device_facts._DETAILS, ("GPU", 0), (name, capability))
     assert tf.config.experimental.tensor_float_32_execution_enabled()
     problem = planning.make_problem((128, 32, 32, 96), (7, 7, 96, 256), device="GPU")
     assert (problem.device_name, problem.tf32) == (name, tf32)
@@ -275,7 +277,7 @@ def test_other_gpus_take_the_constants_scaled_to_their_data_sheets(monkeypatch):
     fitted, compiled = cost_model.DEVICE_COSTS["GPU"], cost_model.COMPILED_COSTS["GPU"]
 
     def costs(name, compiled_problem=False):
-        monkeypatch.setitem(planning._DETAILS, ("GPU", 0), (name, [7, 5] if "T4" in name
+        monkeypatch.setitem(device_facts._DETAILS, ("GPU", 0), (name, [7, 5] if "T4" in name
                                                              else [9, 0]))
         problem = planning.make_problem((128, 32, 32, 96), (7, 7, 96, 256), device="GPU",
                                         compiled=compiled_problem)
@@ -625,7 +627,7 @@ def test_no_channels_are_priced_and_planned_as_the_outputs_fill(device, w_shape)
     assert next(c for c in found if c.config is None).estimate.flops == 0
     for algorithm in planning.ALGORITHMS:
         made = planning.plan(problem, algorithm)
-        assert made.algorithm == planning.NO_CHANNELS and made.label == "no channels"
+        assert made.algorithm == NO_CHANNELS and made.label == "no channels"
         assert not planning.is_close_call(made) and made.candidates == ()
     text = fc.explain(x_shape, w_shape, padding="SAME", device=device)
     assert "chosen: no convolution op, only the output's fill" in text
@@ -701,28 +703,28 @@ def test_bad_environment_values_are_invalid_arguments(monkeypatch):
     with pytest.raises(tf.errors.InvalidArgumentError, match="TF_FFTCONV_MEMORY_BUDGET must be"):
         fc.fft_conv2d(x, w)
     monkeypatch.delenv(planning.BUDGET_ENV)
-    monkeypatch.setenv(planning.AUTOTUNE_ENV, "sometimes")
+    monkeypatch.setenv(timing_cache.AUTOTUNE_ENV, "sometimes")
     with pytest.raises(tf.errors.InvalidArgumentError, match="TF_FFTCONV_AUTOTUNE must be 0 or 1"):
         fc.fft_conv2d(x, w)
 
 
 def test_autotune_times_once_and_the_cache_survives_the_process(tmp_path, monkeypatch):
     path = tmp_path / "timings.json"
-    monkeypatch.setenv(planning.CACHE_ENV, str(path))
+    monkeypatch.setenv(timing_cache.CACHE_ENV, str(path))
     text = fc.autotune((4, 20, 20, 4), (5, 5, 4, 4), padding="SAME", repeats=2)
     assert "decided by: timing on this device (3 candidates timed)" in text
     problem = planning.make_problem((4, 20, 20, 4), (5, 5, 4, 4), "SAME")
-    timings = planning.cached_timings(problem)
+    timings = timing_cache.cached_timings(problem)
     assert "spatial" in timings and len(timings) == 3
     assert all(ms > 0 for ms in timings.values())
     chosen = planning.plan(problem)
     assert chosen.label == min(timings, key=timings.get)
     document = json.loads(path.read_text())
-    assert document["schema"] == planning.CACHE_SCHEMA
+    assert document["schema"] == timing_cache.CACHE_SCHEMA
     assert document["entries"][problem.key()]["timings_ms"] == timings
     planning.clear()                                   # a new process, as far as plans go
     assert planning.plan(problem).source.startswith("timing on this device")
-    monkeypatch.delenv(planning.CACHE_ENV)
+    monkeypatch.delenv(timing_cache.CACHE_ENV)
     planning.clear()
     assert planning.plan(problem).source == "the cost model"
 
@@ -829,7 +831,7 @@ def test_a_timing_without_room_for_its_inputs_leaves_the_choice_to_the_model(mon
     fit, and with none the cost model's plan stands: the layer is still built."""
     problem = planning.make_problem((2, 13, 11, 3), (5, 5, 3, 4), "SAME")
     made = planning.plan(problem, "auto")
-    timed_before = planning.cached_timings(problem)
+    timed_before = timing_cache.cached_timings(problem)
     real = tuning._random_inputs
     allowed = {"sets": 1}
 
@@ -844,7 +846,7 @@ def test_a_timing_without_room_for_its_inputs_leaves_the_choice_to_the_model(mon
     with caplog.at_level(logging.WARNING, logger="tf_fftconv"):
         tuned = tuning.tune_problem(problem, repeats=1)
     assert "do not fit in the device's memory" in caplog.text
-    assert planning.cached_timings(problem) == timed_before
+    assert timing_cache.cached_timings(problem) == timed_before
     assert (tuned.algorithm, tuned.config, tuned.source) == (made.algorithm, made.config,
                                                               made.source)
 
@@ -854,7 +856,7 @@ def test_autotune_times_one_memory_mode_per_tiling():
     (keep, where it fits) is timed, and the other timed candidates are other frames or tilings."""
     problem = planning.make_problem((8, 24, 24, 4), (5, 5, 4, 4), "SAME")
     tuning.tune_problem(problem, repeats=1, candidates=4)
-    timings = planning.cached_timings(problem)
+    timings = timing_cache.cached_timings(problem)
     ffts = [label for label in timings if label != "spatial"]
     assert "spatial" in timings and len(ffts) == 3
     assert all(label.endswith(" keep") for label in ffts), ffts
@@ -863,17 +865,17 @@ def test_autotune_times_one_memory_mode_per_tiling():
 
 
 def test_no_timing_while_tracing(monkeypatch, rng):
-    monkeypatch.setenv(planning.AUTOTUNE_ENV, "1")
+    monkeypatch.setenv(timing_cache.AUTOTUNE_ENV, "1")
     w = tf.constant(rng.standard_normal((5, 5, 2, 3)).astype(np.float32))
     x = tf.constant(rng.standard_normal((2, 16, 16, 2)).astype(np.float32))
     traced = tf.function(lambda a: fc.fft_conv2d(a, w, "SAME"))
     traced(x)
     problem = planning.make_problem(x.shape, w.shape, "SAME")
-    assert planning.cached_timings(problem) == {}
+    assert timing_cache.cached_timings(problem) == {}
     with pytest.raises(tf.errors.InvalidArgumentError, match="autotune times eagerly"):
         tf.function(lambda: tuning.tune_problem(problem))()
     fc.fft_conv2d(x, w, "SAME")                          # eager: times the problem once
-    assert "spatial" in planning.cached_timings(problem)
+    assert "spatial" in timing_cache.cached_timings(problem)
 
 
 def test_autotune_a_model(rng):
@@ -903,7 +905,7 @@ def test_a_close_call_is_timed_once_when_the_layer_is_built(monkeypatch, timed_p
     problem = planning.make_problem((None, 12, 12, 2), (5, 5, 2, 3), "SAME",
                                     input_gradient=False, epilogue="bias")
     assert timed == [problem]
-    assert "spatial" in planning.cached_timings(problem)
+    assert "spatial" in timing_cache.cached_timings(problem)
     model(tf.zeros([2, 12, 12, 2]))                                # traced or eager: timings
     assert "decided by: timing on this device" in fc.explain(model.layers[0])
     _close_call_model()                                            # the same problem: not again
@@ -922,7 +924,7 @@ def test_a_layer_confirms_the_compiled_problem_too_where_xla_changes_the_costs(
     real_run_plan = execute.run_plan
 
     def run_plan(timed_plan, *args):
-        traced.append((timed_plan.problem.compiled, planning.compiled_here()))
+        traced.append((timed_plan.problem.compiled, device_facts.compiled_here()))
         return real_run_plan(timed_plan, *args)
 
     monkeypatch.setattr(execute, "run_plan", run_plan)
@@ -933,7 +935,7 @@ def test_a_layer_confirms_the_compiled_problem_too_where_xla_changes_the_costs(
     assert timed_problems == [problem, compiled]
     assert {mode for mode, _ in traced} == {False, True}
     assert all(mode == in_xla for mode, in_xla in traced), traced
-    assert "spatial" in planning.cached_timings(compiled)
+    assert "spatial" in timing_cache.cached_timings(compiled)
     tf.function(model, jit_compile=True)(tf.constant(rng.standard_normal((2, 12, 12, 2)),
                                                      tf.float32))
     followed = followed_plans(model.layers[0])
@@ -951,10 +953,10 @@ def test_autotune_times_compiled_when_asked(rng):
     compiled = dataclasses.replace(eager, compiled=True)
     text = fc.autotune(shape, w_shape, padding="SAME", device="CPU", repeats=1, compiled=True)
     assert "compiled by XLA" in text
-    assert "spatial" in planning.cached_timings(compiled)
-    assert planning.cached_timings(eager) == {}
+    assert "spatial" in timing_cache.cached_timings(compiled)
+    assert timing_cache.cached_timings(eager) == {}
     text = fc.autotune(shape, w_shape, padding="SAME", device="CPU", repeats=1)
-    assert "compiled by XLA" not in text and "spatial" in planning.cached_timings(eager)
+    assert "compiled by XLA" not in text and "spatial" in timing_cache.cached_timings(eager)
 
 
 def test_an_eager_fft_conv2d_times_a_close_call_once(monkeypatch, rng, timed_problems):
@@ -972,7 +974,7 @@ def test_an_eager_fft_conv2d_times_a_close_call_once(monkeypatch, rng, timed_pro
         fc.fft_conv2d(x, w, padding="SAME", algorithm=algorithm, fft_size=fft_size)
     assert timed == []                                               # nothing left to choose
     y = fc.fft_conv2d(x, w, padding="SAME")
-    assert timed == [problem] and "spatial" in planning.cached_timings(problem)
+    assert timed == [problem] and "spatial" in timing_cache.cached_timings(problem)
     fc.fft_conv2d(x, w, padding="SAME")
     assert timed == [problem]                                        # once per problem
     np.testing.assert_allclose(y, ref.conv2d_nhwc(x.numpy(), w.numpy(), None, "SAME")[0],
@@ -991,7 +993,7 @@ def test_no_close_call_timing(monkeypatch, setting, timed_problems):
     if setting == "clear choice":
         monkeypatch.setattr(planning, "CLOSE_CALL_FACTOR", 1.0)      # only an exact tie
     if setting == "environment 0":
-        monkeypatch.setenv(planning.AUTOTUNE_ENV, "0")
+        monkeypatch.setenv(timing_cache.AUTOTUNE_ENV, "0")
     timed = timed_problems
     if setting == "inside a trace":
         layer = fc.FFTConv2D(3, 5, padding="same")
@@ -1000,14 +1002,14 @@ def test_no_close_call_timing(monkeypatch, setting, timed_problems):
         _close_call_model(**{"fft asked": {"algorithm": "fft"},
                              "fft_size given": {"fft_size": 16}}.get(setting, {}))
     assert timed == []
-    assert planning.cached_timings(
+    assert timing_cache.cached_timings(
         planning.make_problem((None, 12, 12, 2), (5, 5, 2, 3), "SAME")) == {}
 
 
 def test_is_close_call_compares_the_best_fft_and_spatial_estimates():
     problem = _h200(128, 96, 256, 32, 7, "SAME")
     made = planning.plan(problem)
-    spatial = made.candidate(planning.SPATIAL).estimate.time_s
+    spatial = made.candidate(SPATIAL).estimate.time_s
     fft = next(c for c in made.candidates if c.config is not None).estimate.time_s
     ratio = max(spatial / fft, fft / spatial)
     assert planning.is_close_call(made) == (ratio <= planning.CLOSE_CALL_FACTOR)

@@ -8,7 +8,7 @@ import pytest
 import tensorflow as tf
 
 import tf_fftconv as fc
-from conftest import rel_error
+from conftest import assert_second_order_gradient_as_conv2d, rel_error
 from test_conv import check_against_conv2d
 from tf_fftconv import execute, geometry, planning
 
@@ -60,20 +60,8 @@ def test_tiled_gradients_numerically(rng, memory):
 def test_second_order_gradient_through_tiles(rng):
     x = tf.constant(rng.standard_normal((1, 12, 10, 2)))
     w = tf.constant(rng.standard_normal((3, 3, 2, 2)))
-
-    def grad_norm(fn):
-        with tf.GradientTape() as outer:
-            outer.watch(w)
-            with tf.GradientTape() as inner:
-                inner.watch(x)
-                loss = tf.reduce_sum(fn(x, w) ** 2)
-            g = inner.gradient(loss, x)
-            s = tf.reduce_sum(g * g)
-        return outer.gradient(s, w)
-
-    ours = grad_norm(lambda a, b: fc.fft_conv2d(a, b, "SAME", fft_size=8, algorithm="fft"))
-    expected = grad_norm(lambda a, b: tf.nn.conv2d(a, b, 1, "SAME"))
-    np.testing.assert_allclose(ours.numpy(), expected.numpy(), rtol=1e-9, atol=1e-9)
+    assert_second_order_gradient_as_conv2d(
+        lambda a, b: fc.fft_conv2d(a, b, "SAME", fft_size=8, algorithm="fft"), x, w)
 
 
 @pytest.mark.parametrize("data_format", ["NHWC", "NCHW"])

@@ -24,7 +24,7 @@ import tensorflow as tf
 import strided_reference as reference
 import tf_fftconv as fc
 from test_strided_grouped import check_case
-from tf_fftconv import planning
+from tf_fftconv import device, planning
 from tf_fftconv.conv import conv2d_with_plan
 
 PAIRS = list(itertools.product((1, 2, 3), repeat=2))   # every (h, w) of 1-3, unequal ones too
@@ -35,9 +35,9 @@ def onednn(request, monkeypatch):
     """The oneDNN fact forced off, or as TensorFlow says; plans made under it are forgotten
     before and after."""
     if request.param == "forced off":
-        monkeypatch.setattr(planning, "onednn_enabled", lambda: False)
+        monkeypatch.setattr(device, "onednn_enabled", lambda: False)
     planning.clear()
-    yield planning.onednn_enabled()
+    yield device.onednn_enabled()
     planning.clear()
 
 
@@ -122,7 +122,7 @@ def test_spatial_is_refused_at_the_call(monkeypatch, options, limitation):
     message = (r'algorithm="spatial" cannot compute .*without oneDNN, TensorFlow\'s CPU kernels '
                r'refuse %s.*Use algorithm="fft" or "auto"' % limitation)
 
-    monkeypatch.setattr(planning, "onednn_enabled", lambda: False)
+    monkeypatch.setattr(device, "onednn_enabled", lambda: False)
     planning.clear()
     with tf.device("/CPU:0"):
         with pytest.raises(tf.errors.InvalidArgumentError, match=message):
@@ -146,7 +146,7 @@ def test_spatial_is_refused_at_the_call(monkeypatch, options, limitation):
     assert "spatial" not in [line.split()[0] for line in explained.splitlines()
                              if line.startswith("    ")]   # not among the candidates
 
-    monkeypatch.setattr(planning, "onednn_enabled", lambda: True)
+    monkeypatch.setattr(device, "onednn_enabled", lambda: True)
     planning.clear()
     with tf.device("/CPU:0"):
         assert "no candidate" not in fc.explain(x.shape, w.shape, padding="SAME",
@@ -159,7 +159,7 @@ def test_spatial_is_refused_at_the_call(monkeypatch, options, limitation):
 def test_explain_with_sizes_unknown(monkeypatch):
     """Sizes unknown while tracing, where the rule would say spatial: the FFT path in one frame
     sized at run time, and why."""
-    monkeypatch.setattr(planning, "onednn_enabled", lambda: False)
+    monkeypatch.setattr(device, "onednn_enabled", lambda: False)
     planning.clear()
     explained = fc.explain([None, None, None, 4], [3, 3, 2, 4], device="CPU")
     planning.clear()
@@ -173,11 +173,11 @@ def test_onednn_enabled_is_tensorflows_answer(monkeypatch):
     the opposite ``TF_ENABLE_ONEDNN_OPTS``; without that function, the switch as set, off
     where unset."""
     from tensorflow.python.util import _pywrap_util_port  # noqa: PLC0415
-    assert planning.onednn_enabled() == _pywrap_util_port.IsMklEnabled()
-    opposite = "0" if planning.onednn_enabled() else "1"
+    assert device.onednn_enabled() == _pywrap_util_port.IsMklEnabled()
+    opposite = "0" if device.onednn_enabled() else "1"
     answer = subprocess.run(
-        [sys.executable, "-c", "from tf_fftconv import planning; "
-         "print(planning.onednn_enabled())"], capture_output=True, text=True, check=True,
+        [sys.executable, "-c", "from tf_fftconv import device; "
+         "print(device.onednn_enabled())"], capture_output=True, text=True, check=True,
         env=dict(os.environ, TF_ENABLE_ONEDNN_OPTS=opposite, TF_CPP_MIN_LOG_LEVEL="3"),
         cwd=Path(__file__).resolve().parents[1])
     assert answer.stdout.split()[-1] == str(opposite == "1")
@@ -185,4 +185,4 @@ def test_onednn_enabled_is_tensorflows_answer(monkeypatch):
     monkeypatch.delattr(_pywrap_util_port, "IsMklEnabled")
     for value, enabled in (("1", True), ("0", False), ("", False)):
         monkeypatch.setenv("TF_ENABLE_ONEDNN_OPTS", value)
-        assert planning.onednn_enabled.__wrapped__() is enabled
+        assert device.onednn_enabled.__wrapped__() is enabled

@@ -16,6 +16,7 @@ import pytest
 import tensorflow as tf
 
 import np_reference as ref
+import strided_reference
 import tf_fftconv as fc
 from conftest import assert_ran, rel_error
 
@@ -127,6 +128,43 @@ def test_fft_conv2d_and_gradients_under_xla(rng, device, padding, data_format):
     hlo = _hlo(compiled, x, w)
     assert hlo.count('custom_call_target="tf_fftconv_rfft2d"') >= 3  # x, w and dy
     assert "convolution(" not in hlo  # no spatial convolution slipped in
+
+
+# The three functions, each compiled whole, against the float64 reference of tf.nn.conv2d and
+# tf.nn.depthwise_conv2d: (conv, w's shape, the reference's case).
+COMPILED_CONVOLUTIONS = {
+    "fft_conv2d": (lambda x, w: fc.fft_conv2d(x, w, padding="SAME", algorithm="fft"),
+                   (3, 5, 4, 6), dict(strides=(1, 1), padding="SAME", dilations=(1, 1),
+                                      groups=1)),
+    "fft_depthwise_conv2d": (
+        lambda x, w: fc.fft_depthwise_conv2d(x, w, padding="SAME", algorithm="fft"),
+        (3, 5, 4, 2), dict(strides=(1, 1), padding="SAME", dilations=(1, 1), depthwise=True)),
+    "fft_conv2d strided grouped": (
+        lambda x, w: fc.fft_conv2d(x, w, padding="SAME", algorithm="fft", strides=2, groups=2),
+        (3, 5, 2, 6), dict(strides=(2, 2), padding="SAME", dilations=(1, 1), groups=2)),
+}
+
+
+@pytest.mark.parametrize("persistent", [False, True])
+@pytest.mark.parametrize("name", sorted(COMPILED_CONVOLUTIONS))
+def test_gradients_of_a_compiled_convolution_by_a_tape_outside_it(rng, device, name, persistent):
+    # A persistent tape differentiates the compiled function through a backward function of its
+    # own, which receives the forward graph's tensors as arguments: the sizes the gradients give
+    # the ops must still be constants there, which XLA requires of them.
+    conv, w_shape, case = COMPILED_CONVOLUTIONS[name]
+    x = tf.constant(rng.standard_normal((2, 13, 11, 4)).astype(np.float32))
+    w = tf.constant(rng.standard_normal(w_shape).astype(np.float32))
+    compiled = tf.function(conv, jit_compile=True, autograph=False)
+    y_shape = conv(x, w).shape
+    dy = tf.constant(rng.standard_normal(y_shape).astype(np.float32))
+    with tf.GradientTape(persistent=persistent) as tape:
+        tape.watch([x, w])
+        y = compiled(x, w)
+        loss = tf.reduce_sum(y * dy)
+    dx, dw = tape.gradient(loss, [x, w])
+    expected = strided_reference.of_case(case, x.numpy(), w.numpy(), dy.numpy())
+    for got, want in zip((y, dx, dw), expected):
+        assert rel_error(got, want) <= 2e-5
 
 
 def test_xla_errors_are_the_kernels_errors(device):

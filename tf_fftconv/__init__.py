@@ -22,7 +22,7 @@ from tf_fftconv.tuning import autotune
 from tf_fftconv.conv import fft_conv2d, fft_depthwise_conv2d
 from tf_fftconv.geometry import conv_geometry
 from tf_fftconv.layers import FFTConv2D, FFTDepthwiseConv2D
-from tf_fftconv.planning import explain
+from tf_fftconv.explanation import explain
 from tf_fftconv.convert import to_fft, to_keras
 
 __version__ = "0.1.0"

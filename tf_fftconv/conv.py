@@ -5,7 +5,8 @@ faster.
 It checks the arguments, takes the plan for the problem from ``planning`` (eagerly, after a timing
 by ``tuning`` where the cost model calls the choice close or ``TF_FFTCONV_AUTOTUNE=1`` asks for
 one) and runs it (``execute``); eagerly, an allocation the device refuses gets the plan with less
-memory.
+memory. ``convolve`` is that path from a ``Problem`` already built (the layers build theirs once
+per call).
 """
 
 import tensorflow as tf
@@ -14,13 +15,15 @@ from tf_fftconv import execute
 from tf_fftconv import geometry
 from tf_fftconv import ops
 from tf_fftconv import planning
+from tf_fftconv import timing_cache
 from tf_fftconv import tuning
 from tf_fftconv.errors import invalid_argument as _invalid
+from tf_fftconv.problem import epilogue_of
 
 _DTYPES = (tf.float32, tf.float64, tf.float16, tf.bfloat16)
 
 
-def _static_dims(tensor, what):
+def static_dims(tensor, what):
     if tensor.shape.rank != 4:
         raise _invalid("%s must have rank 4, got shape %s" % (what, tensor.shape))
     return tensor.shape.as_list()
@@ -129,12 +132,9 @@ def fft_depthwise_conv2d(x, w, strides=1, padding="SAME", dilations=1, data_form
 
 def conv2d_with_plan(x, w, padding="VALID", data_format="NHWC", fft_size=None, algorithm="auto",
                      tile=None, memory_budget=None, half_spectra=None, name=None, *, strides=1,
-                     dilations=1, groups=None, depthwise=False, input_gradient=True,
-                     epilogue=None, bias=None, activation=None):
+                     dilations=1, groups=None, depthwise=False, bias=None, activation=None):
     """``fft_conv2d`` (``depthwise``: ``fft_depthwise_conv2d``) that also returns the
-    ``planning.Plan`` it followed. ``input_gradient`` and ``epilogue``: what the calling layer
-    needs around the convolution, for the plan (``cost_model.Problem``; ``epilogue`` None: what
-    ``bias`` and ``activation`` make, ``planning.epilogue_of``)."""
+    ``problem.Plan`` it followed."""
     with tf.name_scope(name or "fft_conv2d"):
         x = tf.convert_to_tensor(x)
         w = tf.convert_to_tensor(w)
@@ -145,46 +145,55 @@ def conv2d_with_plan(x, w, padding="VALID", data_format="NHWC", fft_size=None, a
             raise _invalid("data_format must be \"NHWC\" or \"NCHW\", got %r" % (data_format,))
         planning.check_algorithm(algorithm)
         activation = _activation_name(activation)
-        if epilogue is None:
-            epilogue = planning.epilogue_of(bias is not None, activation)
         fft_size = _optional_int(fft_size, "fft_size", 1)
         tile = _optional_int(tile, "tile", 1)
-        problem = planning.make_problem(_static_dims(x, "x"), _static_dims(w, "w"), padding,
+        problem = planning.make_problem(static_dims(x, "x"), static_dims(w, "w"), padding,
                                         data_format, x.dtype, half_spectra=half_spectra,
                                         strides=strides, dilations=dilations, groups=groups,
-                                        depthwise=depthwise, input_gradient=input_gradient,
-                                        epilogue=epilogue)
-        bias = _checked_bias(bias, x.dtype, problem.out_channels)
-        if depthwise:   # [kh, kw, C, multiplier] -> the grouped [kh, kw, 1, C * multiplier]
-            w = tf.reshape(w, [problem.k_h, problem.k_w, problem.in_channels // problem.groups,
-                               problem.out_channels])
-        k_h, k_w = problem.dilated_k_h, problem.dilated_k_w
-        if (fft_size is not None or tile is not None) and not problem.sizes_known:
-            raise _invalid("an explicit fft_size or tile needs a static height and width, got "
-                           "x %s" % (x.shape,))
-        if (fft_size is not None or tile is not None) and algorithm == "spatial":
-            raise _invalid("fft_size and tile set the FFT path, but algorithm is \"spatial\"")
-        if fft_size is not None and tile is not None and problem.sizes_known:
-            geometry.tile_geometry(problem.in_h, problem.in_w, k_h, k_w, problem.padding,
-                                   fft_size, tile)  # validates the pair
-        chosen = planning.plan(problem, algorithm, fft_size, tile, memory_budget)
-        if tf.executing_eagerly() and algorithm == "auto" and problem.sizes_known:
-            if planning.autotune_enabled() and not chosen.timings_ms:
-                chosen = tuning.tune_problem(problem, fft_size, tile, memory_budget)
-            elif fft_size is None and tile is None:
-                # A close call of the cost model is timed once, as FFTConv2D does when built.
-                chosen = tuning.confirm_close_call(problem, memory_budget)
-        if not tf.executing_eagerly() or chosen.algorithm == "spatial" or chosen.config is None:
+                                        depthwise=depthwise,
+                                        epilogue=epilogue_of(bias is not None, activation))
+        return convolve(problem, x, w, algorithm, fft_size, tile, memory_budget, bias,
+                        activation)
+
+
+def convolve(problem, x, w, algorithm="auto", fft_size=None, tile=None, memory_budget=None,
+             bias=None, activation="linear"):
+    """The convolution ``problem`` (``planning.make_problem`` of ``x`` and ``w``, which the
+    caller has checked) of ``x`` and ``w`` (``problem.depthwise``: ``tf.nn.depthwise_conv2d``'s
+    filters), then ``bias`` and ``activation`` ("linear" or "relu"), by the plan for it; returns
+    the output and the ``problem.Plan`` followed. ``fft_size`` and ``tile``: None or positive
+    Python ints."""
+    bias = _checked_bias(bias, x.dtype, problem.out_channels)
+    if problem.depthwise:   # [kh, kw, C, multiplier] -> the grouped [kh, kw, 1, C * multiplier]
+        w = tf.reshape(w, [problem.k_h, problem.k_w, problem.in_channels // problem.groups,
+                           problem.out_channels])
+    k_h, k_w = problem.dilated_k_h, problem.dilated_k_w
+    if (fft_size is not None or tile is not None) and not problem.sizes_known:
+        raise _invalid("an explicit fft_size or tile needs a static height and width, got "
+                       "x %s" % (x.shape,))
+    if (fft_size is not None or tile is not None) and algorithm == "spatial":
+        raise _invalid("fft_size and tile set the FFT path, but algorithm is \"spatial\"")
+    if fft_size is not None and tile is not None and problem.sizes_known:
+        geometry.tile_geometry(problem.in_h, problem.in_w, k_h, k_w, problem.padding,
+                               fft_size, tile)  # validates the pair
+    chosen = planning.plan(problem, algorithm, fft_size, tile, memory_budget)
+    if tf.executing_eagerly() and algorithm == "auto" and problem.sizes_known:
+        if timing_cache.autotune_enabled() and not chosen.timings_ms:
+            chosen = tuning.tune_problem(problem, fft_size, tile, memory_budget)
+        elif fft_size is None and tile is None:
+            # A close call of the cost model is timed once, as FFTConv2D does when built.
+            chosen = tuning.confirm_close_call(problem, memory_budget)
+    if not tf.executing_eagerly() or chosen.algorithm == "spatial" or chosen.config is None:
+        return execute.run_plan(chosen, x, w, bias, activation), chosen
+    # Eager: an allocation the device refuses gets the lower-memory plan (kept from then on).
+    while True:
+        try:
             return execute.run_plan(chosen, x, w, bias, activation), chosen
-        # Eager: an allocation the device refuses gets the lower-memory plan (kept from then on).
-        while True:
-            try:
-                return execute.run_plan(chosen, x, w, bias, activation), chosen
-            except tf.errors.ResourceExhaustedError:
-                lower = planning.downgrade(chosen)
-                if lower is None:
-                    raise
-                chosen = lower
+        except tf.errors.ResourceExhaustedError:
+            lower = planning.downgrade(chosen)
+            if lower is None:
+                raise
+            chosen = lower
 
 
 def _activation_name(activation):

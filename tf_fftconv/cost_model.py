@@ -1,20 +1,19 @@
 """The cost model: the time and memory that forward + both gradients (what training runs) of one
 convolution take, by spatial convolution (``tf.nn.conv2d``) or by one configuration of the FFT path.
 
-A ``Problem`` is one convolution (shapes, padding, layout, dtype, device kind); an ``FftConfig`` is
-one way of computing it on the FFT path (frame, tiling, memory mode, spectrum type).
-``estimate_spatial`` and ``estimate_fft`` estimate them from the bytes each op moves and the
-arithmetic it does, with per-device-kind constants (``DEVICE_COSTS``); every op costs at least the
-per-op overhead. How the constants were fitted, and how far the estimates are from measured times,
-is in ``docs/performance.md``. ``planning`` ranks the candidates of a problem by these estimates.
+For a ``Problem`` and an ``FftConfig`` (``problem``), ``estimate_spatial`` and ``estimate_fft``
+estimate them from the bytes each op moves and the arithmetic it does, with per-device-kind
+constants (``DEVICE_COSTS``); every op costs at least the per-op overhead. How the constants were
+fitted, and how far the estimates are from measured times, is in ``docs/performance.md``.
+``planning`` ranks the candidates of a problem by these estimates.
 
 Memory: the FFT path's workspace is the complex spectra it holds at once (with tiling, also the
-tiled copies of the input and output), layout
-``[bins, batch, channels]`` (``batch`` counting tiles): ``X`` ``[F, B*tiles, Cin]``, ``W``
-``[F, Cin, Cout]``, ``Y`` and ``dY`` ``[F, B*tiles, Cout]``. Mode "keep" keeps ``X`` and ``W`` from
-the forward pass for the backward pass; mode "recompute" keeps nothing between the passes (the
-backward pass transforms ``x`` and ``w`` again) and runs the batch in ``chunks`` pieces, one after
-the other, so only one piece's spectra are alive at a time. Spatial convolution's workspace is
+tiled copies of the input and output), layout ``[bins, batch, channels]`` (``batch`` counting
+tiles): ``X`` ``[F, B*tiles, Cin]``, ``W`` ``[F, Cin, Cout]``, ``Y`` and ``dY``
+``[F, B*tiles, Cout]``. Mode "keep" keeps ``X`` and ``W`` from the forward pass for the backward
+pass; mode "recompute" keeps nothing between the passes (the backward pass transforms ``x`` and
+``w`` again) and runs the batch in ``chunks`` pieces, one after the other, so only one piece's
+spectra are alive at a time. Spatial convolution's workspace is
 counted as zero (cuDNN's own scratch is not modelled).
 """
 
@@ -23,11 +22,7 @@ import functools
 import math
 import re
 
-from tf_fftconv import geometry
-
-MEMORY_MODES = ("keep", "recompute")
-# Batch assumed by the cost model when the batch size is unknown while tracing.
-ASSUMED_BATCH = 64
+from tf_fftconv.problem import Estimate
 
 
 # ---------------------------------------------------------------------------------------------
@@ -131,18 +126,9 @@ class DeviceCosts:
 
 
 DEVICE_COSTS = {
-    # Calibrated on one H200 (docs/performance.md), TF32 on unless stated. tf.nn.conv2d's rate,
-    # channel term and per-pass overhead were fitted to a 35-case grid of forward + both gradients
-    # (RMS of the log ratio 0.25).
-    # cuDNN is far from its rate at few channels (3 -> 64 channels at 224x224: 4.1 ms for
-    # 88 GFLOP), hence the channel term. The FFT path's constants were refitted to the pipelined
-    # matmul: the TF32 matmul rate, its bytes and the transforms' bandwidth and radix-5 factor to
-    # twelve train steps (Mathieu's layer VALID k3-13 and SAME in a 40
-    # frame, 64x64 SAME k3 in an 80 frame, LeNet's layers, 16x16 SAME layers in 20 and 24 frames;
-    # RMS of the log ratio 0.06), then the op overhead, tile-copy bandwidth and both odd-radix
-    # factors to a 34-case grid. The result: RMS of the log ratio
-    # 0.18 over the grid's 29 FFT times whose samples spread under 30% (0.21 before the second
-    # step), 0.10 over the twelve; FP32 from the TF32-off run.
+    # Fitted on one H200 with TF32 on (FP32 rates from a run with it off), the grouped and
+    # depthwise terms on one H100 (docs/performance.md). cuDNN is far from its rate at few
+    # channels, hence the channel term.
     "GPU": DeviceCosts(
         op_overhead_s=20e-6, transform_bytes_per_s=1.8e12, transform_flops_per_s=20e12,
         transform_frame_s=0.0,
@@ -151,36 +137,19 @@ DEVICE_COSTS = {
         spatial_max_flops_per_s=math.inf, spatial_half_channels=64.0,
         spatial_bytes_per_s=3.0e12, spatial_overhead_s=250e-6,
         calibration=("one H200, the grouped and depthwise terms on one H100 (docs/performance.md)"),
-        # Mathieu's k = 7 layer, forward + both gradients: 1.950 ms in float16 and 1.808 ms in
-        # bfloat16 (cuDNN on tensor cores) against 2.899 ms with TF32.
+        # cuDNN runs the half types on tensor cores.
         spatial_dtype_factors=(("float16", 0.67), ("bfloat16", 0.62)),
-        # Mathieu's k = 7 layer: 13.37 ms with TF32 off against 2.85 ms with it on (cuDNN's FP32
-        # kernels without tensor cores).
+        # Without TF32, cuDNN's FP32 kernels run without tensor cores.
         spatial_no_tf32_factor=4.7,
         transform_radix_factors=((3, 1.4), (5, 1.5)),
         # Elementwise casts run near copy bandwidth (and fuse into their neighbours under XLA).
         cast_bytes_per_s=2.0e12,
-        # Fitted on one H100 to ten grouped and depthwise train steps (the bench's depthwise preset
-        # and the grouped and depthwise cases of its strided one, eagerly): tf.nn.depthwise_conv2d
-        # ran at 1.1-2.1 TFLOP/s per pass whatever the kernel (7x7 to 51x51; the channel term had
-        # put it 3.5-18x too fast), and cuDNN's grouped convolutions took 2.2-2.9x the formula's
-        # time. The FFT path's depthwise products fit 1.5 TB/s and its group-major transposes the
-        # copy bandwidth the bench measured, 3.0 TB/s (the tile copies' 0.7 TB/s put the FFT path
-        # 1.7-3.4x too slow). RMS of the log ratio 1.85 -> 0.37 (spatial) and 0.77 -> 0.42 (FFT);
-        # the faster path predicted in 8 of the 10 cases, against 0.
+        # tf.nn.depthwise_conv2d runs at about the same rate whatever the kernel, and cuDNN's
+        # grouped convolutions take a few times the formula's time; the FFT path's group-major
+        # transposes run at the copy bandwidth, well above the tile copies'.
         depthwise_flops_per_s=1.5e12, grouped_spatial_factor=2.5, elementwise_bytes_per_s=1.5e12,
         group_copy_bytes_per_s=3.0e12),
-    # Measured on the 2-core development CPUs (docs/performance.md): op overhead
-    # from a chain of tiny ops in a tf.function; cutting tiles 3-5 GB/s. tf.nn.conv2d (oneDNN):
-    # a fit to the bench's four CPU cases on the two 2-core CPUs it was run on, an Intel Xeon
-    # (cpu-2026-12-06-4d972d5) and an AMD EPYC (the same cases at 473083a), whose oneDNN took
-    # 1.6x the Xeon's time at 32 -> 64 channels and 1.1-1.2x on LeNet's layers: RMS of the log
-    # ratio 0.21 over the eight, where the constants fitted to the Xeon's large layers alone put
-    # LeNet's layers 1.6-1.8x too fast on both (RMS 0.39). The transform rate, per-frame cost and matmul rate were refitted to the SIMD-lane
-    # kernels: ten train steps (VALID k7 and
-    # k13 at 32 -> 64 channels, LeNet's two layers, SAME k5 and k7 in 40, 48 and 64 frames) within
-    # 10% (RMS of the log ratio 0.06; the old constants, fitted to the first kernels, put the FFT
-    # path 2.6-6.6x too slow and auto took conv2d where the FFT path was 3.4x faster).
+    # Fitted on the 2-core development CPUs, an Intel Xeon and an AMD EPYC (docs/performance.md).
     "CPU": DeviceCosts(
         op_overhead_s=2e-6, transform_bytes_per_s=20e9, transform_flops_per_s=50e9,
         transform_frame_s=0.05e-6,
@@ -189,20 +158,14 @@ DEVICE_COSTS = {
         spatial_max_flops_per_s=400e9, spatial_half_channels=16.0, spatial_bytes_per_s=10e9,
         spatial_overhead_s=20e-6,
         calibration="the 2-core development CPU (docs/performance.md)",
-        # 16, 32->64, 32x32, k7 SAME, forward + both gradients: 336 ms in float16 (TensorFlow's
-        # CPU convolution has no fast float16 kernel) and 23.3 ms in bfloat16 against 42.3 ms in
-        # float32 (README, "Half precision").
+        # TensorFlow's CPU convolution has no fast float16 kernel; oneDNN has a bfloat16 one.
         spatial_dtype_factors=(("float16", 7.9), ("bfloat16", 0.55)),
-        # The CPU kernels convert every half value as they load and store it: forward + both
-        # gradients took longer with half spectra than with float32 ones (casts included) on
-        # LeNet's layers and on (16, 32 -> 64, 32x32, k7): float32 spectra 0.42-0.97x the time.
+        # The CPU kernels convert every half value as they load and store it, which costs more
+        # than half spectra's bytes save.
         half_spectra_pay=False, cast_bytes_per_s=20e9,
-        # LeNet's first layer (128 images, 1 -> 6 channels, 28x28 outputs), weight gradient
-        # without the input's: its bias and ReLU, as ops of their own after the FFT path, added
-        # 1.57 ms to its step and nothing to oneDNN's, for 5 passes over the 2.4 MB output (the
-        # bias and the activation, 2 each; the bias's gradient, 1): 7.7 GB/s. The FFT path now
-        # takes a bias and ReLU into its transforms on a CPU (``fuses_epilogue``); what is left
-        # at this rate is another activation after them (``epilogue_bytes``).
+        # oneDNN fuses a bias and activation into its convolution; after the FFT path, which
+        # takes a bias and ReLU into its transforms (``fuses_epilogue``), another activation is
+        # a pass of its own at this rate (``epilogue_bytes``).
         epilogue_bytes_per_s=7.7e9),
 }
 
@@ -210,19 +173,10 @@ DEVICE_COSTS = {
 # (``device_costs``). XLA picks its own convolution algorithms and fuses the layout changes
 # around our custom calls, so fitted apart.
 COMPILED_COSTS = {
-    # Fitted on one H100 to 40 train steps inside tf.function(jit_compile=True) (the bench's grid
-    # under --xla, docs/performance.md), the FFT path's transforms and products as eagerly:
-    # - XLA fuses the tiling's pads, slices and transposes into one copy each way and one for
-    #   its gradient, at the copy bandwidth the bench measured (3.0 TB/s): tiled layers took
-    #   2.3-3.5x less time than eagerly (64 images of 128x128, 32 channels, k7: 1.768 ms against
-    #   5.488);
-    # - XLA's convolution ran small kernels 1.3-2.2x faster than cuDNN eagerly (k3 64x64, 64
-    #   channels: 0.430 ms against 0.958) and large ones at the eager rate: a least rate of
-    #   450 TFLOP/s (a 9x9 kernel's) before a channel term that halves it at 128 channels, and
-    #   120 us per pass at least.
-    # RMS of the log ratio 0.70 -> 0.31 (spatial) and 0.55 -> 0.25 (FFT) against the eager
-    # constants; the faster path predicted, or left to timing as a close call, in all 40 (the
-    # eager constants got 6 wrong outside the close calls, 1.08-2.5x slower).
+    # Fitted on one H100 (docs/performance.md), the FFT path's transforms and products as
+    # eagerly. XLA fuses the tiling's pads, slices and transposes into one copy each way and one
+    # for its gradient, at the copy bandwidth; its convolution keeps small kernels near the rate
+    # of a 9x9 one.
     "GPU": dataclasses.replace(
         DEVICE_COSTS["GPU"], copy_bytes_per_s=3.0e12, copies_fused=True,
         spatial_min_flops_per_s=450e12, spatial_half_channels=128.0, spatial_overhead_s=120e-6,
@@ -333,168 +287,7 @@ def device_costs(problem):
 
 
 # ---------------------------------------------------------------------------------------------
-# Problems, FFT configurations and their estimates.
-
-@dataclasses.dataclass(frozen=True)
-class Problem:
-    """One convolution as the planner sees it; ``batch``, ``in_h``, ``in_w`` may be None."""
-
-    batch: object
-    in_h: object
-    in_w: object
-    in_channels: int
-    out_channels: int
-    k_h: int
-    k_w: int
-    padding: str
-    data_format: str
-    dtype: str          # "float32", "float64", "float16" or "bfloat16"
-    device: str         # "CPU" or "GPU"
-    device_name: str    # what the timing cache is keyed on, e.g. "NVIDIA H200"
-    tf32: bool
-    # float16 / bfloat16 only: None lets the cost model choose each configuration's spectra;
-    # True forces half-precision spectra, False float32 ones.
-    half_spectra: object = None
-    # tf.nn.conv2d's strides and dilations (height, width) and groups: the filters are
-    # [k_h, k_w, in_channels / groups, out_channels]. The FFT path computes the stride-1
-    # convolution with the dilated kernel (``dilated_k_h`` x ``dilated_k_w``) and keeps every
-    # stride-th output (``geometry.strided_axis``).
-    strides: tuple = (1, 1)
-    dilations: tuple = (1, 1)
-    groups: int = 1
-    # tf.nn.depthwise_conv2d: groups = in_channels, out_channels = in_channels * multiplier, the
-    # filters [k_h, k_w, 1, out_channels] (its [k_h, k_w, in_channels, multiplier] reshaped).
-    depthwise: bool = False
-    # What the convolution's caller needs around it. ``input_gradient`` False: no gradient with
-    # respect to x is ever taken (a model's first layer: TensorFlow prunes that pass on either
-    # path). ``epilogue``: the layer's ops after the convolution that tf.nn.conv2d can fuse
-    # ("bias", "bias+activation"; ``DeviceCosts.epilogue_bytes_per_s``).
-    input_gradient: bool = True
-    epilogue: str = ""
-    # Compiled by XLA (traced inside ``tf.function(jit_compile=True)``, as Keras compiles a
-    # model on a GPU): the costs of ``compiled_costs`` apply, and plans and timings are kept
-    # apart from the eager ones.
-    compiled: bool = False
-
-    @property
-    def sizes_known(self):
-        return self.in_h is not None and self.in_w is not None
-
-    @property
-    def no_channels(self):
-        """No input or no output channels: the output is zeros (a sum over no input channels) or
-        empty, and there is nothing to compute."""
-        return self.in_channels == 0 or self.out_channels == 0
-
-    @property
-    def dilated_k_h(self):
-        return geometry.dilated_size(self.k_h, self.dilations[0])
-
-    @property
-    def dilated_k_w(self):
-        return geometry.dilated_size(self.k_w, self.dilations[1])
-
-    @property
-    def elementwise(self):
-        """One input channel per group (depthwise): each bin's product is a per-channel complex
-        multiply instead of a matmul."""
-        return self.groups > 1 and self.in_channels == self.groups
-
-    def strided_axes(self):
-        """``geometry.StridedAxis`` of height and width (sizes known)."""
-        return (geometry.strided_axis(self.in_h, self.dilated_k_h, self.strides[0], self.padding),
-                geometry.strided_axis(self.in_w, self.dilated_k_w, self.strides[1], self.padding))
-
-    @property
-    def model_batch(self):
-        return self.batch if self.batch is not None else ASSUMED_BATCH
-
-    def key(self):
-        """The timing cache's key: everything that changes which candidate is fastest."""
-        forced = ("" if self.half_spectra is None else
-                  "|%s spectra" % ("half" if self.half_spectra else "float32"))
-        return "|".join(str(v) for v in (
-            self.device_name, self.dtype, "tf32" if self.tf32 else "fp32", self.padding,
-            self.data_format, "B%s" % self.batch, "%sx%s" % (self.in_h, self.in_w),
-            "%d->%d" % (self.in_channels, self.out_channels),
-            "k%dx%d" % (self.k_h, self.k_w))) + forced + self._options()
-
-    def _options(self):
-        """Strides, dilations, groups and depthwise where they are not tf.nn.conv2d's defaults
-        (so the keys and words of a plain convolution stay as they were)."""
-        words = []
-        if self.strides != (1, 1):
-            words.append("strides %dx%d" % self.strides)
-        if self.dilations != (1, 1):
-            words.append("dilations %dx%d" % self.dilations)
-        if self.depthwise:
-            words.append("depthwise, multiplier %d" % (self.out_channels // max(self.groups, 1)))
-        elif self.groups != 1:
-            words.append("groups %d" % self.groups)
-        if not self.input_gradient:
-            words.append("no input gradient")
-        if self.epilogue:
-            words.append("then " + self.epilogue)
-        if self.compiled:
-            words.append("compiled by XLA")
-        return "".join(", " + word for word in words)
-
-    @property
-    def passes(self):
-        """The passes computed: the forward, the input gradient (unless never taken) and the
-        weight gradient."""
-        return 3 if self.input_gradient else 2
-
-    def describe(self):
-        x = ("[%s, %s, %s, %d]" if self.data_format == "NHWC" else "[%s, %d, %s, %s]") % (
-            (self.batch, self.in_h, self.in_w, self.in_channels) if self.data_format == "NHWC"
-            else (self.batch, self.in_channels, self.in_h, self.in_w))
-        return ("x %s %s, kernel %dx%d, %d -> %d channels, %s, %s on %s%s"
-                % (x.replace("None", "?"), self.data_format, self.k_h, self.k_w,
-                   self.in_channels, self.out_channels, self.padding, self.dtype,
-                   self.device_name, ", TF32 on" if self.tf32 and self.device == "GPU" else "")
-                + self._options())
-
-
-@dataclasses.dataclass(frozen=True)
-class FftConfig:
-    """The FFT path's frame, tiling, memory mode and (half-precision problems) spectrum type."""
-
-    tiles: geometry.TileGeometry
-    memory: str = "keep"   # "keep" or "recompute"
-    chunks: int = 1        # pieces of the (tiled) batch, one after the other ("recompute")
-    # "native": spectra in the complex type of the input's (float32, float64) or in its half type
-    # (float16, bfloat16); "float32": a half-precision problem computed with complex64 spectra.
-    spectra: str = "native"
-
-    @property
-    def label(self):
-        t = self.tiles
-        where = ("single" if not t.tiled else "tiles %dx%d of %dx%d"
-                 % (t.tiles_h, t.tiles_w, t.tile_h, t.tile_w))
-        memory = self.memory if self.chunks == 1 else "%s/%d" % (self.memory, self.chunks)
-        spectra = " float32-spectra" if self.spectra == "float32" else ""
-        return "fft S=%d %s %s%s" % (t.fft_size, where, memory, spectra)
-
-    def describe(self):
-        memory = ("X and W spectra kept for the backward pass" if self.memory == "keep" else
-                  "spectra recomputed in the backward pass, batch in %d piece%s"
-                  % (self.chunks, "" if self.chunks == 1 else "s"))
-        spectra = ("; float32 spectra and FP32 products (the half-precision inputs cast, the "
-                   "result rounded once)" if self.spectra == "float32" else "")
-        return "%s; %s%s" % (self.tiles.describe(), memory, spectra)
-
-
-@dataclasses.dataclass(frozen=True)
-class Estimate:
-    """Model estimate of forward + both gradients."""
-
-    time_s: float
-    workspace_bytes: int   # the most spectrum bytes alive at once
-    kept_bytes: int        # spectrum bytes kept from the forward to the backward pass
-    flops: float
-    bytes_moved: float
-
+# Estimates.
 
 def _element_bytes(dtype):
     """Bytes of one real value: half precision stores 2 (spectra too: pairs of halves)."""
@@ -572,9 +365,8 @@ def _transform_flops(fft_size, rows):
     cropped): ``rows / 2`` row FFTs (two real rows per complex FFT) and ``S/2 + 1`` column FFTs,
     each ``5 S log2 S``, as the CPU kernels do them. Frames of 3 * 2^k and 5 * 2^k, whose radix-3
     or radix-5 stage does more arithmetic per point, are not charged more: on 2 CPU cores their
-    layers took the time this count gives (a fit put the factor at 1.0 for both, against 1.25 and
-    1.4 assumed before), and on the GPU the
-    transforms are bound by bandwidth."""
+    layers take the time this count gives, and on the GPU the transforms are bound by bandwidth
+    (``DeviceCosts.transform_radix_factors``)."""
     return (5.0 * fft_size * math.log2(fft_size)
             * (min(rows, fft_size) / 2 + fft_size / 2 + 1))
 

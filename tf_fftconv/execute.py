@@ -1,4 +1,4 @@
-"""Runs a ``planning.Plan``: ``tf.nn.conv2d``, or the stride-1 convolution computed in the frequency
+"""Runs a ``problem.Plan``: ``tf.nn.conv2d``, or the stride-1 convolution computed in the frequency
 domain with the three ops, on the image or on its tiles (``run_plan``, which ``conv.fft_conv2d`` and
 the timings of ``tuning`` call).
 

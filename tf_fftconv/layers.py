@@ -54,7 +54,7 @@ class _FFTOptions:
 
     def _epilogue(self):
         """What follows the convolution in this layer that tf.nn.conv2d can fuse
-        (``cost_model.Problem.epilogue``): the bias, and an activation fused with it (ReLU,
+        (``problem.Problem.epilogue``): the bias, and an activation fused with it (ReLU,
         which the FFT path takes into its transforms on a CPU, or another)."""
         if not self.use_bias:
             return ""
@@ -89,20 +89,20 @@ class _FFTOptions:
                 _tuning.confirm_close_call(dataclasses.replace(problem, compiled=compiled),
                                            self.memory_budget)
 
-    def _fft_convolution(self, inputs, kernel, bias=None, **options):
-        """The op on ``inputs`` and ``kernel`` (and ``bias``) in the dtype the ops run in (the
-        compute dtype, or float32 for one they do not take), the result in the compute dtype."""
+    def _fft_convolution(self, inputs, kernel, bias=None, activation="linear", **options):
+        """The op on ``inputs`` and ``kernel`` (and ``bias``, then ``activation``: "linear" or
+        "relu") in the dtype the ops run in (the compute dtype, or float32 for one they do not
+        take), the result in the compute dtype."""
         compute_dtype = inputs.dtype
         op_dtype = compute_dtype if compute_dtype in _OP_DTYPES else tf.float32
         if bias is not None:
             bias = tf.cast(bias, op_dtype)
-        outputs, plan = _conv.conv2d_with_plan(
-            tf.cast(inputs, op_dtype), tf.cast(kernel, op_dtype), bias=bias,
-            padding=self.padding.upper(), data_format=_DATA_FORMATS[self.data_format],
-            fft_size=self.fft_size, algorithm=self.algorithm, tile=self.tile,
-            memory_budget=self.memory_budget, strides=self.strides,
-            dilations=self.dilation_rate, input_gradient=self._input_gradient,
-            epilogue=self._epilogue(), **options)
+        x, w = tf.cast(inputs, op_dtype), tf.cast(kernel, op_dtype)
+        with tf.name_scope("fft_conv2d"):
+            problem = self._problem(_conv.static_dims(x, "x"), _conv.static_dims(w, "w"),
+                                    op_dtype, None, **options)
+            outputs, plan = _conv.convolve(problem, x, w, self.algorithm, self.fft_size,
+                                           self.tile, self.memory_budget, bias, activation)
         self._plans.entries[plan.problem] = plan
         return tf.cast(outputs, compute_dtype)   # a no-op for the dtypes the ops run in
 
@@ -119,11 +119,16 @@ class _FFTOptions:
         channels = input_shape[-1] if self.data_format == "channels_last" else input_shape[1]
         return input_shape, channels
 
-    def _tuning_arguments(self, input_shape, w_shape, device, **options):
-        problem = _planning.make_problem(
-            input_shape, w_shape, self.padding.upper(), _DATA_FORMATS[self.data_format],
-            self._op_dtype(), device, strides=self.strides, dilations=self.dilation_rate,
+    def _problem(self, input_shape, w_shape, dtype, device, **options):
+        """The layer's ``Problem`` for an input shape and its filters' shape: the one its call
+        computes, and the one ``explain`` and ``autotune`` plan for."""
+        return _planning.make_problem(
+            input_shape, w_shape, self.padding.upper(), _DATA_FORMATS[self.data_format], dtype,
+            device, strides=self.strides, dilations=self.dilation_rate,
             input_gradient=self._input_gradient, epilogue=self._epilogue(), **options)
+
+    def _tuning_arguments(self, input_shape, w_shape, device, **options):
+        problem = self._problem(input_shape, w_shape, self._op_dtype(), device, **options)
         return dict(problem=problem, algorithm=self.algorithm, fft_size=self.fft_size,
                     tile=self.tile, memory_budget=self.memory_budget)
 

@@ -11,8 +11,8 @@ made of the same three ops (plus a constant per-bin weight).
 import numpy as np
 import tensorflow as tf
 
-from tf_fftconv import planning
 from tf_fftconv._loader import load_library
+from tf_fftconv.device import compiled_here
 from tf_fftconv.errors import invalid_argument
 
 _COMPLEX_OF = {tf.float32: tf.complex64, tf.float64: tf.complex128, tf.float16: tf.float16,
@@ -155,7 +155,7 @@ def rfft2d_activation_gradient(dy, y, fft_size, offset_h=0, offset_w=0, data_for
     _check_dtype(dy, _COMPLEX_OF, "dy")
     y = tf.convert_to_tensor(y, dy.dtype)
     _check_activation(activation)
-    if planning.compiled_here():
+    if compiled_here():
         return rfft2d(activation_gradient(dy, y, activation), fft_size, offset_h, offset_w,
                       data_format, name=name)
     return load_library().fftconv_rfft2d_activation_gradient(
@@ -176,7 +176,7 @@ def irfft2d_bias_activation(spectrum, bias, fft_size, out_h, out_w, offset_h=0, 
     _check_dtype(spectrum, _REAL_OF, "spectrum")
     bias = tf.convert_to_tensor(bias, _REAL_OF[spectrum.dtype])
     _check_activation(activation)
-    if planning.compiled_here():
+    if compiled_here():
         y = tf.nn.bias_add(irfft2d(spectrum, fft_size, out_h, out_w, offset_h, offset_w,
                                    data_format), bias, data_format=data_format)
         return tf.nn.relu(y, name=name) if activation == "relu" else y
@@ -245,9 +245,18 @@ def _frame_area(fft_size, dtype):
 
 
 def _checked_fft_size(op):
-    """An FFT op's ``fft_size`` input as the int32 the wrappers pass: the raw ops also take int64,
-    and the op has checked that it is an allowed size, so the cast changes no value."""
+    """An FFT op's ``fft_size`` input for its gradient: a Python int where the op's graph holds it
+    as a constant, else the int32 tensor the wrappers pass (the raw ops also take int64, and the
+    op has checked that it is an allowed size, so the cast changes no value).
+
+    The constant is read, not the tensor passed on: a gradient built in a graph of its own (a
+    persistent tape's backward function of a compiled function) receives the forward graph's
+    tensors as arguments, which XLA cannot take as the compile-time constant the ops' sizes must
+    be."""
     fft_size = op.inputs[1]
+    static = tf.get_static_value(fft_size)
+    if static is not None and np.ndim(static) == 0:
+        return int(static)
     return fft_size if fft_size.dtype == tf.int32 else tf.cast(fft_size, tf.int32)
 
 

@@ -6,9 +6,9 @@ own ``tf.function`` called from eager Python (never inside a function being trac
 XLA for a problem that XLA compiles, ``Problem.compiled``), the calls rotating over input sets
 as a training step meets a new batch each time (a small problem's calls running 16 steps each, on
 16 sets, so that they time the device's work rather than the host's issue of one call), their
-samples taken in turns, and stores the medians per problem in the process (and in
-``$TF_FFTCONV_AUTOTUNE_CACHE`` when set). Later plans for that problem take the fastest timed
-candidate within the memory budget.
+samples taken in turns, and stores the medians per problem (``timing_cache``: in the process,
+and in ``$TF_FFTCONV_AUTOTUNE_CACHE`` when set). Later plans for that problem take the fastest
+timed candidate within the memory budget.
 
 When it runs: ``tf_fftconv.autotune(...)`` before training; ``TF_FFTCONV_AUTOTUNE=1`` to time
 every problem an eager ``fft_conv2d(algorithm="auto")`` call meets for the first time; and, unless
@@ -31,6 +31,8 @@ import tensorflow as tf
 from tf_fftconv import cost_model
 from tf_fftconv import execute
 from tf_fftconv import planning
+from tf_fftconv import timing_cache
+from tf_fftconv.problem import ASSUMED_BATCH, Plan
 from tf_fftconv.errors import invalid_argument as _invalid
 
 # A timed sample: calls of the step between two device syncs, enough to last about SAMPLE_S.
@@ -227,7 +229,7 @@ def tune_problem(problem, fft_size=None, tile=None, memory_budget=None, algorith
     if problem.no_channels:      # nothing to compute, so nothing to time
         return planning.plan(problem, algorithm, fft_size, tile, memory_budget)
     budget = planning.resolve_budget(memory_budget)
-    batch = problem.batch or batch_size or cost_model.ASSUMED_BATCH
+    batch = problem.batch or batch_size or ASSUMED_BATCH
     concrete = dataclasses.replace(problem, batch=batch)
     found = planning.candidates(concrete, algorithm, fft_size, tile)
     within = planning.within_budget(found, budget)
@@ -242,9 +244,9 @@ def tune_problem(problem, fft_size=None, tile=None, memory_budget=None, algorith
         return planning.plan(problem, algorithm, fft_size, tile, memory_budget)
     samplers = {}
     for candidate in chosen:
-        timed_plan = planning.Plan(problem=concrete, algorithm="fft" if candidate.config else
-                                   "spatial", config=candidate.config, source="autotune",
-                                   requested=algorithm, budget=budget)
+        timed_plan = Plan(problem=concrete, algorithm="fft" if candidate.config else "spatial",
+                          config=candidate.config, source="autotune", requested=algorithm,
+                          budget=budget)
         try:
             samplers[candidate.label] = _candidate_sampler(timed_plan, input_sets)
         except tf.errors.ResourceExhaustedError:
@@ -262,7 +264,7 @@ def confirm_close_call(problem, memory_budget=None):
     timed it yet), eagerly; returns the plan ``algorithm="auto"`` follows for it."""
     made = planning.plan(problem, "auto", None, None, memory_budget)
     if (tf.inside_function() or not problem.sizes_known or not planning.is_close_call(made)
-            or not planning.close_call_timing_enabled()):
+            or not timing_cache.close_call_timing_enabled()):
         return made
     logging.getLogger("tf_fftconv").info(
         "timing the candidates of %s once: the cost model's FFT and spatial estimates are "
@@ -289,7 +291,7 @@ def autotune(layer_or_shape, w_shape=None, *, batch_size=None, input_shape=None,
 
     ``autotune(model_or_layer, batch_size=...)``: every ``FFTConv2D`` in a Keras model (or one
     layer), at the input shape it was built for (``input_shape`` overrides a single layer's);
-    ``batch_size`` stands for an unknown batch (default ``cost_model.ASSUMED_BATCH``).
+    ``batch_size`` stands for an unknown batch (default ``problem.ASSUMED_BATCH``).
     ``autotune(x_shape, w_shape, padding=..., ...)``: one problem, arguments as ``explain``.
     ``device``: "CPU" or "GPU" (default: where an op would run here).
     ``compiled``: True times each problem inside ``tf.function(jit_compile=True)``, for the plans

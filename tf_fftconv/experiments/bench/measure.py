@@ -388,7 +388,7 @@ def plan_before_tracing(impl, problem):
     the cost model timed once (tuning.confirm_close_call). The model alone decides a clear call,
     every call on a CPU (planning.CLOSE_CALL_DEVICES) and every call with TF_FFTCONV_AUTOTUNE=0.
     The problem is the case's, batch included, as in an eager call or a layer built for a known
-    batch (a layer built for an unknown batch times at cost_model.ASSUMED_BATCH images).
+    batch (a layer built for an unknown batch times at problem.ASSUMED_BATCH images).
     "tuned": the candidates timed in any case, as tf_fftconv.autotune does.
     """
     if impl == "model":
