@@ -296,7 +296,7 @@ def _edge_of_range_errors(rng, scale, half_spectra=True):
     w = rng.uniform(-1, 1, (k, k, c_in, c_out)) / (k * k * c_in)
     # dw sums B H W products of x and dy: dy keeps it below the largest float16 for large x.
     # (Not smaller: a float16 spectrum is divided by S^2, so a tensor whose RMS is below about
-    # 1e-4 S loses significant bits in it; README, "Half precision".)
+    # 1e-4 S loses significant bits in it; docs/keras.md, "Half precision".)
     dy = rng.uniform(-1, 1, (batch, size, size, c_out)) * min(1.0, 2.0 ** 8 / scale)
     reference = ref.conv2d_nhwc(x, w, dy, "SAME")
     assert max(np.abs(r).max() for r in reference) < 60000.0

@@ -1149,6 +1149,7 @@ def test_keras_model_of_auto_layers_under_xla(rng):
                       jit_compile=True)
         return built
 
+    keras.utils.set_random_seed(int(rng.integers(2 ** 31)))   # the weights replay with the test
     with tf.device("/CPU:0"):   # the choices are the CPU's
         auto, twin = model(fc.FFTConv2D), model(keras.layers.Conv2D)
         twin.set_weights(auto.get_weights())
@@ -1221,7 +1222,7 @@ def test_a_real_out_of_memory_on_the_gpu_falls_back_and_training_goes_on():
 
 def test_half_precision_spatial_estimates_follow_the_measured_factors():
     # TensorFlow's CPU convolution is about 8x slower in float16 than in float32 and faster in
-    # bfloat16 (README, "Half precision"). On 2 cores the FFT path in a 40 frame measured 12.4,
+    # bfloat16 (docs/keras.md, "Half precision"). On 2 cores the FFT path in a 40 frame measured 12.4,
     # 15.3 and 16.2 ms in float32, float16 and bfloat16 against conv2d's 42.4, 331 and 23.3
     # (the run at 4eef031): auto takes the FFT path in all three.
     chosen = {}
