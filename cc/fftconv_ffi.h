@@ -109,8 +109,9 @@ enum class BufferContents { kImages, kSpectra };
 template <typename Real>
 constexpr ffi::DataType FfiElementType(BufferContents contents) {
   const bool images = contents == BufferContents::kImages;
-  if constexpr (std::is_same<Real, float>::value) return images ? ffi::DataType::F32 : ffi::DataType::C64;
-  if constexpr (std::is_same<Real, double>::value) return images ? ffi::DataType::F64 : ffi::DataType::C128;
+  using T = ffi::DataType;
+  if constexpr (std::is_same<Real, float>::value) return images ? T::F32 : T::C64;
+  if constexpr (std::is_same<Real, double>::value) return images ? T::F64 : T::C128;
   if constexpr (std::is_same<Real, Eigen::half>::value) return ffi::DataType::F16;
   if constexpr (std::is_same<Real, Eigen::bfloat16>::value) return ffi::DataType::BF16;
 }
@@ -142,6 +143,14 @@ auto BindInt64Attrs(Binding&& binding, const char* name, Names... names) {
   } else {
     return BindInt64Attrs(std::move(binding).template Attr<int64_t>(name), names...);
   }
+}
+
+// The XLA handler that kMakeHandler (a function returning a bound handler, BindCall ... .To(call))
+// makes once, when it is first called.
+template <auto kMakeHandler>
+XLA_FFI_Error* FfiHandler(XLA_FFI_CallFrame* call_frame) {
+  static auto* handler = kMakeHandler().release();
+  return handler->Call(call_frame);
 }
 
 // What every handler does once its call's parameters are made (params_status): an error for bad

@@ -51,13 +51,12 @@ ffi::Error Irfft2dCall(typename Device::FfiContext context, ffi::AnyBuffer spect
       });
 }
 
-// The XLA handler of Irfft2dCall<Device> (BindCall, cc/fftconv_ffi.h).
+// The handler of Irfft2dCall<Device>, bound (cc/fftconv_ffi.h) for FfiHandler.
 template <typename Device>
-XLA_FFI_Error* Irfft2dHandler(XLA_FFI_CallFrame* call_frame) {
-  static auto* handler = BindInt64Attrs(BindCall<Device, 1>(), "fft_size",
-                                        "out_h", "out_w", "offset_h", "offset_w", "nhwc")
-                             .To(Irfft2dCall<Device>).release();
-  return handler->Call(call_frame);
+auto Irfft2dHandler() {
+  return BindInt64Attrs(BindCall<Device, 1>(), "fft_size", "out_h", "out_w", "offset_h",
+                        "offset_w", "nhwc")
+      .To(Irfft2dCall<Device>);
 }
 
 // kBiasActivation: the FftconvIrfft2dBiasActivation kernel (CPU only), whose fifth input is the bias.

@@ -25,9 +25,10 @@ bool RegisterOpKernels(const char* device) {
 
 template <typename Device>
 bool RegisterOpHandlers() {
-  RegisterFfiHandler(kRfft2dTarget, Device::kFfiPlatform, Rfft2dHandler<Device>);
-  RegisterFfiHandler(kIrfft2dTarget, Device::kFfiPlatform, Irfft2dHandler<Device>);
-  RegisterFfiHandler(kSpectralMatmulTarget, Device::kFfiPlatform, SpectralMatmulHandler<Device>);
+  RegisterFfiHandler(kRfft2dTarget, Device::kFfiPlatform, FfiHandler<Rfft2dHandler<Device>>);
+  RegisterFfiHandler(kIrfft2dTarget, Device::kFfiPlatform, FfiHandler<Irfft2dHandler<Device>>);
+  RegisterFfiHandler(kSpectralMatmulTarget, Device::kFfiPlatform,
+                     FfiHandler<SpectralMatmulHandler<Device>>);
   return true;
 }
 

@@ -46,13 +46,12 @@ ffi::Error Rfft2dCall(typename Device::FfiContext context, ffi::AnyBuffer x,
       });
 }
 
-// The XLA handler of Rfft2dCall<Device> (BindCall, cc/fftconv_ffi.h).
+// The handler of Rfft2dCall<Device>, bound (cc/fftconv_ffi.h) for FfiHandler.
 template <typename Device>
-XLA_FFI_Error* Rfft2dHandler(XLA_FFI_CallFrame* call_frame) {
-  static auto* handler = BindInt64Attrs(BindCall<Device, 1>(), "fft_size",
-                                        "offset_h", "offset_w", "nhwc", "round_to_tf32")
-                             .To(Rfft2dCall<Device>).release();
-  return handler->Call(call_frame);
+auto Rfft2dHandler() {
+  return BindInt64Attrs(BindCall<Device, 1>(), "fft_size", "offset_h", "offset_w", "nhwc",
+                        "round_to_tf32")
+      .To(Rfft2dCall<Device>);
 }
 
 // kActivationGradient: the FftconvRfft2dActivationGradient kernel (CPU only), whose x is dy and

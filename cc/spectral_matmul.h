@@ -51,15 +51,13 @@ ffi::Error SpectralMatmulCall(typename Device::FfiContext context, ffi::AnyBuffe
       });
 }
 
-// The XLA handler of SpectralMatmulCall<Device> (BindCall, cc/fftconv_ffi.h).
+// The handler of SpectralMatmulCall<Device>, bound (cc/fftconv_ffi.h) for FfiHandler.
 template <typename Device>
-XLA_FFI_Error* SpectralMatmulHandler(XLA_FFI_CallFrame* call_frame) {
-  static auto* handler = BindInt64Attrs(BindCall<Device, 2>(), "transpose_a",
-                                        "adjoint_a", "conjugate_a", "transpose_b", "adjoint_b",
-                                        "conjugate_b", "allow_tf32", "tf32_operands")
-                             .template Attr<float>("alpha")
-                             .To(SpectralMatmulCall<Device>).release();
-  return handler->Call(call_frame);
+auto SpectralMatmulHandler() {
+  return BindInt64Attrs(BindCall<Device, 2>(), "transpose_a", "adjoint_a", "conjugate_a",
+                        "transpose_b", "adjoint_b", "conjugate_b", "allow_tf32", "tf32_operands")
+      .template Attr<float>("alpha")
+      .To(SpectralMatmulCall<Device>);
 }
 
 template <typename Device, typename Real>

@@ -215,11 +215,10 @@ absl::Status SpectralMatmulParamsFromCall(const ffi::AnyBuffer& a, const ffi::An
 
 template <typename XlaOp>
 void RegisterLowering(const char* op, const char* kernel_name) {
-  RegisterKernel<XlaOp>(::tensorflow::register_kernel::Name(op).Device(tensorflow::DEVICE_CPU_XLA_JIT),
-                        kernel_name);
+  using ::tensorflow::register_kernel::Name;
+  RegisterKernel<XlaOp>(Name(op).Device(tensorflow::DEVICE_CPU_XLA_JIT), kernel_name);
 #ifdef FFTCONV_WITH_CUDA
-  RegisterKernel<XlaOp>(::tensorflow::register_kernel::Name(op).Device(tensorflow::DEVICE_GPU_XLA_JIT),
-                        kernel_name);
+  RegisterKernel<XlaOp>(Name(op).Device(tensorflow::DEVICE_GPU_XLA_JIT), kernel_name);
 #endif
 }
 

@@ -1,8 +1,8 @@
 // The FFT's own building blocks, shared by the forward and inverse small-FFT kernels (cuda/rfft2d.cu,
 // cuda/irfft2d.cu): twiddles, the register FFT, the cross-lane (warp shuffle) stages, the one place
 // where tensor / spectrum / shared-memory offsets are computed, the block shapes of the
-// configurations (cuda/kernel_config.h), the pipelined strategy's loops, and the launch helpers of
-// the two transforms. Built on cuda/complex_math.cuh and cuda/hardware.cuh.
+// configurations (cuda/kernel_config.h), the pipelined strategy's loops, and the host-side launch
+// code of the two transforms. Built on cuda/complex_math.cuh and cuda/hardware.cuh.
 //
 // A length-S transform is spread over L lanes of a warp (L = 1 keeps it in one thread), L a power of
 // two and P = S / L points per lane:
@@ -658,8 +658,8 @@ struct ShapeTag {
 // LargeShape's staged strategy on the NHWC inverses of Mathieu's layer); else with Large where it
 // differs from Ordinary, its strategy fits without chunks and, for NHWC, the channels come in whole
 // blocks of its images; else with Ordinary. make_args(ShapeTag<Shape>, max_smem, &smem) returns the
-// kernel's arguments (their strategy, config::FftStrategy) and the shared memory they need; launch(ShapeTag<Shape>, args, smem) launches and returns the
-// error code.
+// kernel's arguments (their strategy, config::FftStrategy) and the shared memory they need;
+// launch(ShapeTag<Shape>, args, smem) launches and returns the error code.
 template <int S, typename Large, typename Ordinary, typename MakeArgs, typename Launch>
 int LaunchWithShapes(bool nhwc, int channels, size_t max_smem, MakeArgs&& make_args, Launch&& launch) {
   size_t smem = 0;
