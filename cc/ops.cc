@@ -52,6 +52,15 @@ absl::Status Irfft2dShape(InferenceContext* c) {
   return absl::OkStatus();
 }
 
+// The attributes of the four FFT ops, in this order in each: the images' and the spectra's types,
+// where the images sit in the frame, and their layout (ReadFftAttrs, cc/fftconv_attrs.h).
+#define FFTCONV_FFT_ATTRS                                                       \
+  .Attr("T: {float, double, half, bfloat16} = DT_FLOAT")                        \
+      .Attr("Tcomplex: {complex64, complex128, half, bfloat16} = DT_COMPLEX64") \
+      .Attr("offset_h: int = 0")                                                \
+      .Attr("offset_w: int = 0")                                                \
+      .Attr("data_format: string = 'NCHW'")
+
 // -------------------------------------------------------------------------------------------------
 // FftconvRfft2d and FftconvRfft2dActivationGradient: registrations and shape functions.
 
@@ -59,11 +68,7 @@ REGISTER_OP("FftconvRfft2d")
     .Input("x: T")
     .Input("fft_size: Tfft_size")
     .Output("spectrum: Tcomplex")
-    .Attr("T: {float, double, half, bfloat16} = DT_FLOAT")
-    .Attr("Tcomplex: {complex64, complex128, half, bfloat16} = DT_COMPLEX64")
-    .Attr("offset_h: int = 0")
-    .Attr("offset_w: int = 0")
-    .Attr("data_format: string = 'NCHW'")
+    FFTCONV_FFT_ATTRS
     .Attr("round_to_tf32: bool = false")
     // No default: a Python integer then becomes int32 or int64 by its value, never an int32 that
     // wrapped around (a default would be the conversion's target type).
@@ -94,11 +99,7 @@ REGISTER_OP("FftconvRfft2dActivationGradient")
     .Input("fft_size: Tfft_size")
     .Input("y: T")
     .Output("spectrum: Tcomplex")
-    .Attr("T: {float, double, half, bfloat16} = DT_FLOAT")
-    .Attr("Tcomplex: {complex64, complex128, half, bfloat16} = DT_COMPLEX64")
-    .Attr("offset_h: int = 0")
-    .Attr("offset_w: int = 0")
-    .Attr("data_format: string = 'NCHW'")
+    FFTCONV_FFT_ATTRS
     .Attr("activation: string = 'relu'")
     .Attr("Tfft_size: {int32, int64}")
     .SetShapeFn([](InferenceContext* c) -> absl::Status {
@@ -128,11 +129,7 @@ REGISTER_OP("FftconvIrfft2d")
     .Input("out_h: Tout_h")
     .Input("out_w: Tout_w")
     .Output("y: T")
-    .Attr("T: {float, double, half, bfloat16} = DT_FLOAT")
-    .Attr("Tcomplex: {complex64, complex128, half, bfloat16} = DT_COMPLEX64")
-    .Attr("offset_h: int = 0")
-    .Attr("offset_w: int = 0")
-    .Attr("data_format: string = 'NCHW'")
+    FFTCONV_FFT_ATTRS
     // One type per size and no defaults: a Python integer then becomes int32 or int64 by its own
     // value, never an int32 that wrapped around (a default, or the type of an earlier size sharing
     // the attribute, would be the conversion's target type).
@@ -161,11 +158,7 @@ REGISTER_OP("FftconvIrfft2dBiasActivation")
     .Input("out_w: Tout_w")
     .Input("bias: T")
     .Output("y: T")
-    .Attr("T: {float, double, half, bfloat16} = DT_FLOAT")
-    .Attr("Tcomplex: {complex64, complex128, half, bfloat16} = DT_COMPLEX64")
-    .Attr("offset_h: int = 0")
-    .Attr("offset_w: int = 0")
-    .Attr("data_format: string = 'NCHW'")
+    FFTCONV_FFT_ATTRS
     .Attr("activation: string = 'linear'")
     .Attr("Tfft_size: {int32, int64}")
     .Attr("Tout_h: {int32, int64}")
