@@ -10,13 +10,8 @@
 #include <cstdint>
 #include <functional>
 
+#include "cc/dtype_dispatch.h"
 #include "include/fftconv_params.h"
-
-// The half-precision element types (Eigen/Core); pointers only here.
-namespace Eigen {
-struct half;
-struct bfloat16;
-}  // namespace Eigen
 
 namespace fftconv {
 
@@ -30,19 +25,7 @@ using ParallelRunner = std::function<void(int64_t units, int64_t cost_per_unit,
 // [bins, batch, channels, 2] (the trailing pair: real, imaginary), stored mean-normalised (divided
 // by S^2) while the transforms and products run in float32.
 template <typename Real>
-struct SpectrumStorage {
-  using type = std::complex<Real>;
-};
-template <>
-struct SpectrumStorage<Eigen::half> {
-  using type = Eigen::half;
-};
-template <>
-struct SpectrumStorage<Eigen::bfloat16> {
-  using type = Eigen::bfloat16;
-};
-template <typename Real>
-using SpectrumElement = typename SpectrumStorage<Real>::type;
+using SpectrumElement = ByPrecision<Real, std::complex<Real>, Eigen::half, Eigen::bfloat16>;
 
 // FftconvRfft2dActivationGradient: the transform takes input * activation'(z) as it reads the
 // input, the derivative from the activation's output y = activation(z) (`activation_output`, of

@@ -19,6 +19,8 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <type_traits>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "cc/fftconv_cpu.h"
@@ -77,16 +79,12 @@ inline XLA_FFI_Handler_Traits HandlerTraits(const char* platform) {
   return XLA_FFI_HANDLER_TRAITS_COMMAND_BUFFER_COMPATIBLE;
 }
 
-// XLA_FFI_REGISTER_HANDLER behind the guard above.
-#define FFTCONV_REGISTER_FFI_HANDLER(target, platform, handler) \
-  FFTCONV_REGISTER_FFI_HANDLER_UNIQ(__COUNTER__, target, platform, handler)
-#define FFTCONV_REGISTER_FFI_HANDLER_UNIQ(n, target, platform, handler) \
-  FFTCONV_REGISTER_FFI_HANDLER_UNIQ_(n, target, platform, handler)
-#define FFTCONV_REGISTER_FFI_HANDLER_UNIQ_(n, target, platform, handler)                     \
-  [[maybe_unused]] static const bool fftconv_ffi_handler_registered_##n =                    \
-      ::fftconv::FirstCopyInProcess() &&                                                     \
-      ::xla::ffi::Ffi::RegisterStaticHandler(XLA_FFI_GetApi(), target, platform, handler,    \
-                                             ::fftconv::HandlerTraits(platform)) == nullptr
+// XLA_FFI_REGISTER_HANDLER behind the guard above; true where the handler was registered.
+inline bool RegisterFfiHandler(const char* target, const char* platform, XLA_FFI_Handler* handler) {
+  return FirstCopyInProcess() &&
+         ffi::Ffi::RegisterStaticHandler(XLA_FFI_GetApi(), target, platform, handler,
+                                         HandlerTraits(platform)) == nullptr;
+}
 
 // A validation or launch status as the FFI error XLA raises: InvalidArgument stays
 // InvalidArgument (TensorFlow reports it as InvalidArgumentError with the same message).
@@ -101,6 +99,72 @@ inline ffi::Error FfiError(const absl::Status& status) {
 // float16 and bfloat16 buffers hold half-precision spectra ([.., 2] pairs) or images.
 inline bool IsHalfFfiType(ffi::DataType type) {
   return type == ffi::DataType::F16 || type == ffi::DataType::BF16;
+}
+
+// What a buffer holds: images of a real type Real, or spectra of SpectrumElement<Real>.
+enum class BufferContents { kImages, kSpectra };
+
+// The element type of a Real's image and spectrum buffers: a half-precision spectrum holds (re, im)
+// pairs of its own type.
+template <typename Real>
+constexpr ffi::DataType FfiElementType(BufferContents contents) {
+  const bool images = contents == BufferContents::kImages;
+  using T = ffi::DataType;
+  if constexpr (std::is_same<Real, float>::value) return images ? T::F32 : T::C64;
+  if constexpr (std::is_same<Real, double>::value) return images ? T::F64 : T::C128;
+  if constexpr (std::is_same<Real, Eigen::half>::value) return ffi::DataType::F16;
+  if constexpr (std::is_same<Real, Eigen::bfloat16>::value) return ffi::DataType::BF16;
+}
+
+// The binding of a custom call's handler on Device's platform: the platform's context first (XLA's
+// thread pool on the host, its stream on CUDA), then kOperands operand buffers (1 or 2) and the
+// result buffer; then BindInt64Attrs' attributes by name, in the order the handler takes them.
+// (Bindings move only inside their own chain: each step here returns the next one's result.)
+template <typename Device, int kOperands>
+auto BindCall() {
+  static_assert(kOperands == 1 || kOperands == 2, "one or two operands");
+  if constexpr (kOperands == 1) {
+    return ffi::Ffi::Bind()
+        .Ctx<typename Device::FfiContextBinding>()
+        .template Arg<ffi::AnyBuffer>()
+        .template Ret<ffi::AnyBuffer>();
+  } else {
+    return ffi::Ffi::Bind()
+        .Ctx<typename Device::FfiContextBinding>()
+        .template Arg<ffi::AnyBuffer>()
+        .template Arg<ffi::AnyBuffer>()
+        .template Ret<ffi::AnyBuffer>();
+  }
+}
+template <typename Binding, typename... Names>
+auto BindInt64Attrs(Binding&& binding, const char* name, Names... names) {
+  if constexpr (sizeof...(Names) == 0) {
+    return std::move(binding).template Attr<int64_t>(name);
+  } else {
+    return BindInt64Attrs(std::move(binding).template Attr<int64_t>(name), names...);
+  }
+}
+
+// The XLA handler that kMakeHandler (a function returning a bound handler, BindCall ... .To(call))
+// makes once, when it is first called.
+template <auto kMakeHandler>
+XLA_FFI_Error* FfiHandler(XLA_FFI_CallFrame* call_frame) {
+  static auto* handler = kMakeHandler().release();
+  return handler->Call(call_frame);
+}
+
+// What every handler does once its call's parameters are made (params_status): an error for bad
+// parameters, nothing for an empty result, else run(TypeTag<Real>()) for the Real whose `contents`
+// buffers have the element type `type`, and InvalidArgument `refusal` for any other type.
+template <typename Run>
+ffi::Error RunFfiCall(const absl::Status& params_status, const ffi::AnyBuffer& result,
+                      ffi::DataType type, BufferContents contents, const char* refusal, Run&& run) {
+  if (!params_status.ok()) return FfiError(params_status);
+  if (result.element_count() == 0) return ffi::Error::Success();
+  return DispatchRealType(
+      type, [contents](auto real) { return FfiElementType<typename decltype(real)::type>(contents); },
+      [&run](auto real) { return FfiError(run(real)); },
+      [refusal] { return ffi::Error::InvalidArgument(refusal); });
 }
 
 // The buffer's dimensions as int64, for the shared validation; false if its rank is not `rank`.

@@ -1,18 +1,22 @@
-// Pieces every tf_fftconv OpKernel and shape function uses: device tags for the functors, rank
-// checks, reading dimensions out of shapes, and the CPU thread pool.
+// Pieces every tf_fftconv OpKernel and shape function uses: rank checks, reading dimensions out of
+// shapes and the size inputs, the CPU as a device (its thread pool and kernels), the end of a
+// Compute (RunOnOutput), and the kernels' registration behind the library's load guard.
 #ifndef TF_FFTCONV_CC_FFTCONV_KERNEL_UTIL_H_
 #define TF_FFTCONV_CC_FFTCONV_KERNEL_UTIL_H_
 
 #include <complex>
 #include <functional>
+#include <string>
 #include <type_traits>
 #include <vector>
 
+#include "cc/dtype_dispatch.h"
 #include "cc/fftconv_attrs.h"
 #include "cc/fftconv_cpu.h"
 #include "cc/fftconv_ffi.h"
-#include "include/fftconv_params.h"
 #include "cc/fftconv_shapes.h"
+#include "include/fftconv_params.h"
+#include "tensorflow/core/framework/kernel_def_builder.h"
 #include "tensorflow/core/framework/op_kernel.h"
 #include "tensorflow/core/framework/shape_inference.h"
 #include "tensorflow/core/framework/types.h"
@@ -23,10 +27,6 @@ namespace fftconv {
 // of float32 products on the GPU, as tf.nn.conv2d's, and whether rfft2d's round_to_tf32 applies.
 // The OpKernels read it when they run, the XLA lowerings when they compile, as XLA's own dot does.
 bool TensorFloat32Enabled();
-
-// Functors are specialised on these tags (CPU in cc/ops.cc, GPU in cc/ops_gpu.cc).
-struct CpuDevice {};
-struct GpuDevice {};
 
 // Whether the ops' real type `Real` has a half-precision spectrum ([.., 2] of Real, not complex).
 template <typename Real>
@@ -121,13 +121,6 @@ inline absl::Status ReadScalarInput(tensorflow::shape_inference::InferenceContex
   return absl::OkStatus();
 }
 
-// An output's shape from the int64 dimensions the checks above passed, by the constructor that
-// returns a status instead of stopping the process.
-inline absl::Status OutputShape(const std::vector<int64_t>& dims,
-                                tensorflow::TensorShape* shape) {
-  return tensorflow::TensorShape::BuildTensorShape(dims, shape);
-}
-
 // Dimensions of a shape-function input as int64 with -1 for unknown; false if the rank is unknown.
 inline bool KnownDims(tensorflow::shape_inference::InferenceContext* c,
                       tensorflow::shape_inference::ShapeHandle shape, int rank, int64_t* dims) {
@@ -150,22 +143,104 @@ inline ParallelRunner TfParallelRunner(tensorflow::OpKernelContext* ctx) {
   };
 }
 
-// REGISTER_KERNEL_BUILDER for the first copy of the library in a process only
+// A device the ops run on, as the OpKernels (Op<Device, Real>) and the XLA handlers
+// (cc/xla_lowering.cc, cc/ops_gpu.cc) see it: the Stream its kernels are enqueued on, taken from an
+// OpKernel's context or from the FFI context of a handler on its platform, and the three ops' kernels
+// on it, each returning its status (buffers untyped, as XLA hands them over; layouts in
+// cc/fftconv_cpu.h). The CPU: TensorFlow's or XLA's thread pool; the GPU is GpuDevice
+// (cc/fftconv_gpu_util.h).
+struct CpuDevice {
+  using Stream = ParallelRunner;
+  using FfiContext = ffi::ThreadPool;  // the handler's argument, and its binding
+  using FfiContextBinding = ffi::ThreadPool;
+  static constexpr const char* kFfiPlatform = "Host";
+
+  static absl::Status StreamOf(tensorflow::OpKernelContext* ctx, Stream* stream) {
+    *stream = TfParallelRunner(ctx);
+    return absl::OkStatus();
+  }
+  static Stream StreamOf(FfiContext& pool) { return FfiParallelRunner(pool); }
+
+  template <typename Real>
+  static absl::Status Rfft2d(const Stream& parallel, const Rfft2dParams& params, const void* input,
+                             void* spectrum) {
+    Rfft2dOnCpu<Real>(parallel, params, static_cast<const Real*>(input),
+                      static_cast<SpectrumElement<Real>*>(spectrum));
+    return absl::OkStatus();
+  }
+  template <typename Real>
+  static absl::Status Irfft2d(const Stream& parallel, const Irfft2dParams& params,
+                              const void* spectrum, void* output) {
+    Irfft2dOnCpu<Real>(parallel, params, static_cast<const SpectrumElement<Real>*>(spectrum),
+                       static_cast<Real*>(output));
+    return absl::OkStatus();
+  }
+  template <typename Real>
+  static absl::Status SpectralMatmul(const Stream& parallel, const SpectralMatmulParams& params,
+                                     const void* a, const void* b, void* c) {
+    using Element = SpectrumElement<Real>;
+    SpectralMatmulOnCpu<Real>(parallel, params, static_cast<const Element*>(a),
+                              static_cast<const Element*>(b), static_cast<Element*>(c));
+    return absl::OkStatus();
+  }
+};
+
+// The end of every Compute: allocates output 0 of the int64 dimensions the checks passed (a shape
+// TensorFlow cannot hold is an error status, not a stopped process) and, unless it is empty,
+// returns run(stream, output) with Device's stream for this op.
+template <typename Device, typename Run>
+absl::Status RunOnOutput(tensorflow::OpKernelContext* ctx, const std::vector<int64_t>& dims,
+                         Run&& run) {
+  tensorflow::TensorShape shape;
+  if (absl::Status s = tensorflow::TensorShape::BuildTensorShape(dims, &shape); !s.ok()) return s;
+  tensorflow::Tensor* output = nullptr;
+  if (absl::Status s = ctx->allocate_output(0, shape, &output); !s.ok()) return s;
+  if (output->NumElements() == 0) return absl::OkStatus();
+  typename Device::Stream stream;
+  if (absl::Status s = Device::StreamOf(ctx, &stream); !s.ok()) return s;
+  return run(stream, output);
+}
+
+// How an op's kernels are registered: its name, the attribute whose type picks the kernel and whether
+// that is the images' type or the spectra's, and the size inputs a GPU kernel reads on the host
+// (null past the last).
+struct OpKernelTypes {
+  const char* op;
+  const char* type_attr;
+  BufferContents typed_by;
+  const char* host_inputs[3];
+};
+
+// REGISTER_KERNEL_BUILDER(builder, Kernel) for the first copy of the library in a process only
 // (FirstCopyInProcess, cc/fftconv_ffi.h): a later copy's kernels would make every call ambiguous.
-#define FFTCONV_REGISTER_KERNEL(kernel_builder, ...) \
-  FFTCONV_REGISTER_KERNEL_UNIQ(__COUNTER__, kernel_builder, __VA_ARGS__)
-#define FFTCONV_REGISTER_KERNEL_UNIQ(n, kernel_builder, ...) \
-  FFTCONV_REGISTER_KERNEL_UNIQ_(n, kernel_builder, __VA_ARGS__)
-#define FFTCONV_REGISTER_KERNEL_UNIQ_(n, kernel_builder, ...)                                  \
-  [[maybe_unused]] static const ::tensorflow::kernel_factory::OpKernelRegistrar*                \
-      fftconv_kernel_registrar_##n =                                                            \
-          ::fftconv::FirstCopyInProcess()                                                       \
-              ? new ::tensorflow::kernel_factory::OpKernelRegistrar(                            \
-                    ::tensorflow::register_kernel::kernel_builder.Build(), #__VA_ARGS__,        \
-                    [](::tensorflow::OpKernelConstruction* context) -> ::tensorflow::OpKernel* { \
-                      return new __VA_ARGS__(context);                                          \
-                    })                                                                          \
-              : nullptr
+template <typename Kernel>
+void RegisterKernel(::tensorflow::KernelDefBuilder& builder, const char* kernel_name) {
+  if (!FirstCopyInProcess()) return;
+  new ::tensorflow::kernel_factory::OpKernelRegistrar(
+      builder.Build(), kernel_name,
+      [](::tensorflow::OpKernelConstruction* context) -> ::tensorflow::OpKernel* {
+        return new Kernel(context);
+      });
+}
+
+// Registers Kernel as the OpKernel of `types.op` for real type Real on `device` (DEVICE_CPU or
+// DEVICE_GPU). On the CPU every tensor is in host memory already.
+template <typename Kernel, typename Real>
+void RegisterOpKernel(const OpKernelTypes& types, const char* device) {
+  ::tensorflow::register_kernel::Name builder(types.op);
+  builder.Device(device);
+  if (types.typed_by == BufferContents::kSpectra) {
+    builder.TypeConstraint<SpectrumElement<Real>>(types.type_attr);
+  } else {
+    builder.TypeConstraint<Real>(types.type_attr);
+  }
+  if (std::string(device) != tensorflow::DEVICE_CPU) {
+    for (const char* input : types.host_inputs) {
+      if (input != nullptr) builder.HostMemory(input);
+    }
+  }
+  RegisterKernel<Kernel>(builder, types.op);
+}
 
 }  // namespace fftconv
 

@@ -57,29 +57,29 @@ struct ImageDims {
   int64_t batch = -1, channels = -1, height = -1, width = -1;
 };
 
-inline absl::Status ParseDataFormat(const std::string& data_format, bool* nhwc) {
-  if (data_format == "NHWC") {
-    *nhwc = true;
-  } else if (data_format == "NCHW") {
-    *nhwc = false;
-  } else {
-    return absl::InvalidArgumentError(
-        absl::StrCat("data_format must be \"NCHW\" or \"NHWC\", got \"", data_format, "\""));
+// The value of a string attribute `attr` named `name`, one of two choices (names[k] gives values[k]);
+// InvalidArgument naming both otherwise.
+template <typename T>
+absl::Status ParseChoice(const char* attr, const std::string& name, const char* const (&names)[2],
+                         const T (&values)[2], T* value) {
+  for (int k = 0; k < 2; ++k) {
+    if (name == names[k]) {
+      *value = values[k];
+      return absl::OkStatus();
+    }
   }
-  return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(attr, " must be \"", names[0], "\" or \"",
+                                                 names[1], "\", got \"", name, "\""));
+}
+
+inline absl::Status ParseDataFormat(const std::string& data_format, bool* nhwc) {
+  return ParseChoice("data_format", data_format, {"NCHW", "NHWC"}, {false, true}, nhwc);
 }
 
 // The activation attribute of the bias-and-activation ops, by the name Keras gives it.
 inline absl::Status ParseActivation(const std::string& name, Activation* activation) {
-  if (name == "linear") {
-    *activation = Activation::kLinear;
-  } else if (name == "relu") {
-    *activation = Activation::kRelu;
-  } else {
-    return absl::InvalidArgumentError(
-        absl::StrCat("activation must be \"linear\" or \"relu\", got \"", name, "\""));
-  }
-  return absl::OkStatus();
+  return ParseChoice("activation", name, {"linear", "relu"}, {Activation::kLinear, Activation::kRelu},
+                     activation);
 }
 
 inline ImageDims ImageDimsFrom(const int64_t dims[4], bool nhwc) {

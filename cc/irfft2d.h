@@ -11,18 +11,21 @@
 #ifndef TF_FFTCONV_CC_IRFFT2D_H_
 #define TF_FFTCONV_CC_IRFFT2D_H_
 
-#include <complex>
-#include <utility>
+#include <cstdint>
+#include <vector>
 
 #include "cc/fftconv_kernel_util.h"
 
 namespace fftconv {
 
-template <typename Device, typename Real>
-struct Irfft2dFunctor {
-  absl::Status operator()(tensorflow::OpKernelContext* ctx, const Irfft2dParams& params,
-                          const SpectrumElement<Real>* spectrum, Real* output);
-};
+// The kernels' registrations (cc/ops.cc, cc/ops_gpu.cc): one per real type y's, told apart by the
+// spectrum's type (Tcomplex).
+inline constexpr OpKernelTypes kIrfft2dKernels = {"FftconvIrfft2d", "Tcomplex",
+                                                  BufferContents::kSpectra,
+                                                  {"fft_size", "out_h", "out_w"}};
+inline constexpr OpKernelTypes kIrfft2dBiasActivationKernels = {
+    "FftconvIrfft2dBiasActivation", "Tcomplex", BufferContents::kSpectra,
+    {"fft_size", "out_h", "out_w"}};
 
 // The parameters of a tf_fftconv_irfft2d custom call (cc/xla_lowering.cc) from its buffer and the
 // attributes its lowering wrote, checked as the OpKernel checks them; for the host and CUDA
@@ -32,19 +35,28 @@ absl::Status Irfft2dParamsFromCall(const ffi::AnyBuffer& spectrum, int64_t fft_s
                                    int64_t out_h, int64_t out_w, int64_t offset_h,
                                    int64_t offset_w, int64_t nhwc, Irfft2dParams* params);
 
-// The buffers and attributes of a tf_fftconv_irfft2d custom call, bound after the platform's context
-// (XLA's thread pool on the host, its stream on CUDA), so that both handlers decode the same call.
-template <typename Binding>
-auto BindIrfft2dCall(Binding binding) {
-  return std::move(binding)
-      .template Arg<ffi::AnyBuffer>()
-      .template Ret<ffi::AnyBuffer>()
-      .template Attr<int64_t>("fft_size")
-      .template Attr<int64_t>("out_h")
-      .template Attr<int64_t>("out_w")
-      .template Attr<int64_t>("offset_h")
-      .template Attr<int64_t>("offset_w")
-      .template Attr<int64_t>("nhwc");
+// The tf_fftconv_irfft2d custom call on Device's platform (registered in cc/op_kernels.h).
+template <typename Device>
+ffi::Error Irfft2dCall(typename Device::FfiContext context, ffi::AnyBuffer spectrum,
+                       ffi::Result<ffi::AnyBuffer> output, int64_t fft_size, int64_t out_h,
+                       int64_t out_w, int64_t offset_h, int64_t offset_w, int64_t nhwc) {
+  Irfft2dParams params;
+  return RunFfiCall(
+      Irfft2dParamsFromCall(spectrum, fft_size, out_h, out_w, offset_h, offset_w, nhwc, &params),
+      *output, spectrum.element_type(), BufferContents::kSpectra,
+      "FftconvIrfft2d: spectrum must be complex64, complex128, float16 or bfloat16",
+      [&](auto real) {
+        return Device::template Irfft2d<typename decltype(real)::type>(
+            Device::StreamOf(context), params, spectrum.untyped_data(), output->untyped_data());
+      });
+}
+
+// The handler of Irfft2dCall<Device>, bound (cc/fftconv_ffi.h) for FfiHandler.
+template <typename Device>
+auto Irfft2dHandler() {
+  return BindInt64Attrs(BindCall<Device, 1>(), "fft_size", "out_h", "out_w", "offset_h",
+                        "offset_w", "nhwc")
+      .To(Irfft2dCall<Device>);
 }
 
 // kBiasActivation: the FftconvIrfft2dBiasActivation kernel (CPU only), whose fifth input is the bias.
@@ -79,23 +91,20 @@ class Irfft2dOp : public tensorflow::OpKernel {
       OP_REQUIRES_OK(ctx, ValidateBias(bias_dims, dims[2]));
     }
 
-    tensorflow::Tensor* output = nullptr;
-    tensorflow::TensorShape output_shape;
-    OP_REQUIRES_OK(ctx, OutputShape(output_dims, &output_shape));
-    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, output_shape, &output));
-    if (output->NumElements() == 0) return;
-    if constexpr (kBiasActivation) {
-      BiasActivation<Real> epilogue;
-      epilogue.bias = bias->flat<Real>().data();
-      epilogue.activation = activation_;
-      Irfft2dOnCpu<Real>(TfParallelRunner(ctx), params,
-                         spectrum.flat<SpectrumElement<Real>>().data(),
-                         output->flat<Real>().data(), epilogue);
-    } else {
-      OP_REQUIRES_OK(ctx, Irfft2dFunctor<Device, Real>()(
-                              ctx, params, spectrum.flat<SpectrumElement<Real>>().data(),
-                              output->flat<Real>().data()));
-    }
+    OP_REQUIRES_OK(ctx, RunOnOutput<Device>(ctx, output_dims, [&](const auto& stream,
+                                                                  tensorflow::Tensor* output) {
+      const auto* spectrum_data = spectrum.flat<SpectrumElement<Real>>().data();
+      if constexpr (kBiasActivation) {
+        BiasActivation<Real> epilogue;
+        epilogue.bias = bias->flat<Real>().data();
+        epilogue.activation = activation_;
+        Irfft2dOnCpu<Real>(stream, params, spectrum_data, output->flat<Real>().data(), epilogue);
+        return absl::OkStatus();
+      } else {
+        return Device::template Irfft2d<Real>(stream, params, spectrum_data,
+                                              output->flat<Real>().data());
+      }
+    }));
   }
 
  private:

@@ -1,11 +1,9 @@
-// The three ops' registrations: each op's REGISTER_OP with its shape function, and its CPU
-// OpKernel over the CPU kernel (cc/cpu_kernels.cc). The GPU OpKernels are in cc/ops_gpu.cc and the
-// XLA lowerings in cc/xla_lowering.cc. One translation unit for the three because TensorFlow's
+// The ops' registrations: each op's REGISTER_OP with its shape function, and the CPU OpKernels over
+// the CPU kernels (cc/cpu_kernels.cc). The GPU OpKernels are in cc/ops_gpu.cc and the XLA lowerings
+// in cc/xla_lowering.cc. One translation unit for the three because TensorFlow's
 // framework headers dominate their compile: g++ took 7-8 s for one op's file alone on 2 cores, and
 // as long for the three together.
-#include "cc/irfft2d.h"
-#include "cc/rfft2d.h"
-#include "cc/spectral_matmul.h"
+#include "cc/op_kernels.h"
 #include "tensorflow/core/framework/op.h"
 #include "tsl/platform/tensor_float_32_utils.h"
 
@@ -54,18 +52,23 @@ absl::Status Irfft2dShape(InferenceContext* c) {
   return absl::OkStatus();
 }
 
+// The attributes of the four FFT ops, in this order in each: the images' and the spectra's types,
+// where the images sit in the frame, and their layout (ReadFftAttrs, cc/fftconv_attrs.h).
+#define FFTCONV_FFT_ATTRS                                                       \
+  .Attr("T: {float, double, half, bfloat16} = DT_FLOAT")                        \
+      .Attr("Tcomplex: {complex64, complex128, half, bfloat16} = DT_COMPLEX64") \
+      .Attr("offset_h: int = 0")                                                \
+      .Attr("offset_w: int = 0")                                                \
+      .Attr("data_format: string = 'NCHW'")
+
 // -------------------------------------------------------------------------------------------------
-// FftconvRfft2d: registration, shape function and CPU kernel (cc/cpu_kernels.cc).
+// FftconvRfft2d and FftconvRfft2dActivationGradient: registrations and shape functions.
 
 REGISTER_OP("FftconvRfft2d")
     .Input("x: T")
     .Input("fft_size: Tfft_size")
     .Output("spectrum: Tcomplex")
-    .Attr("T: {float, double, half, bfloat16} = DT_FLOAT")
-    .Attr("Tcomplex: {complex64, complex128, half, bfloat16} = DT_COMPLEX64")
-    .Attr("offset_h: int = 0")
-    .Attr("offset_w: int = 0")
-    .Attr("data_format: string = 'NCHW'")
+    FFTCONV_FFT_ATTRS
     .Attr("round_to_tf32: bool = false")
     // No default: a Python integer then becomes int32 or int64 by its value, never an int32 that
     // wrapped around (a default would be the conversion's target type).
@@ -88,25 +91,6 @@ switch is on (read when the op runs, or when XLA compiles it); elsewhere (CPU, o
 GPUs, TF32 off) the attribute changes nothing.
 )doc");
 
-template <typename Real>
-struct Rfft2dFunctor<CpuDevice, Real> {
-  absl::Status operator()(tensorflow::OpKernelContext* ctx, const Rfft2dParams& params,
-                          const Real* input, SpectrumElement<Real>* spectrum) {
-    Rfft2dOnCpu<Real>(TfParallelRunner(ctx), params, input, spectrum);
-    return absl::OkStatus();
-  }
-};
-
-#define REGISTER_CPU(Real)                                                                  \
-  FFTCONV_REGISTER_KERNEL(                                                                  \
-      Name("FftconvRfft2d").Device(tensorflow::DEVICE_CPU).TypeConstraint<Real>("T"), \
-      Rfft2dOp<CpuDevice, Real>);
-REGISTER_CPU(float)
-REGISTER_CPU(double)
-REGISTER_CPU(Eigen::half)
-REGISTER_CPU(Eigen::bfloat16)
-#undef REGISTER_CPU
-
 // FftconvRfft2dActivationGradient: FftconvRfft2d of dy * activation'(z), the activation's
 // derivative read from its output y; a CPU kernel only (the FFT path uses it on a CPU, where the
 // layer's ReluGrad would be a pass of its own over dy).
@@ -115,11 +99,7 @@ REGISTER_OP("FftconvRfft2dActivationGradient")
     .Input("fft_size: Tfft_size")
     .Input("y: T")
     .Output("spectrum: Tcomplex")
-    .Attr("T: {float, double, half, bfloat16} = DT_FLOAT")
-    .Attr("Tcomplex: {complex64, complex128, half, bfloat16} = DT_COMPLEX64")
-    .Attr("offset_h: int = 0")
-    .Attr("offset_w: int = 0")
-    .Attr("data_format: string = 'NCHW'")
+    FFTCONV_FFT_ATTRS
     .Attr("activation: string = 'relu'")
     .Attr("Tfft_size: {int32, int64}")
     .SetShapeFn([](InferenceContext* c) -> absl::Status {
@@ -140,19 +120,8 @@ applied as dy is read (no pass of its own). y has dy's shape and layout. activat
 (dy where y > 0, zero elsewhere, as TensorFlow's ReluGrad) or "linear" (dy unchanged). CPU only.
 )doc");
 
-#define REGISTER_CPU(Real)                                                          \
-  FFTCONV_REGISTER_KERNEL(Name("FftconvRfft2dActivationGradient")                   \
-                              .Device(tensorflow::DEVICE_CPU)                       \
-                              .TypeConstraint<Real>("T"),                           \
-                          Rfft2dOp<CpuDevice, Real, true>);
-REGISTER_CPU(float)
-REGISTER_CPU(double)
-REGISTER_CPU(Eigen::half)
-REGISTER_CPU(Eigen::bfloat16)
-#undef REGISTER_CPU
-
 // -------------------------------------------------------------------------------------------------
-// FftconvIrfft2d: registration, shape function and CPU kernel (cc/cpu_kernels.cc).
+// FftconvIrfft2d and FftconvIrfft2dBiasActivation: registrations and shape functions.
 
 REGISTER_OP("FftconvIrfft2d")
     .Input("spectrum: Tcomplex")
@@ -160,11 +129,7 @@ REGISTER_OP("FftconvIrfft2d")
     .Input("out_h: Tout_h")
     .Input("out_w: Tout_w")
     .Output("y: T")
-    .Attr("T: {float, double, half, bfloat16} = DT_FLOAT")
-    .Attr("Tcomplex: {complex64, complex128, half, bfloat16} = DT_COMPLEX64")
-    .Attr("offset_h: int = 0")
-    .Attr("offset_w: int = 0")
-    .Attr("data_format: string = 'NCHW'")
+    FFTCONV_FFT_ATTRS
     // One type per size and no defaults: a Python integer then becomes int32 or int64 by its own
     // value, never an int32 that wrapped around (a default, or the type of an earlier size sharing
     // the attribute, would be the conversion's target type).
@@ -183,26 +148,6 @@ divided by fft_size^2 as FftconvRfft2d writes it, so that the output is the unsc
 stored values (irfft2d(rfft2d(x)) = x in every type); computed in float32.
 )doc");
 
-template <typename Real>
-struct Irfft2dFunctor<CpuDevice, Real> {
-  absl::Status operator()(tensorflow::OpKernelContext* ctx, const Irfft2dParams& params,
-                          const SpectrumElement<Real>* spectrum, Real* output) {
-    Irfft2dOnCpu<Real>(TfParallelRunner(ctx), params, spectrum, output);
-    return absl::OkStatus();
-  }
-};
-
-#define REGISTER_CPU(Real)                                                     \
-  FFTCONV_REGISTER_KERNEL(Name("FftconvIrfft2d")                               \
-                              .Device(tensorflow::DEVICE_CPU)                  \
-                              .TypeConstraint<SpectrumElement<Real>>("Tcomplex"), \
-                          Irfft2dOp<CpuDevice, Real>);
-REGISTER_CPU(float)
-REGISTER_CPU(double)
-REGISTER_CPU(Eigen::half)
-REGISTER_CPU(Eigen::bfloat16)
-#undef REGISTER_CPU
-
 // FftconvIrfft2dBiasActivation: FftconvIrfft2d followed by a bias per channel and an activation,
 // applied as the window is written; a CPU kernel only (the FFT path uses it on a CPU, where a
 // layer's bias and activation after the inverse would be passes of their own over its output).
@@ -213,11 +158,7 @@ REGISTER_OP("FftconvIrfft2dBiasActivation")
     .Input("out_w: Tout_w")
     .Input("bias: T")
     .Output("y: T")
-    .Attr("T: {float, double, half, bfloat16} = DT_FLOAT")
-    .Attr("Tcomplex: {complex64, complex128, half, bfloat16} = DT_COMPLEX64")
-    .Attr("offset_h: int = 0")
-    .Attr("offset_w: int = 0")
-    .Attr("data_format: string = 'NCHW'")
+    FFTCONV_FFT_ATTRS
     .Attr("activation: string = 'linear'")
     .Attr("Tfft_size: {int32, int64}")
     .Attr("Tout_h: {int32, int64}")
@@ -242,19 +183,8 @@ compute type as the window is written (one rounding for float16 and bfloat16). b
 of y's type. activation is "linear" (the bias alone) or "relu" (max(., 0), keeping NaN). CPU only.
 )doc");
 
-#define REGISTER_CPU(Real)                                                             \
-  FFTCONV_REGISTER_KERNEL(Name("FftconvIrfft2dBiasActivation")                         \
-                              .Device(tensorflow::DEVICE_CPU)                          \
-                              .TypeConstraint<SpectrumElement<Real>>("Tcomplex"),      \
-                          Irfft2dOp<CpuDevice, Real, true>);
-REGISTER_CPU(float)
-REGISTER_CPU(double)
-REGISTER_CPU(Eigen::half)
-REGISTER_CPU(Eigen::bfloat16)
-#undef REGISTER_CPU
-
 // -------------------------------------------------------------------------------------------------
-// FftconvSpectralMatmul: registration, shape function and CPU kernel (cc/cpu_kernels.cc).
+// FftconvSpectralMatmul: registration and shape function.
 
 // Declared in cc/fftconv_kernel_util.h; FftconvRfft2d reads it too.
 bool TensorFloat32Enabled() { return tsl::tensor_float_32_execution_enabled(); }
@@ -307,25 +237,20 @@ precision and the CPU ignore it. Operands that are not TF32 values give a produc
 operands instead of rounded ones.
 )doc");
 
-template <typename Real>
-struct SpectralMatmulFunctor<CpuDevice, Real> {
-  absl::Status operator()(tensorflow::OpKernelContext* ctx, const SpectralMatmulParams& params,
-                          const SpectrumElement<Real>* a, const SpectrumElement<Real>* b,
-                          SpectrumElement<Real>* c) {
-    SpectralMatmulOnCpu<Real>(TfParallelRunner(ctx), params, a, b, c);
-    return absl::OkStatus();
-  }
-};
-
-#define REGISTER_CPU(Real)                                                     \
-  FFTCONV_REGISTER_KERNEL(Name("FftconvSpectralMatmul")                        \
-                              .Device(tensorflow::DEVICE_CPU)                  \
-                              .TypeConstraint<SpectrumElement<Real>>("T"),     \
-                          SpectralMatmulOp<CpuDevice, Real>);
-REGISTER_CPU(float)
-REGISTER_CPU(double)
-REGISTER_CPU(Eigen::half)
-REGISTER_CPU(Eigen::bfloat16)
-#undef REGISTER_CPU
+// -------------------------------------------------------------------------------------------------
+// The CPU kernels (cc/cpu_kernels.cc) of the three ops and of the two fused ones, which have no
+// GPU kernel (the FFT path fuses a layer's activation gradient, bias and activation only on a CPU,
+// where they would be passes of their own).
+[[maybe_unused]] static const bool cpu_kernels_registered = [] {
+  RegisterOpKernels<CpuDevice>(tensorflow::DEVICE_CPU);
+  ForEachRealType([](auto real) {
+    using Real = typename decltype(real)::type;
+    RegisterOpKernel<Rfft2dOp<CpuDevice, Real, true>, Real>(kRfft2dActivationGradientKernels,
+                                                            tensorflow::DEVICE_CPU);
+    RegisterOpKernel<Irfft2dOp<CpuDevice, Real, true>, Real>(kIrfft2dBiasActivationKernels,
+                                                             tensorflow::DEVICE_CPU);
+  });
+  return true;
+}();
 
 }  // namespace fftconv

@@ -10,18 +10,17 @@
 #ifndef TF_FFTCONV_CC_RFFT2D_H_
 #define TF_FFTCONV_CC_RFFT2D_H_
 
-#include <complex>
-#include <utility>
+#include <cstdint>
 
 #include "cc/fftconv_kernel_util.h"
 
 namespace fftconv {
 
-template <typename Device, typename Real>
-struct Rfft2dFunctor {
-  absl::Status operator()(tensorflow::OpKernelContext* ctx, const Rfft2dParams& params,
-                          const Real* input, SpectrumElement<Real>* spectrum);
-};
+// The kernels' registrations (cc/ops.cc, cc/ops_gpu.cc): one per real type x's.
+inline constexpr OpKernelTypes kRfft2dKernels = {"FftconvRfft2d", "T", BufferContents::kImages,
+                                                 {"fft_size"}};
+inline constexpr OpKernelTypes kRfft2dActivationGradientKernels = {
+    "FftconvRfft2dActivationGradient", "T", BufferContents::kImages, {"fft_size"}};
 
 // The parameters of a tf_fftconv_rfft2d custom call (cc/xla_lowering.cc) from its buffer and the
 // attributes its lowering wrote, checked as the OpKernel checks them; for the host and CUDA
@@ -31,18 +30,28 @@ absl::Status Rfft2dParamsFromCall(const ffi::AnyBuffer& x, const ffi::AnyBuffer&
                                   int64_t fft_size, int64_t offset_h, int64_t offset_w,
                                   int64_t nhwc, int64_t round_to_tf32, Rfft2dParams* params);
 
-// The buffers and attributes of a tf_fftconv_rfft2d custom call, bound after the platform's context
-// (XLA's thread pool on the host, its stream on CUDA), so that both handlers decode the same call.
-template <typename Binding>
-auto BindRfft2dCall(Binding binding) {
-  return std::move(binding)
-      .template Arg<ffi::AnyBuffer>()
-      .template Ret<ffi::AnyBuffer>()
-      .template Attr<int64_t>("fft_size")
-      .template Attr<int64_t>("offset_h")
-      .template Attr<int64_t>("offset_w")
-      .template Attr<int64_t>("nhwc")
-      .template Attr<int64_t>("round_to_tf32");
+// The tf_fftconv_rfft2d custom call on Device's platform (registered in cc/op_kernels.h).
+template <typename Device>
+ffi::Error Rfft2dCall(typename Device::FfiContext context, ffi::AnyBuffer x,
+                      ffi::Result<ffi::AnyBuffer> spectrum, int64_t fft_size, int64_t offset_h,
+                      int64_t offset_w, int64_t nhwc, int64_t round_to_tf32) {
+  Rfft2dParams params;
+  return RunFfiCall(
+      Rfft2dParamsFromCall(x, *spectrum, fft_size, offset_h, offset_w, nhwc, round_to_tf32,
+                           &params),
+      *spectrum, x.element_type(), BufferContents::kImages,
+      "FftconvRfft2d: x must be float32, float64, float16 or bfloat16", [&](auto real) {
+        return Device::template Rfft2d<typename decltype(real)::type>(
+            Device::StreamOf(context), params, x.untyped_data(), spectrum->untyped_data());
+      });
+}
+
+// The handler of Rfft2dCall<Device>, bound (cc/fftconv_ffi.h) for FfiHandler.
+template <typename Device>
+auto Rfft2dHandler() {
+  return BindInt64Attrs(BindCall<Device, 1>(), "fft_size", "offset_h", "offset_w", "nhwc",
+                        "round_to_tf32")
+      .To(Rfft2dCall<Device>);
 }
 
 // kActivationGradient: the FftconvRfft2dActivationGradient kernel (CPU only), whose x is dy and
@@ -83,22 +92,19 @@ class Rfft2dOp : public tensorflow::OpKernel {
                                          &spectrum_dims));
     if (kHalfSpectrum<Real>) spectrum_dims.push_back(2);
 
-    tensorflow::Tensor* spectrum = nullptr;
-    tensorflow::TensorShape spectrum_shape;
-    OP_REQUIRES_OK(ctx, OutputShape(spectrum_dims, &spectrum_shape));
-    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, spectrum_shape, &spectrum));
-    if (spectrum->NumElements() == 0) return;
-    if constexpr (kActivationGradient) {
-      ActivationGradient<Real> gradient;
-      gradient.activation_output = activation_output->flat<Real>().data();
-      gradient.activation = activation_;
-      Rfft2dOnCpu<Real>(TfParallelRunner(ctx), params, x.flat<Real>().data(),
-                        spectrum->flat<SpectrumElement<Real>>().data(), gradient);
-    } else {
-      OP_REQUIRES_OK(ctx, Rfft2dFunctor<Device, Real>()(
-                              ctx, params, x.flat<Real>().data(),
-                              spectrum->flat<SpectrumElement<Real>>().data()));
-    }
+    OP_REQUIRES_OK(ctx, RunOnOutput<Device>(ctx, spectrum_dims, [&](const auto& stream,
+                                                                    tensorflow::Tensor* spectrum) {
+      auto* spectrum_data = spectrum->flat<SpectrumElement<Real>>().data();
+      if constexpr (kActivationGradient) {
+        ActivationGradient<Real> gradient;
+        gradient.activation_output = activation_output->flat<Real>().data();
+        gradient.activation = activation_;
+        Rfft2dOnCpu<Real>(stream, params, x.flat<Real>().data(), spectrum_data, gradient);
+        return absl::OkStatus();
+      } else {
+        return Device::template Rfft2d<Real>(stream, params, x.flat<Real>().data(), spectrum_data);
+      }
+    }));
   }
 
  private:

@@ -8,19 +8,16 @@
 #ifndef TF_FFTCONV_CC_SPECTRAL_MATMUL_H_
 #define TF_FFTCONV_CC_SPECTRAL_MATMUL_H_
 
-#include <complex>
-#include <utility>
+#include <cstdint>
+#include <vector>
 
 #include "cc/fftconv_kernel_util.h"
 
 namespace fftconv {
 
-template <typename Device, typename Real>
-struct SpectralMatmulFunctor {
-  absl::Status operator()(tensorflow::OpKernelContext* ctx, const SpectralMatmulParams& params,
-                          const SpectrumElement<Real>* a, const SpectrumElement<Real>* b,
-                          SpectrumElement<Real>* c);
-};
+// The kernels' registrations (cc/ops.cc, cc/ops_gpu.cc): one per spectrum type.
+inline constexpr OpKernelTypes kSpectralMatmulKernels = {"FftconvSpectralMatmul", "T",
+                                                         BufferContents::kSpectra, {}};
 
 // The parameters of a tf_fftconv_spectral_matmul custom call (cc/xla_lowering.cc) from its
 // buffers and the attributes its lowering wrote, checked as the OpKernel checks them; for the host
@@ -32,23 +29,35 @@ absl::Status SpectralMatmulParamsFromCall(const ffi::AnyBuffer& a, const ffi::An
                                           int64_t allow_tf32, int64_t tf32_operands, float alpha,
                                           SpectralMatmulParams* params);
 
-// The buffers and attributes of a tf_fftconv_spectral_matmul custom call, bound after the platform's context
-// (XLA's thread pool on the host, its stream on CUDA), so that both handlers decode the same call.
-template <typename Binding>
-auto BindSpectralMatmulCall(Binding binding) {
-  return std::move(binding)
-      .template Arg<ffi::AnyBuffer>()
-      .template Arg<ffi::AnyBuffer>()
-      .template Ret<ffi::AnyBuffer>()
-      .template Attr<int64_t>("transpose_a")
-      .template Attr<int64_t>("adjoint_a")
-      .template Attr<int64_t>("conjugate_a")
-      .template Attr<int64_t>("transpose_b")
-      .template Attr<int64_t>("adjoint_b")
-      .template Attr<int64_t>("conjugate_b")
-      .template Attr<int64_t>("allow_tf32")
-      .template Attr<int64_t>("tf32_operands")
-      .template Attr<float>("alpha");
+// The tf_fftconv_spectral_matmul custom call on Device's platform (registered in
+// cc/op_kernels.h).
+template <typename Device>
+ffi::Error SpectralMatmulCall(typename Device::FfiContext context, ffi::AnyBuffer a,
+                              ffi::AnyBuffer b, ffi::Result<ffi::AnyBuffer> product,
+                              int64_t transpose_a, int64_t adjoint_a, int64_t conjugate_a,
+                              int64_t transpose_b, int64_t adjoint_b, int64_t conjugate_b,
+                              int64_t allow_tf32, int64_t tf32_operands, float alpha) {
+  SpectralMatmulParams params;
+  return RunFfiCall(
+      SpectralMatmulParamsFromCall(a, b, transpose_a, adjoint_a, conjugate_a, transpose_b,
+                                   adjoint_b, conjugate_b, allow_tf32, tf32_operands, alpha,
+                                   &params),
+      *product, a.element_type(), BufferContents::kSpectra,
+      "FftconvSpectralMatmul: a and b must be complex64, complex128, float16 or bfloat16",
+      [&](auto real) {
+        return Device::template SpectralMatmul<typename decltype(real)::type>(
+            Device::StreamOf(context), params, a.untyped_data(), b.untyped_data(),
+            product->untyped_data());
+      });
+}
+
+// The handler of SpectralMatmulCall<Device>, bound (cc/fftconv_ffi.h) for FfiHandler.
+template <typename Device>
+auto SpectralMatmulHandler() {
+  return BindInt64Attrs(BindCall<Device, 2>(), "transpose_a", "adjoint_a", "conjugate_a",
+                        "transpose_b", "adjoint_b", "conjugate_b", "allow_tf32", "tf32_operands")
+      .template Attr<float>("alpha")
+      .To(SpectralMatmulCall<Device>);
 }
 
 template <typename Device, typename Real>
@@ -75,17 +84,13 @@ class SpectralMatmulOp : public tensorflow::OpKernel {
                                                  &product_dims));
     if (kHalfSpectrum<Real>) product_dims.push_back(2);
 
-    tensorflow::Tensor* c = nullptr;
-    tensorflow::TensorShape c_shape;
-    OP_REQUIRES_OK(ctx, OutputShape(product_dims, &c_shape));
-    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, c_shape, &c));
-    if (c->NumElements() == 0) return;
-
     using Element = SpectrumElement<Real>;
-    OP_REQUIRES_OK(ctx, SpectralMatmulFunctor<Device, Real>()(ctx, params,
-                                                              a.flat<Element>().data(),
-                                                              b.flat<Element>().data(),
-                                                              c->flat<Element>().data()));
+    OP_REQUIRES_OK(ctx, RunOnOutput<Device>(ctx, product_dims, [&](const auto& stream,
+                                                                   tensorflow::Tensor* c) {
+      return Device::template SpectralMatmul<Real>(stream, params, a.flat<Element>().data(),
+                                                   b.flat<Element>().data(),
+                                                   c->flat<Element>().data());
+    }));
   }
 
  private:

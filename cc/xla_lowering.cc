@@ -1,19 +1,18 @@
 // The XLA side of the three ops: each op's lowering to its custom call (an XlaOpKernel registered
-// for XLA_CPU_JIT and, in CUDA builds, XLA_GPU_JIT) and that call's host handler (the CPU kernels
-// on XLA's thread pool); the CUDA handlers are in cc/ops_gpu.cc. One translation unit for the
+// for XLA_CPU_JIT and, in CUDA builds, XLA_GPU_JIT), the checks of that call's parameters, and the
+// registration of its host handler (the CPU kernels on XLA's thread pool, cc/op_kernels.h); the
+// CUDA handlers are registered in cc/ops_gpu.cc. One translation unit for the
 // three because the tf2xla and XLA headers they share dominate their compile: on 2 cores g++ took
 // 54-64 s for each of three files, 45 s for the three together.
 #include "cc/fftconv_ffi.h"
 #include "cc/fftconv_xla.h"
-#include "cc/irfft2d.h"
-#include "cc/rfft2d.h"
-#include "cc/spectral_matmul.h"
+#include "cc/op_kernels.h"
 
 namespace fftconv {
 
 // -------------------------------------------------------------------------------------------------
 // FftconvRfft2d under XLA: the lowering to the tf_fftconv_rfft2d custom call, and that call's
-// host handler (the CPU kernel on XLA's thread pool). The CUDA handler is in cc/ops_gpu.cc.
+// parameters from its buffers and attributes.
 
 // x [B, C, H, W] or [B, H, W, C] real -> spectrum [bins, B, C] complex ([bins, B, C, 2] of x's type
 // for float16 / bfloat16); fft_size must be a
@@ -51,13 +50,6 @@ class Rfft2dXlaOp : public tensorflow::XlaOpKernel {
   FftAttrs attrs_;
 };
 
-FFTCONV_REGISTER_KERNEL(Name("FftconvRfft2d").Device(tensorflow::DEVICE_CPU_XLA_JIT),
-                        Rfft2dXlaOp);
-#ifdef FFTCONV_WITH_CUDA
-FFTCONV_REGISTER_KERNEL(Name("FftconvRfft2d").Device(tensorflow::DEVICE_GPU_XLA_JIT),
-                        Rfft2dXlaOp);
-#endif
-
 absl::Status Rfft2dParamsFromCall(const ffi::AnyBuffer& x, const ffi::AnyBuffer& spectrum,
                                   int64_t fft_size, int64_t offset_h, int64_t offset_w,
                                   int64_t nhwc, int64_t round_to_tf32, Rfft2dParams* params) {
@@ -74,47 +66,9 @@ absl::Status Rfft2dParamsFromCall(const ffi::AnyBuffer& x, const ffi::AnyBuffer&
   return MakeRfft2dParams(x_dims, fft_size, offset_h, offset_w, nhwc_flag, round_flag, params);
 }
 
-static ffi::Error Rfft2dHost(ffi::ThreadPool pool, ffi::AnyBuffer x,
-                             ffi::Result<ffi::AnyBuffer> spectrum, int64_t fft_size,
-                             int64_t offset_h, int64_t offset_w, int64_t nhwc,
-                             int64_t round_to_tf32) {
-  Rfft2dParams params;
-  if (absl::Status s = Rfft2dParamsFromCall(x, *spectrum, fft_size, offset_h, offset_w, nhwc,
-                                            round_to_tf32, &params);
-      !s.ok())
-    return FfiError(s);
-  if (spectrum->element_count() == 0) return ffi::Error::Success();
-  const ParallelRunner parallel = FfiParallelRunner(pool);
-  switch (x.element_type()) {
-    case ffi::DataType::F32:
-      Rfft2dOnCpu<float>(parallel, params, x.typed_data<float>(),
-                         static_cast<std::complex<float>*>(spectrum->untyped_data()));
-      return ffi::Error::Success();
-    case ffi::DataType::F64:
-      Rfft2dOnCpu<double>(parallel, params, x.typed_data<double>(),
-                          static_cast<std::complex<double>*>(spectrum->untyped_data()));
-      return ffi::Error::Success();
-    case ffi::DataType::F16:
-      Rfft2dOnCpu<Eigen::half>(parallel, params, static_cast<const Eigen::half*>(x.untyped_data()),
-                               static_cast<Eigen::half*>(spectrum->untyped_data()));
-      return ffi::Error::Success();
-    case ffi::DataType::BF16:
-      Rfft2dOnCpu<Eigen::bfloat16>(parallel, params, static_cast<const Eigen::bfloat16*>(x.untyped_data()),
-                                   static_cast<Eigen::bfloat16*>(spectrum->untyped_data()));
-      return ffi::Error::Success();
-    default:
-      return ffi::Error::InvalidArgument(
-          "FftconvRfft2d: x must be float32, float64, float16 or bfloat16");
-  }
-}
-
-XLA_FFI_DEFINE_HANDLER(kRfft2dHost, Rfft2dHost,
-                       BindRfft2dCall(ffi::Ffi::Bind().Ctx<ffi::ThreadPool>()));
-FFTCONV_REGISTER_FFI_HANDLER(kRfft2dTarget, "Host", kRfft2dHost);
-
 // -------------------------------------------------------------------------------------------------
 // FftconvIrfft2d under XLA: the lowering to the tf_fftconv_irfft2d custom call, and that call's
-// host handler (the CPU kernel on XLA's thread pool). The CUDA handler is in cc/ops_gpu.cc.
+// parameters from its buffers and attributes.
 
 // spectrum [bins, B, C] complex (or [bins, B, C, 2] float16 / bfloat16) -> the window [B, C, out_h, out_w] or [B, out_h, out_w, C], real;
 // fft_size, out_h and out_w must be compile-time constants (they set the output shape).
@@ -153,13 +107,6 @@ class Irfft2dXlaOp : public tensorflow::XlaOpKernel {
   FftAttrs attrs_;
 };
 
-FFTCONV_REGISTER_KERNEL(Name("FftconvIrfft2d").Device(tensorflow::DEVICE_CPU_XLA_JIT),
-                        Irfft2dXlaOp);
-#ifdef FFTCONV_WITH_CUDA
-FFTCONV_REGISTER_KERNEL(Name("FftconvIrfft2d").Device(tensorflow::DEVICE_GPU_XLA_JIT),
-                        Irfft2dXlaOp);
-#endif
-
 absl::Status Irfft2dParamsFromCall(const ffi::AnyBuffer& spectrum, int64_t fft_size,
                                    int64_t out_h, int64_t out_w, int64_t offset_h,
                                    int64_t offset_w, int64_t nhwc, Irfft2dParams* params) {
@@ -179,47 +126,9 @@ absl::Status Irfft2dParamsFromCall(const ffi::AnyBuffer& spectrum, int64_t fft_s
                            params);
 }
 
-static ffi::Error Irfft2dHost(ffi::ThreadPool pool, ffi::AnyBuffer spectrum,
-                              ffi::Result<ffi::AnyBuffer> output, int64_t fft_size, int64_t out_h,
-                              int64_t out_w, int64_t offset_h, int64_t offset_w, int64_t nhwc) {
-  Irfft2dParams params;
-  if (absl::Status s = Irfft2dParamsFromCall(spectrum, fft_size, out_h, out_w, offset_h,
-                                             offset_w, nhwc, &params);
-      !s.ok())
-    return FfiError(s);
-  if (output->element_count() == 0) return ffi::Error::Success();
-  const ParallelRunner parallel = FfiParallelRunner(pool);
-  switch (spectrum.element_type()) {
-    case ffi::DataType::C64:
-      Irfft2dOnCpu<float>(parallel, params, spectrum.typed_data<std::complex<float>>(),
-                          static_cast<float*>(output->untyped_data()));
-      return ffi::Error::Success();
-    case ffi::DataType::C128:
-      Irfft2dOnCpu<double>(parallel, params, spectrum.typed_data<std::complex<double>>(),
-                           static_cast<double*>(output->untyped_data()));
-      return ffi::Error::Success();
-    case ffi::DataType::F16:
-      Irfft2dOnCpu<Eigen::half>(parallel, params, static_cast<const Eigen::half*>(spectrum.untyped_data()),
-                                static_cast<Eigen::half*>(output->untyped_data()));
-      return ffi::Error::Success();
-    case ffi::DataType::BF16:
-      Irfft2dOnCpu<Eigen::bfloat16>(parallel, params, static_cast<const Eigen::bfloat16*>(spectrum.untyped_data()),
-                                    static_cast<Eigen::bfloat16*>(output->untyped_data()));
-      return ffi::Error::Success();
-    default:
-      return ffi::Error::InvalidArgument(
-          "FftconvIrfft2d: spectrum must be complex64, complex128, float16 or bfloat16");
-  }
-}
-
-XLA_FFI_DEFINE_HANDLER(kIrfft2dHost, Irfft2dHost,
-                       BindIrfft2dCall(ffi::Ffi::Bind().Ctx<ffi::ThreadPool>()));
-FFTCONV_REGISTER_FFI_HANDLER(kIrfft2dTarget, "Host", kIrfft2dHost);
-
 // -------------------------------------------------------------------------------------------------
 // FftconvSpectralMatmul under XLA: the lowering to the tf_fftconv_spectral_matmul custom call, and
-// that call's host handler (the CPU kernel on XLA's thread pool). The CUDA handler is in
-// cc/ops_gpu.cc.
+// that call's parameters from its buffers and attributes.
 
 // a [bins, ., .], b [bins, ., .] complex -> [bins, m, n] (float16 / bfloat16: [.., 2] each).
 // TensorFlow's TF32 switch (and the allow_tf32 attribute) is read when the call is compiled, as
@@ -265,13 +174,6 @@ class SpectralMatmulXlaOp : public tensorflow::XlaOpKernel {
   SpectralMatmulAttrs attrs_;
 };
 
-FFTCONV_REGISTER_KERNEL(Name("FftconvSpectralMatmul").Device(tensorflow::DEVICE_CPU_XLA_JIT),
-                        SpectralMatmulXlaOp);
-#ifdef FFTCONV_WITH_CUDA
-FFTCONV_REGISTER_KERNEL(Name("FftconvSpectralMatmul").Device(tensorflow::DEVICE_GPU_XLA_JIT),
-                        SpectralMatmulXlaOp);
-#endif
-
 absl::Status SpectralMatmulParamsFromCall(const ffi::AnyBuffer& a, const ffi::AnyBuffer& b,
                                           int64_t transpose_a, int64_t adjoint_a,
                                           int64_t conjugate_a, int64_t transpose_b,
@@ -307,48 +209,24 @@ absl::Status SpectralMatmulParamsFromCall(const ffi::AnyBuffer& a, const ffi::An
                                   flags[4], flags[5], flags[6], flags[7], alpha, params);
 }
 
-static ffi::Error SpectralMatmulHost(ffi::ThreadPool pool, ffi::AnyBuffer a, ffi::AnyBuffer b,
-                                     ffi::Result<ffi::AnyBuffer> product, int64_t transpose_a,
-                                     int64_t adjoint_a, int64_t conjugate_a, int64_t transpose_b,
-                                     int64_t adjoint_b, int64_t conjugate_b, int64_t allow_tf32,
-                                     int64_t tf32_operands, float alpha) {
-  SpectralMatmulParams params;
-  if (absl::Status s = SpectralMatmulParamsFromCall(a, b, transpose_a, adjoint_a, conjugate_a,
-                                                    transpose_b, adjoint_b, conjugate_b,
-                                                    allow_tf32, tf32_operands, alpha, &params);
-      !s.ok())
-    return FfiError(s);
-  if (product->element_count() == 0) return ffi::Error::Success();
-  const ParallelRunner parallel = FfiParallelRunner(pool);
-  switch (a.element_type()) {
-    case ffi::DataType::C64:
-      SpectralMatmulOnCpu<float>(parallel, params, a.typed_data<std::complex<float>>(),
-                                 b.typed_data<std::complex<float>>(),
-                                 static_cast<std::complex<float>*>(product->untyped_data()));
-      return ffi::Error::Success();
-    case ffi::DataType::C128:
-      SpectralMatmulOnCpu<double>(parallel, params, a.typed_data<std::complex<double>>(),
-                                  b.typed_data<std::complex<double>>(),
-                                  static_cast<std::complex<double>*>(product->untyped_data()));
-      return ffi::Error::Success();
-    case ffi::DataType::F16:
-      SpectralMatmulOnCpu<Eigen::half>(parallel, params, static_cast<const Eigen::half*>(a.untyped_data()),
-                                       static_cast<const Eigen::half*>(b.untyped_data()),
-                                       static_cast<Eigen::half*>(product->untyped_data()));
-      return ffi::Error::Success();
-    case ffi::DataType::BF16:
-      SpectralMatmulOnCpu<Eigen::bfloat16>(parallel, params, static_cast<const Eigen::bfloat16*>(a.untyped_data()),
-                                           static_cast<const Eigen::bfloat16*>(b.untyped_data()),
-                                           static_cast<Eigen::bfloat16*>(product->untyped_data()));
-      return ffi::Error::Success();
-    default:
-      return ffi::Error::InvalidArgument(
-          "FftconvSpectralMatmul: a and b must be complex64, complex128, float16 or bfloat16");
-  }
+// -------------------------------------------------------------------------------------------------
+// The lowerings, registered for XLA_CPU_JIT and, where the CUDA handlers exist, XLA_GPU_JIT; and the
+// custom calls' host handlers (the CPU kernels on XLA's thread pool).
+
+template <typename XlaOp>
+void RegisterLowering(const char* op, const char* kernel_name) {
+  using ::tensorflow::register_kernel::Name;
+  RegisterKernel<XlaOp>(Name(op).Device(tensorflow::DEVICE_CPU_XLA_JIT), kernel_name);
+#ifdef FFTCONV_WITH_CUDA
+  RegisterKernel<XlaOp>(Name(op).Device(tensorflow::DEVICE_GPU_XLA_JIT), kernel_name);
+#endif
 }
 
-XLA_FFI_DEFINE_HANDLER(kSpectralMatmulHost, SpectralMatmulHost,
-                       BindSpectralMatmulCall(ffi::Ffi::Bind().Ctx<ffi::ThreadPool>()));
-FFTCONV_REGISTER_FFI_HANDLER(kSpectralMatmulTarget, "Host", kSpectralMatmulHost);
+[[maybe_unused]] static const bool lowerings_registered = [] {
+  RegisterLowering<Rfft2dXlaOp>("FftconvRfft2d", "Rfft2dXlaOp");
+  RegisterLowering<Irfft2dXlaOp>("FftconvIrfft2d", "Irfft2dXlaOp");
+  RegisterLowering<SpectralMatmulXlaOp>("FftconvSpectralMatmul", "SpectralMatmulXlaOp");
+  return RegisterOpHandlers<CpuDevice>();
+}();
 
 }  // namespace fftconv

@@ -32,6 +32,9 @@ struct BFloat16 {
   unsigned short bits;
 };
 
+// The element types every launcher is compiled for (each launcher's .cu instantiates it for X(type)).
+#define FFTCONV_FOR_EACH_LAUNCHER_TYPE(X) X(float) X(double) X(Float16) X(BFloat16)
+
 template <typename Real>
 int LaunchRfft2d(const Rfft2dParams& params, const Real* input, Real* spectrum, cudaStream_t stream);
 

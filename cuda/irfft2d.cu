@@ -29,7 +29,7 @@
 #include <algorithm>
 
 #include "device_info.h"
-#include "fft_common.cuh"
+#include "fft_stages.cuh"
 #include "fftconv_cuda.h"
 
 namespace fftconv {
@@ -43,8 +43,9 @@ struct Irfft2dArgs {
   int channels, out_h, out_w;
   int offset_h, offset_w;
   bool nhwc;
-  bool use_stage;             // pipelined or staged: all S frame rows of the column results + a stage, one chunk
-  bool pipelined;             // the pipelined strategy: persistent blocks, two buffers, cp.async
+  bool use_stage;             // strategy != kDirect, the kernels' test: all S frame rows of the column results
+                              // + a stage, one chunk
+  config::FftStrategy strategy;  // read by the launcher
   bool vector_io;             // float4 global stores in the stage copy
   bool copy16;                // pipelined: 16-byte copies of the spectrum (two images; 8 bytes otherwise)
   bool pixel_major;           // pipelined, NHWC: the stage pixel-major (detail::InverseStageAt)
@@ -455,13 +456,13 @@ Irfft2dArgs MakeIrfft2dArgs(const Irfft2dParams& p, const void* spectrum, const 
   const size_t stage_bytes = sizeof(Real) * static_cast<size_t>(G) * a.stage.image_stride;
   const size_t columns_bytes = row_bytes * S;
   *smem = stage_bytes > columns_bytes ? stage_bytes : columns_bytes;
+  a.strategy = config::FftStrategy::kStaged;
   a.use_stage = true;
   a.chunk_rows = p.out_h;
-  a.vector_io = detail::UseVectorIo<Io>(output, true, G, p.nhwc, p.channels);
+  a.vector_io = detail::UseVectorIo<Io>(output, a.strategy, G, p.nhwc, p.channels);
 
   // The pipelined strategy: the staged strategy's memory, or a group's spectrum where that is larger,
   // twice.
-  a.pipelined = false;
   if constexpr (std::is_same<Io, float>::value && detail::kPipelinable<S, Shape>) {
     if (compute_capability >= 80) {
       // NHWC: the pixel-major stage (detail::InverseStageAt), in buffers of whole 128-byte lines.
@@ -473,7 +474,7 @@ Irfft2dArgs MakeIrfft2dArgs(const Irfft2dParams& p, const void* spectrum, const 
       const size_t buffer_bytes = detail::PipelineBufferBytes(std::max(columns_or_stage_bytes, spectrum_bytes), pixel_major);
       a.persistent_blocks = detail::PipelinedGrid<S, Shape>(a.groups, multiprocessors, max_smem, 2 * buffer_bytes);
       if (a.persistent_blocks > 0) {
-        a.pipelined = true;
+        a.strategy = config::FftStrategy::kPipelined;
         if (pixel_major) {
           a.pixel_major = true;
           a.stage = pixel_stage;
@@ -490,6 +491,7 @@ Irfft2dArgs MakeIrfft2dArgs(const Irfft2dParams& p, const void* spectrum, const 
   }
   if (*smem > max_smem) {
     // The direct strategy: chunks of window rows (even count), direct global stores.
+    a.strategy = config::FftStrategy::kDirect;
     a.use_stage = false;
     int rows = static_cast<int>(max_smem / row_bytes) & ~1;
     if (rows < 2) rows = 2;
@@ -505,7 +507,7 @@ int LaunchIrfft2dShaped(const Irfft2dArgs& a, size_t smem, const Io* spectrum, I
   using Pair = typename detail::Storage<Io>::Pair;
   using Block = detail::BlockShapeOf<S, Shape>;
   if constexpr (std::is_same<Io, float>::value && detail::kPipelinable<S, Shape>) {
-    if (a.pipelined) {
+    if (a.strategy == config::FftStrategy::kPipelined) {
       // The stage layout is the kernel's (a.stage holds its strides): pixel-major for NHWC.
       const auto kernel = a.pixel_major ? Irfft2dPipelinedKernel<S, Block, true> : Irfft2dPipelinedKernel<S, Block, false>;
       return detail::LaunchWithSharedMemory(kernel, dim3(a.persistent_blocks),
@@ -554,10 +556,10 @@ int LaunchIrfft2d(const Irfft2dParams& p, const Real* spectrum, Real* output, cu
                                  reinterpret_cast<Device*>(output), stream);
 }
 
-template int LaunchIrfft2d<float>(const Irfft2dParams&, const float*, float*, cudaStream_t);
-template int LaunchIrfft2d<double>(const Irfft2dParams&, const double*, double*, cudaStream_t);
-template int LaunchIrfft2d<Float16>(const Irfft2dParams&, const Float16*, Float16*, cudaStream_t);
-template int LaunchIrfft2d<BFloat16>(const Irfft2dParams&, const BFloat16*, BFloat16*, cudaStream_t);
+#define FFTCONV_INSTANTIATE(Real) \
+  template int LaunchIrfft2d<Real>(const Irfft2dParams&, const Real*, Real*, cudaStream_t);
+FFTCONV_FOR_EACH_LAUNCHER_TYPE(FFTCONV_INSTANTIATE)
+#undef FFTCONV_INSTANTIATE
 
 }  // namespace cuda
 }  // namespace fftconv

@@ -9,7 +9,7 @@
 //   lanes      : L, lanes of a warp per length-S transform (a power of two; G * L <= 32 when L > 1)
 //   images     : G, images per block (a power of two)
 //   min_blocks : blocks per SM promised to the compiler (__launch_bounds__: the register budget)
-// and a block has G * L * S / 2 threads (detail::BlockShape in fft_common.cuh).
+// and a block has G * L * S / 2 threads (detail::BlockShape in cuda/fft_stages.cuh).
 // The launchers take a large configuration where its staged strategy fits the device and, for an
 // NHWC tensor, the channels come in whole blocks of its G (detail::LaunchWithShapes), unless the
 // ordinary configuration runs the pipelined strategy.
@@ -95,6 +95,19 @@ constexpr DirectionConfig FindDirection(int fft_size, bool inverse) {
   }
   return DirectionConfig{};
 }
+
+// How a forward or inverse transform runs its groups of G images, chosen per launch by the launcher
+// (MakeRfft2dArgs, MakeIrfft2dArgs) in this order of preference:
+//   kPipelined : persistent blocks loop over the groups with two shared-memory buffers, the next
+//                group's data copied in (cp.async, or on sm_90+ a tensor copy) while this one is
+//                transformed; float on sm_80+, shapes that keep two blocks per SM
+//                (detail::kPipelinable), where both buffers fit and there are more groups than blocks;
+//   kStaged    : one block per group, its frames (forward) or window (inverse) staged in shared memory;
+//   kDirect    : where the stage does not fit the device's shared memory: rows read from (forward) or
+//                written to (inverse) global memory, the column jobs (window rows) in chunks, one per
+//                blockIdx.y.
+// One byte, as it sits among the kernels' byte flags in their arguments.
+enum class FftStrategy : unsigned char { kDirect, kStaged, kPipelined };
 
 // The pipelined strategy's copies (detail::RunPipelinedGroups), per direction:
 //   copy_parts  : pieces in which a group's copies are issued: 1, all before the group before it

@@ -27,7 +27,7 @@
 #include <algorithm>
 
 #include "device_info.h"
-#include "fft_common.cuh"
+#include "fft_stages.cuh"
 #include "fftconv_cuda.h"
 
 namespace fftconv {
@@ -42,8 +42,8 @@ struct Rfft2dArgs {
   int offset_h, offset_w;
   bool nhwc;
   int pair_begin, pair_end;   // frame row pairs (2j, 2j+1) that hold pixels: [pair_begin, pair_end)
-  bool use_stage;             // pipelined or staged: frames staged in shared memory, one chunk
-  bool pipelined;             // the pipelined strategy: persistent blocks, two buffers, cp.async
+  bool use_stage;             // strategy != kDirect, the kernels' test: frames staged in shared memory, one chunk
+  config::FftStrategy strategy;  // read by the launcher
   bool vector_io;             // 16-byte global loads in the stage copy (float4; pipelined: NHWC only)
   bool tensor_copy;           // pipelined, NHWC: one tensor copy per group fills the stage where the launch
                               // can (TensorCopyStage, sm_90+); read by the launcher, not the kernels
@@ -715,7 +715,6 @@ Rfft2dArgs MakeRfft2dArgs(const Rfft2dParams& p, const void* input, int compute_
   a.groups = (a.images + G - 1) / G;
   a.slot_stride = detail::ComplexSlotStride(kHalf, G);
   a.chunk_jobs = kHalf;
-  a.use_stage = true;
   a.vector_io = false;
   a.tensor_copy = false;
   a.stage_row0 = 0;
@@ -726,7 +725,6 @@ Rfft2dArgs MakeRfft2dArgs(const Rfft2dParams& p, const void* input, int compute_
   const size_t specs_bytes = 2 * kHalf * slot_bytes;
 
   // The pipelined strategy: two buffers, each the stage of the frame rows that hold pixels or the row spectra.
-  a.pipelined = false;
   if constexpr (std::is_same<Io, float>::value && detail::kPipelinable<S, Shape>) {
     if (compute_capability >= 80) {
       a.stage_row0 = 2 * a.pair_begin;
@@ -755,7 +753,8 @@ Rfft2dArgs MakeRfft2dArgs(const Rfft2dParams& p, const void* input, int compute_
       if (a.tensor_copy) *smem += 2 * sizeof(unsigned long long);
       a.persistent_blocks = detail::PipelinedGrid<S, Shape>(a.groups, multiprocessors, max_smem, *smem);
       if (a.persistent_blocks > 0) {
-        a.pipelined = true;
+        a.strategy = config::FftStrategy::kPipelined;
+        a.use_stage = true;
         return a;
       }
       a.vector_io = false;
@@ -771,13 +770,15 @@ Rfft2dArgs MakeRfft2dArgs(const Rfft2dParams& p, const void* input, int compute_
   a.stage_elements = G * a.stage.image_stride;
   const size_t stage_bytes = sizeof(Real) * static_cast<size_t>(a.stage_elements);
   *smem = stage_bytes > specs_bytes ? stage_bytes : specs_bytes;
+  a.strategy = config::FftStrategy::kStaged;
   if (*smem > max_smem) {
     // The direct strategy: rows read from global memory, column jobs in chunks that fit.
-    a.use_stage = false;
+    a.strategy = config::FftStrategy::kDirect;
     while (a.chunk_jobs > 1 && 2 * a.chunk_jobs * slot_bytes > max_smem) a.chunk_jobs /= 2;
     *smem = 2 * a.chunk_jobs * slot_bytes;
   }
-  a.vector_io = detail::UseVectorIo<Io>(input, a.use_stage, G, p.nhwc, p.channels);
+  a.use_stage = a.strategy != config::FftStrategy::kDirect;
+  a.vector_io = detail::UseVectorIo<Io>(input, a.strategy, G, p.nhwc, p.channels);
   return a;
 }
 
@@ -787,7 +788,7 @@ int LaunchRfft2dShaped(const Rfft2dArgs& a, size_t smem, const Io* input, Io* sp
   using Block = detail::BlockShapeOf<S, Shape>;
   constexpr int kHalf = S / 2;
   if constexpr (std::is_same<Io, float>::value && detail::kPipelinable<S, Shape>) {
-    if (a.pipelined) {
+    if (a.strategy == config::FftStrategy::kPipelined) {
       CUtensorMap map{};
       if constexpr (detail::TensorCopyStage<S, Block::kImagesPerBlock, Block::kLanes>::kUsable) {
         const auto kernel = Rfft2dPipelinedKernel<S, Block, true, true>;
@@ -860,10 +861,10 @@ int LaunchRfft2d(const Rfft2dParams& p, const Real* input, Real* spectrum, cudaS
                                 reinterpret_cast<Device*>(spectrum), stream);
 }
 
-template int LaunchRfft2d<float>(const Rfft2dParams&, const float*, float*, cudaStream_t);
-template int LaunchRfft2d<double>(const Rfft2dParams&, const double*, double*, cudaStream_t);
-template int LaunchRfft2d<Float16>(const Rfft2dParams&, const Float16*, Float16*, cudaStream_t);
-template int LaunchRfft2d<BFloat16>(const Rfft2dParams&, const BFloat16*, BFloat16*, cudaStream_t);
+#define FFTCONV_INSTANTIATE(Real) \
+  template int LaunchRfft2d<Real>(const Rfft2dParams&, const Real*, Real*, cudaStream_t);
+FFTCONV_FOR_EACH_LAUNCHER_TYPE(FFTCONV_INSTANTIATE)
+#undef FFTCONV_INSTANTIATE
 
 }  // namespace cuda
 }  // namespace fftconv

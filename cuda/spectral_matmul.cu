@@ -35,9 +35,11 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "complex_math.cuh"
 #include "device_info.h"
-#include "fft_common.cuh"
 #include "fftconv_cuda.h"
+#include "hardware.cuh"
+#include "kernel_config.h"
 
 namespace fftconv {
 namespace cuda {
@@ -1063,14 +1065,10 @@ int LaunchSpectralMatmul(const SpectralMatmulParams& p, const Real* a, const Rea
                                         stream);
 }
 
-template int LaunchSpectralMatmul<float>(const SpectralMatmulParams&, const float*, const float*, float*,
-                                         cudaStream_t);
-template int LaunchSpectralMatmul<double>(const SpectralMatmulParams&, const double*, const double*, double*,
-                                          cudaStream_t);
-template int LaunchSpectralMatmul<Float16>(const SpectralMatmulParams&, const Float16*, const Float16*,
-                                           Float16*, cudaStream_t);
-template int LaunchSpectralMatmul<BFloat16>(const SpectralMatmulParams&, const BFloat16*, const BFloat16*,
-                                            BFloat16*, cudaStream_t);
+#define FFTCONV_INSTANTIATE(Real) \
+  template int LaunchSpectralMatmul<Real>(const SpectralMatmulParams&, const Real*, const Real*, Real*, cudaStream_t);
+FFTCONV_FOR_EACH_LAUNCHER_TYPE(FFTCONV_INSTANTIATE)
+#undef FFTCONV_INSTANTIATE
 
 }  // namespace cuda
 }  // namespace fftconv

@@ -22,7 +22,7 @@ namespace fftconv {
 // that barely overflows a power of two then needs fewer bins than the next one, e.g. 48 * 25 or
 // 40 * 21 against 64 * 33). S is always even, so a spectrum keeps S/2 + 1 columns. The CUDA
 // kernels have one family per size and twiddle tables of the 128th, 96th and 80th roots of unity
-// (cuda/fft_common.cuh); tf_fftconv/geometry.py's MAX_FFT_SIZE and FFT_SIZES repeat the values
+// (cuda/fft_stages.cuh); tf_fftconv/geometry.py's MAX_FFT_SIZE and FFT_SIZES repeat the values
 // (tests/test_conv.py checks they agree).
 constexpr int kMinFftSize = 2;
 constexpr int kMaxFftSize = 128;

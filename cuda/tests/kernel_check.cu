@@ -34,14 +34,16 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <iterator>
 #include <map>
 #include <random>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "../device_info.h"
-#include "../fft_common.cuh"
+#include "../hardware.cuh"
 #include "../fftconv_cuda.h"
 
 using fftconv::Irfft2dParams;
@@ -75,6 +77,16 @@ void Report(bool ok, const std::string& name, double err, double tol) {
     ++g_fail;
   }
   if (g_verbose || !ok) std::printf("%s  %-96s rel_err=%.3e tol=%.1e\n", ok ? "PASS" : "FAIL", name.c_str(), err, tol);
+}
+
+// Waits for the work launched; false, with the launch's error or else the work's reported under
+// `name`, where either is not clean.
+bool Completed(int launch_error, const std::string& name) {
+  const cudaError_t sync = cudaDeviceSynchronize();
+  if (launch_error == 0 && sync == cudaSuccess) return true;
+  Report(false, name + " launch: " + fftconv::cuda::FftconvCudaErrorString(launch_error ? launch_error : sync), 0,
+         0);
+  return false;
 }
 
 // Device buffer with a canary tail that must survive every launch.
@@ -278,14 +290,10 @@ void CheckRfft2d(const Rfft2dParams& p, const char* tag) {
   dx.Upload(x);
   dy.Poison();
   const int err = fftconv::cuda::LaunchRfft2d<T>(p, dx.ptr, dy.ptr, nullptr);
-  const cudaError_t sync = cudaDeviceSynchronize();
   char name[256];
   std::snprintf(name, sizeof(name), "rfft2d  %s %s S=%-3d %s B=%d C=%d H=%d W=%d off=(%d,%d)%s", TypeName<T>(),
                 p.nhwc ? "NHWC" : "NCHW", S, tag, p.batch, p.channels, p.height, p.width, p.offset_h, p.offset_w, "");
-  if (err != 0 || sync != cudaSuccess) {
-    Report(false, std::string(name) + " launch: " + fftconv::cuda::FftconvCudaErrorString(err ? err : sync), 0, 0);
-    return;
-  }
+  if (!Completed(err, name)) return;
   bool canary = false;
   std::vector<double> out = ToDouble(dy.Download(&canary));
   std::vector<double> ref = Rfft2dReference(ToDouble(x), p);
@@ -304,14 +312,10 @@ void CheckIrfft2d(const Irfft2dParams& p, const char* tag) {
   dx.Upload(x);
   dy.Poison();
   const int err = fftconv::cuda::LaunchIrfft2d<T>(p, dx.ptr, dy.ptr, nullptr);
-  const cudaError_t sync = cudaDeviceSynchronize();
   char name[256];
   std::snprintf(name, sizeof(name), "irfft2d %s %s S=%-3d %s B=%d C=%d out=%dx%d off=(%d,%d)", TypeName<T>(),
                 p.nhwc ? "NHWC" : "NCHW", S, tag, p.batch, p.channels, p.out_h, p.out_w, p.offset_h, p.offset_w);
-  if (err != 0 || sync != cudaSuccess) {
-    Report(false, std::string(name) + " launch: " + fftconv::cuda::FftconvCudaErrorString(err ? err : sync), 0, 0);
-    return;
-  }
+  if (!Completed(err, name)) return;
   bool canary = false;
   std::vector<double> out = ToDouble(dy.Download(&canary));
   std::vector<double> ref = Irfft2dReference(ToDouble(x), p);
@@ -365,16 +369,12 @@ void CheckMatmul(const SpectralMatmulParams& p, const char* path) {
   db.Upload(b);
   dc.Poison();
   const int err = fftconv::cuda::LaunchSpectralMatmul<T>(p, da.ptr, db.ptr, dc.ptr, nullptr);
-  const cudaError_t sync = cudaDeviceSynchronize();
   char name[256];
   std::snprintf(name, sizeof(name), "matmul  %s %s op=(%s,%s) tf32=%d alpha=%g bins=%d m=%d n=%d k=%d", TypeName<T>(),
                 path, OpName(p.transpose_a, p.adjoint_a, p.conjugate_a),
                 OpName(p.transpose_b, p.adjoint_b, p.conjugate_b), p.allow_tf32 ? 1 : 0, p.alpha, p.bins, p.m, p.n,
                 p.k);
-  if (err != 0 || sync != cudaSuccess) {
-    Report(false, std::string(name) + " launch: " + fftconv::cuda::FftconvCudaErrorString(err ? err : sync), 0, 0);
-    return;
-  }
+  if (!Completed(err, name)) return;
   bool canary = false;
   std::vector<double> out = ToDouble(dc.Download(&canary));
   std::vector<double> ref = MatmulReference(ToDouble(a), ToDouble(b), p);
@@ -411,14 +411,10 @@ void CheckMatmulSpecialValues(bool adjoint_a, bool allow_tf32, const char* path)
   db.Upload(b);
   dc.Fill(0);
   const int err = fftconv::cuda::LaunchSpectralMatmul<float>(p, da.ptr, db.ptr, dc.ptr, nullptr);
-  const cudaError_t sync = cudaDeviceSynchronize();
   char name[160];
   std::snprintf(name, sizeof(name), "matmul  f32 %s NaN and Inf operands op=(%s,N) tf32=%d m=%d n=%d k=%d", path,
                 adjoint_a ? "H" : "N", allow_tf32 ? 1 : 0, p.m, p.n, p.k);
-  if (err != 0 || sync != cudaSuccess) {
-    Report(false, std::string(name) + " launch: " + fftconv::cuda::FftconvCudaErrorString(err ? err : sync), 0, 0);
-    return;
-  }
+  if (!Completed(err, name)) return;
   bool canary = false;
   const std::vector<float> out = dc.Download(&canary);
   const std::vector<double> ref = MatmulReference(a_clean, b_clean, p);
@@ -696,14 +692,10 @@ void CheckRfft2dTf32(Rfft2dParams p, const char* tag, int compute_capability) {
   int err = fftconv::cuda::LaunchRfft2d<float>(p, dx.ptr, plain.ptr, nullptr);
   p.round_to_tf32 = true;
   if (err == 0) err = fftconv::cuda::LaunchRfft2d<float>(p, dx.ptr, rounded.ptr, nullptr);
-  const cudaError_t sync = cudaDeviceSynchronize();
   char name[256];
   std::snprintf(name, sizeof(name), "rfft2d  f32 %s S=%-3d %s tf32-rounded B=%d C=%d H=%d W=%d off=(%d,%d)",
                 p.nhwc ? "NHWC" : "NCHW", S, tag, p.batch, p.channels, p.height, p.width, p.offset_h, p.offset_w);
-  if (err != 0 || sync != cudaSuccess) {
-    Report(false, std::string(name) + " launch: " + fftconv::cuda::FftconvCudaErrorString(err ? err : sync), 0, 0);
-    return;
-  }
+  if (!Completed(err, name)) return;
   bool canary_plain = false, canary_rounded = false;
   const std::vector<float> ref = plain.Download(&canary_plain), out = rounded.Download(&canary_rounded);
   size_t differing = 0, changed = 0;
@@ -798,11 +790,7 @@ void CheckMatmulTf32Operands(const SpectralMatmulParams& base, int compute_capab
     const int err = fftconv::cuda::LaunchSpectralMatmul<float>(p, rounded_inputs[i] ? da_tf32.ptr : da.ptr,
                                                                rounded_inputs[i] ? db_tf32.ptr : db.ptr, dc.ptr,
                                                                nullptr);
-    const cudaError_t sync = cudaDeviceSynchronize();
-    if (err != 0 || sync != cudaSuccess) {
-      Report(false, std::string(name) + " launch: " + fftconv::cuda::FftconvCudaErrorString(err ? err : sync), 0, 0);
-      return;
-    }
+    if (!Completed(err, name)) return;
     bool ok = false;
     c[i] = dc.Download(&ok);
     canary &= ok;
@@ -933,14 +921,10 @@ void CheckRfft2dHalf(const Rfft2dParams& p, const char* tag) {
   dy.Poison();
   const int err = fftconv::cuda::LaunchRfft2d<H>(p, reinterpret_cast<const H*>(dx.ptr), reinterpret_cast<H*>(dy.ptr),
                                                  nullptr);
-  const cudaError_t sync = cudaDeviceSynchronize();
   char name[256];
   std::snprintf(name, sizeof(name), "rfft2d  %s %s S=%-3d %s B=%d C=%d H=%d W=%d off=(%d,%d)", HalfCodec<H>::Name(),
                 p.nhwc ? "NHWC" : "NCHW", S, tag, p.batch, p.channels, p.height, p.width, p.offset_h, p.offset_w);
-  if (err != 0 || sync != cudaSuccess) {
-    Report(false, std::string(name) + " launch: " + fftconv::cuda::FftconvCudaErrorString(err ? err : sync), 0, 0);
-    return;
-  }
+  if (!Completed(err, name)) return;
   bool canary = false;
   const std::vector<double> out = DecodeHalf<H>(dy.Download(&canary));
   std::vector<double> ref = Rfft2dReference(values, p);
@@ -961,14 +945,10 @@ void CheckIrfft2dHalf(const Irfft2dParams& p, const char* tag) {
   dy.Poison();
   const int err = fftconv::cuda::LaunchIrfft2d<H>(p, reinterpret_cast<const H*>(dx.ptr), reinterpret_cast<H*>(dy.ptr),
                                                   nullptr);
-  const cudaError_t sync = cudaDeviceSynchronize();
   char name[256];
   std::snprintf(name, sizeof(name), "irfft2d %s %s S=%-3d %s B=%d C=%d out=%dx%d off=(%d,%d)", HalfCodec<H>::Name(),
                 p.nhwc ? "NHWC" : "NCHW", S, tag, p.batch, p.channels, p.out_h, p.out_w, p.offset_h, p.offset_w);
-  if (err != 0 || sync != cudaSuccess) {
-    Report(false, std::string(name) + " launch: " + fftconv::cuda::FftconvCudaErrorString(err ? err : sync), 0, 0);
-    return;
-  }
+  if (!Completed(err, name)) return;
   bool canary = false;
   const std::vector<double> out = DecodeHalf<H>(dy.Download(&canary));
   for (double& v : values) v *= static_cast<double>(S) * S;  // irfft2d(half)(Z) = irfft(S^2 Z)
@@ -991,15 +971,11 @@ void CheckMatmulHalf(const SpectralMatmulParams& p, const char* path) {
   const int err = fftconv::cuda::LaunchSpectralMatmul<H>(p, reinterpret_cast<const H*>(da.ptr),
                                                          reinterpret_cast<const H*>(db.ptr),
                                                          reinterpret_cast<H*>(dc.ptr), nullptr);
-  const cudaError_t sync = cudaDeviceSynchronize();
   char name[256];
   std::snprintf(name, sizeof(name), "matmul  %s op=(%s,%s) %s alpha=%g bins=%d m=%d n=%d k=%d", HalfCodec<H>::Name(),
                 OpName(p.transpose_a, p.adjoint_a, p.conjugate_a), OpName(p.transpose_b, p.adjoint_b, p.conjugate_b),
                 path, p.alpha, p.bins, p.m, p.n, p.k);
-  if (err != 0 || sync != cudaSuccess) {
-    Report(false, std::string(name) + " launch: " + fftconv::cuda::FftconvCudaErrorString(err ? err : sync), 0, 0);
-    return;
-  }
+  if (!Completed(err, name)) return;
   bool canary = false;
   const std::vector<double> out = DecodeHalf<H>(dc.Download(&canary));
   std::vector<double> ref = MatmulReference(a_values, b_values, p);
@@ -1660,24 +1636,20 @@ int main(int argc, char** argv) {
   std::string family = "all";
   unsigned long long seed = static_cast<unsigned long long>(
       std::chrono::high_resolution_clock::now().time_since_epoch().count());
+  // The modes that run instead of the correctness suite.
+  const std::pair<const char*, bool*> instead_of_check[] = {{"--time", &timing},
+                                                            {"--time-fft", &fft_timing},
+                                                            {"--time-chain", &chain_timing},
+                                                            {"--profile", &profile},
+                                                            {"--profile-fft", &profile_fft}};
   for (int i = 1; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "--quick")) {
+    const auto mode = std::find_if(std::begin(instead_of_check), std::end(instead_of_check),
+                                   [&](const auto& flag) { return !std::strcmp(argv[i], flag.first); });
+    if (mode != std::end(instead_of_check)) {
+      *mode->second = true;
+      check = false;
+    } else if (!std::strcmp(argv[i], "--quick")) {
       quick = true;
-    } else if (!std::strcmp(argv[i], "--time")) {
-      timing = true;
-      check = false;
-    } else if (!std::strcmp(argv[i], "--time-fft")) {
-      fft_timing = true;
-      check = false;
-    } else if (!std::strcmp(argv[i], "--time-chain")) {
-      chain_timing = true;
-      check = false;
-    } else if (!std::strcmp(argv[i], "--profile")) {
-      profile = true;
-      check = false;
-    } else if (!std::strcmp(argv[i], "--profile-fft")) {
-      profile_fft = true;
-      check = false;
     } else if (!std::strcmp(argv[i], "--all")) {
       timing = true;
       check = true;

@@ -1,5 +1,5 @@
 // Host-side check of the forward transforms' pixel-major (NHWC) stage, PixelMajorStage in
-// cuda/fft_common.cuh, for every forward block shape (FftShape, and LargeShape for NHWC) of every
+// cuda/fft_stages.cuh, for every forward block shape (FftShape, and LargeShape for NHWC) of every
 // frame size: no GPU needed, so it runs where the tests run (tests/test_stage_layout.py, through
 // `make stage-layout-check`). For each shape it checks:
 //   - each stage row's columns are a permutation of the frame's S columns that keeps the first
@@ -24,23 +24,11 @@
 #include <utility>
 #include <vector>
 
-#include "cuda/fft_common.cuh"
+#include "cuda/fft_stages.cuh"
 
 namespace {
 
-using fftconv::cuda::detail::CopyPiece;
-using fftconv::cuda::detail::FastDivmod;
-using fftconv::cuda::detail::FftLayout;
-using fftconv::cuda::detail::FftShape;
-using fftconv::cuda::detail::InverseStageAt;
-using fftconv::cuda::detail::MakePixelMajorInverseStage;
-using fftconv::cuda::detail::PixelWalk;
-using fftconv::cuda::detail::LargeShape;
-using fftconv::cuda::detail::LeadingValues;
-using fftconv::cuda::detail::PixelMajorStage;
-using fftconv::cuda::detail::StageAt;
-using fftconv::cuda::detail::StageIndex;
-using fftconv::cuda::detail::TensorCopyStage;
+using namespace fftconv::cuda::detail;  // the layouts under test
 
 int failures = 0, checked = 0;
 

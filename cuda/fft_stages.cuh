@@ -1,7 +1,8 @@
-// Device building blocks shared by the forward and inverse small-FFT kernels:
-// complex arithmetic, twiddles, the register radix-2 FFT, the cross-lane (warp shuffle) stages,
-// fast integer division, asynchronous copies (which the matmul's pipeline uses too) and the one
-// place where tensor / spectrum / shared-memory offsets are computed.
+// The FFT's own building blocks, shared by the forward and inverse small-FFT kernels (cuda/rfft2d.cu,
+// cuda/irfft2d.cu): twiddles, the register FFT, the cross-lane (warp shuffle) stages, the one place
+// where tensor / spectrum / shared-memory offsets are computed, the block shapes of the
+// configurations (cuda/kernel_config.h), the pipelined strategy's loops, and the host-side launch
+// code of the two transforms. Built on cuda/complex_math.cuh and cuda/hardware.cuh.
 //
 // A length-S transform is spread over L lanes of a warp (L = 1 keeps it in one thread), L a power of
 // two and P = S / L points per lane:
@@ -14,149 +15,24 @@
 // even), and the register FFT starts with one radix-m stage (DifStages); the cross-lane part is
 // unchanged, since X[k1 + P k2] = sum_l W_L^(l k2) W_S^(l k1) sum_p x[p L + l] W_P^(p k1) holds for
 // any P.
-#ifndef TF_FFTCONV_CUDA_FFT_COMMON_CUH_
-#define TF_FFTCONV_CUDA_FFT_COMMON_CUH_
+#ifndef TF_FFTCONV_CUDA_FFT_STAGES_CUH_
+#define TF_FFTCONV_CUDA_FFT_STAGES_CUH_
 
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <cstdint>
 #include <type_traits>
 
 #include "include/fftconv_params.h"
+#include "complex_math.cuh"
 #include "device_info.h"
-#include "fftconv_cuda.h"
+#include "hardware.cuh"
 #include "kernel_config.h"
 #include "twiddle_table.inc"
 
 namespace fftconv {
 namespace cuda {
 namespace detail {
-
-// ---------------------------------------------------------------------------------------------
-// Complex values: float2 / double2, (x, y) = (re, im).
-template <typename Real>
-struct ComplexOf;
-template <>
-struct ComplexOf<float> {
-  using type = float2;
-};
-template <>
-struct ComplexOf<double> {
-  using type = double2;
-};
-template <typename Real>
-using complex_t = typename ComplexOf<Real>::type;
-
-// ---------------------------------------------------------------------------------------------
-// Storage and arithmetic types. A kernel reads and writes tensors of a storage type Io and computes
-// in Storage<Io>::Compute: float and double compute in themselves, __half and __nv_bfloat16 in
-// float. A spectrum element is Storage<Io>::Pair: float2 / double2, or the (re, im) pair
-// __half2 / __nv_bfloat162 of a half-precision spectrum [bins, rows, cols, 2].
-template <typename Io>
-struct Storage {
-  using Compute = Io;
-  using Pair = complex_t<Io>;
-  static constexpr bool kHalf = false;
-};
-template <>
-struct Storage<__half> {
-  using Compute = float;
-  using Pair = __half2;
-  static constexpr bool kHalf = true;
-};
-template <>
-struct Storage<__nv_bfloat16> {
-  using Compute = float;
-  using Pair = __nv_bfloat162;
-  static constexpr bool kHalf = true;
-};
-
-}  // namespace detail
-
-// The device type behind each launcher type (cuda/fftconv_cuda.h): Float16 and BFloat16 are the
-// 16-bit patterns of __half and __nv_bfloat16.
-template <typename T>
-struct DeviceType {
-  using type = T;
-};
-template <>
-struct DeviceType<Float16> {
-  using type = __half;
-};
-template <>
-struct DeviceType<BFloat16> {
-  using type = __nv_bfloat16;
-};
-static_assert(sizeof(Float16) == sizeof(__half) && sizeof(BFloat16) == sizeof(__nv_bfloat16),
-              "Float16 / BFloat16 must be the 16-bit patterns of __half / __nv_bfloat16");
-
-namespace detail {
-
-template <typename T>
-__device__ __forceinline__ T ToCompute(T v) {
-  return v;
-}
-__device__ __forceinline__ float ToCompute(__half v) { return __half2float(v); }
-__device__ __forceinline__ float ToCompute(__nv_bfloat16 v) { return __bfloat162float(v); }
-__device__ __forceinline__ float2 ToCompute(__half2 v) { return __half22float2(v); }
-__device__ __forceinline__ float2 ToCompute(__nv_bfloat162 v) { return __bfloat1622float2(v); }
-
-// Rounds a computed value (real or complex) to its storage type (to nearest even).
-template <typename Io, typename T>
-__device__ __forceinline__ Io ToStorage(T v) {
-  if constexpr (std::is_same<Io, __half>::value) {
-    return __float2half_rn(v);
-  } else if constexpr (std::is_same<Io, __nv_bfloat16>::value) {
-    return __float2bfloat16_rn(v);
-  } else if constexpr (std::is_same<Io, __half2>::value) {
-    return __floats2half2_rn(v.x, v.y);
-  } else if constexpr (std::is_same<Io, __nv_bfloat162>::value) {
-    return __floats2bfloat162_rn(v.x, v.y);
-  } else {
-    return v;
-  }
-}
-
-// Rounding to TF32, one rule for every kernel that rounds: the matmul's tensor-core operands
-// (cuda/spectral_matmul.cu) and the spectra that rfft2d stores already rounded for them
-// (Rfft2dParams::round_to_tf32), so that such a spectrum holds exactly the TF32 values the matmul
-// would have made of the unrounded one. sm_90+: cvt.rn (ties to even), one F2FP instruction; before
-// sm_90 cvt.rna (ties away from zero), sm_80's only form, which ptxas expands to an add, an Inf /
-// NaN test and a mask, three instructions per value where cvt.rn is one (docs/performance.md).
-// The result's low 13 bits are not defined (the MMA does not read them). There is no TF32 before
-// sm_80: there x comes back as it is (no kernel rounds there).
-__device__ __forceinline__ uint32_t RoundTf32Bits(float x) {
-  uint32_t r;
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm("cvt.rn.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
-#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
-#else
-  r = __float_as_uint(x);
-#endif
-  return r;
-}
-// x rounded to TF32 as an FP32 value that holds it exactly (the low 13 bits cleared): what is stored.
-__device__ __forceinline__ float RoundedToTf32(float x) { return __uint_as_float(RoundTf32Bits(x) & 0xffffe000u); }
-
-template <typename C>
-__device__ __forceinline__ C CAdd(C a, C b) {
-  return C{a.x + b.x, a.y + b.y};
-}
-template <typename C>
-__device__ __forceinline__ C CSub(C a, C b) {
-  return C{a.x - b.x, a.y - b.y};
-}
-template <typename C>
-__device__ __forceinline__ C CMul(C a, C b) {
-  return C{a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x};
-}
-template <typename C>
-__device__ __forceinline__ C CScale(C a, decltype(a.x) s) {
-  return C{a.x * s, a.y * s};
-}
 
 // ---------------------------------------------------------------------------------------------
 // Twiddles: W_N^t = exp(-2*pi*i*t/N) in constant memory, one table per root base N: N = 128 for
@@ -243,117 +119,6 @@ __device__ __forceinline__ complex_t<Real> MulTwiddleDynamic(complex_t<Real> z, 
   complex_t<Real> w = TwiddleOf<Real, N>(N == 128 ? (t & 127) : t);
   if (kInverse) w.y = -w.y;
   return CMul(z, w);
-}
-
-// Global store of a result that is not read again by this kernel. kEvictFirst gives it the
-// cache-streaming hint (st.global.cs), which the L2 evicts first. The NHWC inverses store with it: their blocks write one
-// 128-byte line per output pixel, lines a row of channels apart, and on the H200 they ran 1.2-1.6x
-// faster with the hint (Mathieu's y 0.118 -> 0.094 ms, dx 0.078 -> 0.048 ms), at the NCHW inverses'
-// time; those, and the forward transforms' spectra (which the matmul reads next), gained nothing.
-template <bool kEvictFirst = false, typename T>
-__device__ __forceinline__ void StoreStreaming(T* ptr, T v) {
-  if constexpr (kEvictFirst) {
-    __stcs(ptr, v);
-  } else {
-    *ptr = v;
-  }
-}
-
-// The first statement of every kernel of the package, before its first global memory access. Where
-// the kernel was launched as a programmatic dependent (LaunchKernel, sm_90+), it waits until the
-// grids before it on the stream have finished and their writes are visible (griddepcontrol.wait:
-// before it, this kernel may neither read what they write nor write what they read). No-op in a
-// plain launch; compiles to nothing before sm_90.
-// No kernel calls griddepcontrol.launch_dependents, so the next grid is launched when every block
-// of this one has exited (the implicit trigger), and its launch overlaps this grid's completion
-// and memory flush. With the trigger here, at each block's start (so that the next grid's blocks
-// become resident and wait while this grid's last blocks run), Mathieu's train step took 0.721 ms
-// per step against 0.700 with plain launches and 0.683 without it (kernel check --time-chain on
-// the H200); why the early blocks cost more than they save was not profiled.
-__device__ __forceinline__ void AwaitPrecedingGrids() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.wait;\n" ::: "memory");
-#endif
-}
-
-// Asynchronous copy (cp.async, sm_80+) of kBytes (4, 8 or 16) from global to shared memory;
-// src_bytes = 0 writes zeros. 16-byte copies bypass L1 (.cg), smaller ones cannot (.ca).
-// The shared-memory address (state space .shared) of a generic pointer into shared memory, as the
-// asynchronous copies and barriers below take it.
-__device__ __forceinline__ unsigned SharedAddress(const void* p) {
-  return static_cast<unsigned>(__cvta_generic_to_shared(p));
-}
-
-template <int kBytes>
-__device__ __forceinline__ void CpAsync(void* smem, const void* gmem, int src_bytes) {
-  const unsigned dst = SharedAddress(smem);
-  if constexpr (kBytes == 16) {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(gmem), "r"(src_bytes));
-  } else if constexpr (kBytes == 8) {
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;\n" ::"r"(dst), "l"(gmem), "r"(src_bytes));
-  } else {
-    static_assert(kBytes == 4, "cp.async copies 4, 8 or 16 bytes");
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(gmem), "r"(src_bytes));
-  }
-}
-// Closes the group of copies issued since the last commit.
-__device__ __forceinline__ void CpAsyncCommit() { asm volatile("cp.async.commit_group;\n" ::); }
-// Waits until at most kPending of this thread's committed groups are still in flight.
-template <int kPending>
-__device__ __forceinline__ void CpAsyncWait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending) : "memory");
-}
-
-// The tensor memory accelerator (sm_90+): a shared-memory barrier that counts a copy's bytes, and
-// one instruction that copies a box of a tensor (described by a CUtensorMap, EncodeTensorMap4d) into
-// shared memory, writing zeros where the box reaches outside the tensor. Compile to nothing before
-// sm_90; only kernels launched on sm_90 code call them (RunsSm90Code).
-// One arrival expected per phase (the issuing thread's), plus the copy's bytes.
-__device__ __forceinline__ void BarrierInit(unsigned long long* barrier) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(SharedAddress(barrier)) : "memory");
-  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-#endif
-}
-// Arrives on the barrier and tells it how many bytes the copy about to be issued will bring.
-__device__ __forceinline__ void BarrierExpectBytes(unsigned long long* barrier, unsigned bytes) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(SharedAddress(barrier)), "r"(bytes)
-               : "memory");
-#endif
-}
-// Waits until the barrier's phase of the given parity has completed (its copy has landed).
-__device__ __forceinline__ void BarrierWait(unsigned long long* barrier, int parity) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  const unsigned address = SharedAddress(barrier);
-  unsigned done = 0;
-  do {
-    asm volatile(
-        "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}\n"
-        : "=r"(done)
-        : "r"(address), "r"(parity)
-        : "memory");
-  } while (!done);
-#endif
-}
-// Copies the box at coordinates (c0, c1, c2, c3) of the 4-D tensor `map` into shared memory at
-// `smem` (128-byte aligned), completing on `barrier`.
-__device__ __forceinline__ void TensorCopy4d(void* smem, const void* map, unsigned long long* barrier, int c0, int c1,
-                                             int c2, int c3) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile(
-      "cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, %5}], "
-      "[%6];\n" ::"r"(SharedAddress(smem)),
-      "l"(map), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(SharedAddress(barrier))
-      : "memory");
-#endif
-}
-// Orders this thread's earlier shared-memory accesses before later tensor copies into the same
-// memory (the copies are another proxy's writes).
-__device__ __forceinline__ void FenceBeforeTensorCopy() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-#endif
 }
 
 // The column job that reads bin k of a packed row pair's spectrum Z_j (the forward's row pass), and
@@ -640,43 +405,6 @@ __device__ __forceinline__ complex_t<Real> MirrorOutput(const complex_t<Real> (&
   }
 }
 
-// Lanes [base, base + width) of the warp, width a power of two <= 32.
-__device__ __forceinline__ unsigned LaneGroupMask(int width) {
-  if (width >= 32) return 0xffffffffu;
-  const unsigned lane = threadIdx.x & 31u;
-  const unsigned base = lane & ~static_cast<unsigned>(width - 1);
-  return ((1u << width) - 1u) << base;
-}
-
-// ---------------------------------------------------------------------------------------------
-// Division by a run-time constant (numerators in [0, 2^31)): q = umulhi(n, mul) >> shift.
-struct FastDivmod {
-  unsigned divisor = 1, mul = 0, shift = 0;
-
-  FastDivmod() = default;
-  explicit FastDivmod(int d) : divisor(static_cast<unsigned>(d > 0 ? d : 1)) {
-    if (divisor != 1) {
-      const unsigned p = 31 + Log2(divisor);
-      mul = static_cast<unsigned>(((1ull << p) + divisor - 1) / divisor);
-      shift = p - 32;
-    }
-  }
-  __host__ __device__ __forceinline__ int Div(int n) const {
-#ifdef __CUDA_ARCH__
-    return divisor == 1 ? n : static_cast<int>(__umulhi(static_cast<unsigned>(n), mul) >> shift);
-#else
-    return divisor == 1
-               ? n
-               : static_cast<int>((static_cast<unsigned long long>(static_cast<unsigned>(n)) * mul >> 32) >>
-                                  shift);
-#endif
-  }
-  __host__ __device__ __forceinline__ void DivMod(int n, int& q, int& r) const {
-    q = Div(n);
-    r = n - q * static_cast<int>(divisor);
-  }
-};
-
 // Pixels first, first + step, first + 2 step, ... of an image `width` pixels wide as (row h, column w),
 // advanced by additions. The NHWC copy loops walk a group's pixels so: a division per pixel made them
 // reload the divisor's constants from the kernel's parameters on every pixel, where Nsight Compute
@@ -862,14 +590,6 @@ inline StageIndex MakePixelMajorInverseStage(int cols, int images_per_block, int
   return s;
 }
 
-// Zeroes `bytes` (a multiple of 4) of shared memory with the block's threads.
-__device__ __forceinline__ void ZeroShared(void* ptr, int bytes, int tid, int threads) {
-  uint4* p4 = static_cast<uint4*>(ptr);
-  for (int k = tid; k < bytes / 16; k += threads) p4[k] = make_uint4(0u, 0u, 0u, 0u);
-  unsigned* p1 = static_cast<unsigned*>(ptr);
-  for (int k = (bytes / 16) * 4 + tid; k < bytes / 4; k += threads) p1[k] = 0u;
-}
-
 // Stride between consecutive slots of a [slot][job][image] complex buffer holding `rows` jobs of G
 // images: 2 * stride = G (mod 16) keeps half-warps on distinct banks when G < 16.
 inline int ComplexSlotStride(int rows, int images_per_block) {
@@ -938,18 +658,18 @@ struct ShapeTag {
 // LargeShape's staged strategy on the NHWC inverses of Mathieu's layer); else with Large where it
 // differs from Ordinary, its strategy fits without chunks and, for NHWC, the channels come in whole
 // blocks of its images; else with Ordinary. make_args(ShapeTag<Shape>, max_smem, &smem) returns the
-// kernel's arguments (pipelined: the pipelined strategy; use_stage: whole frames in shared memory)
-// and the shared memory they need; launch(ShapeTag<Shape>, args, smem) launches and returns the
-// error code.
+// kernel's arguments (their strategy, config::FftStrategy) and the shared memory they need;
+// launch(ShapeTag<Shape>, args, smem) launches and returns the error code.
 template <int S, typename Large, typename Ordinary, typename MakeArgs, typename Launch>
 int LaunchWithShapes(bool nhwc, int channels, size_t max_smem, MakeArgs&& make_args, Launch&& launch) {
   size_t smem = 0;
   const auto ordinary = make_args(ShapeTag<Ordinary>{}, max_smem, &smem);
   if constexpr (kDistinctShapes<S, Large, Ordinary>) {
-    if (!ordinary.pipelined && (!nhwc || channels % Large::kImagesPerBlock == 0)) {
+    if (ordinary.strategy != config::FftStrategy::kPipelined &&
+        (!nhwc || channels % Large::kImagesPerBlock == 0)) {
       size_t large_smem = 0;
       const auto args = make_args(ShapeTag<Large>{}, max_smem, &large_smem);
-      if (args.use_stage) return launch(ShapeTag<Large>{}, args, large_smem);
+      if (args.strategy != config::FftStrategy::kDirect) return launch(ShapeTag<Large>{}, args, large_smem);
     }
   }
   return launch(ShapeTag<Ordinary>{}, ordinary, smem);
@@ -1104,66 +824,13 @@ int DispatchFftSize(int s, Launch&& launch) {
   }
 }
 
-// 16-byte global accesses in the staged path: float only (Io, the tensors' storage type), an
-// aligned pointer, whole float4 groups of images per block and, in NHWC, of channels.
+// 16-byte global accesses in the stage's copy: float only (Io, the tensors' storage type), a strategy
+// with a stage, an aligned pointer, whole float4 groups of images per block and, in NHWC, of channels.
 template <typename Real>
-bool UseVectorIo(const void* global, bool use_stage, int images_per_block, bool nhwc, int channels) {
-  if (!std::is_same<Real, float>::value || !use_stage) return false;
+bool UseVectorIo(const void* global, config::FftStrategy strategy, int images_per_block, bool nhwc, int channels) {
+  if (!std::is_same<Real, float>::value || strategy == config::FftStrategy::kDirect) return false;
   const bool aligned = (reinterpret_cast<uintptr_t>(global) & 15) == 0;
   return aligned && images_per_block % 4 == 0 && (!nhwc || channels % 4 == 0);
-}
-
-// Raises `kernel`'s dynamic shared memory limit to `smem` where it needs more than the default
-// 48 KiB; returns the error code.
-template <typename... Params>
-int AllowSharedMemory(void (*kernel)(Params...), size_t smem) {
-  if (smem <= 48 * 1024) return 0;
-  return static_cast<int>(
-      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
-}
-
-// Launches `kernel` on `stream`, every kernel of the package; returns the launch's error code.
-// Where DependentLaunchAllowed (sm_90+), the launch is a programmatic dependent one: the kernel is
-// launched once the grid before it on the stream has no block left running, and waits in
-// AwaitPrecedingGrids until that grid has completed and its writes are visible, so its launch
-// overlaps that grid's completion instead of following it (Mathieu's train step, nine launches:
-// 0.700 -> 0.683 ms per step in kernel check --time-chain on the H200).
-template <typename... Params, typename... Args>
-int LaunchKernel(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
-                 Args... args) {
-  cudaLaunchAttribute attribute;
-  cudaLaunchConfig_t config = {};
-  config.gridDim = grid;
-  config.blockDim = block;
-  config.dynamicSmemBytes = smem;
-  config.stream = stream;
-  config.attrs = &attribute;
-  if (DependentLaunchAllowed(reinterpret_cast<const void*>(kernel))) {
-    attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attribute.val.programmaticStreamSerializationAllowed = 1;
-    config.numAttrs = 1;
-  }
-  const cudaError_t err = cudaLaunchKernelEx(&config, kernel, static_cast<Params>(args)...);
-  const cudaError_t last = cudaGetLastError();  // cleared, as a <<<>>> launch's check would
-  return static_cast<int>(err != cudaSuccess ? err : last);
-}
-
-// Launches `kernel` with `smem` bytes of dynamic shared memory (LaunchKernel); returns the launch's
-// error code.
-template <typename... Params, typename... Args>
-int LaunchWithSharedMemory(void (*kernel)(Params...), dim3 grid, int threads, size_t smem,
-                           cudaStream_t stream, Args... args) {
-  const int err = AllowSharedMemory(kernel, smem);
-  if (err != 0) return err;
-  return LaunchKernel(kernel, grid, dim3(threads), smem, stream, args...);
-}
-
-// Blocks of a persistent kernel's grid with `blocks_per_sm` resident on each of `multiprocessors`
-// SMs (or fewer under a test's cap, PersistentBlocksCap).
-inline long long PersistentBlocks(int multiprocessors, int blocks_per_sm) {
-  const long long blocks = static_cast<long long>(blocks_per_sm > 0 ? blocks_per_sm : 1) * multiprocessors;
-  const int cap = PersistentBlocksCap();
-  return cap > 0 && cap < blocks ? cap : blocks;
 }
 
 // Bytes of each of the pipelined strategy's two buffers that hold `bytes`: whole 16-byte quads for the
@@ -1197,4 +864,4 @@ int PipelinedGrid(int groups, int multiprocessors, size_t max_smem, size_t smem)
 }  // namespace cuda
 }  // namespace fftconv
 
-#endif  // TF_FFTCONV_CUDA_FFT_COMMON_CUH_
+#endif  // TF_FFTCONV_CUDA_FFT_STAGES_CUH_
