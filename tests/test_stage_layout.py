@@ -1,4 +1,4 @@
-"""The forward transforms' NHWC stage layout (PixelMajorStage in cuda/fft_common.cuh), checked on
+"""The forward transforms' NHWC stage layout (PixelMajorStage in cuda/fft_stages.cuh), checked on
 the host: `make stage-layout-check` builds cuda/tests/stage_layout_check.cu with nvcc (host code only,
 no GPU needed) with the configurations of cuda/kernel_config.h.
 The program checks, for every forward block shape, that each stage row's columns are a permutation
@@ -19,11 +19,11 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-# The check is host code, but it includes cuda/fft_common.cuh, whose device functions use CUDA's
+# The check is host code, but it includes cuda/fft_stages.cuh, whose device functions use CUDA's
 # built-ins (threadIdx, __syncthreads, __cvta_generic_to_shared, ...) and the toolkit's headers
 # (cuda_runtime.h, cuda_fp16.h): a host compiler alone stops at the first of them (g++ 12:
 # "'__float_as_uint' was not declared in this scope"), so only nvcc builds it.
-NO_NVCC = ("nvcc is not installed: the check includes cuda/fft_common.cuh, whose device code and "
+NO_NVCC = ("nvcc is not installed: the check includes cuda/fft_stages.cuh, whose device code and "
            "CUDA headers only nvcc compiles (no GPU is needed to run it)")
 
 
