@@ -118,6 +118,19 @@ def test_convnext_trains_after_to_fft_and_to_keras(rng):
     train_step(keras_model, x)
 
 
+def test_convnext_with_auto_trains_in_a_graph(rng):
+    """With the default algorithm="auto", ConvNeXt's grouped layers train eagerly and in Keras'
+    compiled step (no XLA, where TensorFlow's graph optimizer fuses a grouped convolution with its
+    bias): on a CPU without oneDNN, TensorFlow's kernels refuse both, so auto must not pick them."""
+    model = tf_fftconv.to_fft(application("ConvNeXtTiny"))
+    x = rng.uniform(0.0, 255.0, (2,) + IMAGE).astype(np.float32)
+    train_step(model, x)
+    model.compile(keras.optimizers.SGD(0.01), "mse", jit_compile=False)
+    loss = model.fit(x, np.zeros((2,) + tuple(model.output_shape[1:]), np.float32), epochs=1,
+                     batch_size=2, verbose=0).history["loss"]
+    assert np.isfinite(loss).all()
+
+
 def small_sequential():
     return keras.Sequential([
         keras.Input((20, 20, 3)),
