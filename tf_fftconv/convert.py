@@ -6,6 +6,7 @@ import warnings
 
 import keras
 
+from tf_fftconv.explanation import explain
 from tf_fftconv.layers import FFTConv2D, FFTDepthwiseConv2D
 
 # Keras' layer -> the FFT layer that computes the same function with the same weights. Matched on
@@ -263,10 +264,9 @@ def _describe_kept(layer, convolutions):
 def _report(cloner):
     """One line per convolution of the model: converted ones with the path ``explain`` gives for
     the shape each was built for, then those left out by the caller's choice."""
-    import tf_fftconv   # noqa: PLC0415  (explain, once the package is imported)
     rows = [("layer", "type", "kernel", "input", "path")]
     for original, layer in cloner.converted:
-        path = _chosen(tf_fftconv.explain(layer)) if layer.built else "not built"
+        path = _chosen(explain(layer)) if layer.built else "not built"
         rows.append((layer.name, f"{type(original).__name__} -> {type(layer).__name__}",
                      _kernel(layer), _input_shape(original), path))
     for layer in cloner.not_selected:
