@@ -11,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -564,6 +565,50 @@ def test_lenet_model_steps_at_another_batch(tmp_path, capsys):
     assert set(step["timings"]) == {"conv2d", "fft"} and positive(step["ratio_fft_conv2d"])
     assert "Keras train step of lenet (batch 2, 32x32x1, channels 6->16, k5 VALID" in (
         capsys.readouterr().out)
+
+
+def test_models_time_keras_applications_against_their_to_fft_versions(tmp_path, capsys):
+    """--models on the smallest step to trace (VGG16's 13 convolutions): the JSON record of a
+    training step with Keras' layers and after to_fft, both positive, with their ratio."""
+    json_path = tmp_path / "bench.json"
+    argv = ["--models", "vgg16", "--image-size", "32", "--model-batch", "2", "--repeats", "1",
+            "--iters", "1", "--warmup", "3", "--device", "cpu", "--no-progress",
+            "--json", str(json_path)]
+    assert cli.main(argv) == 0
+    report = json.loads(json_path.read_text())
+    assert report["schema"] == cli.SCHEMA and report["finished"] is True
+    assert ENVIRONMENT_KEYS | {"onednn_enabled"} <= set(report["environment"])
+    settings = report["settings"]
+    assert (settings["models"], settings["impls"], settings["image_size"], settings["batch"],
+            settings["precision"], settings["repeats"]) == (["VGG16"], ["auto"], 32, 2,
+                                                            "float32", 1)
+    (record,) = report["applications"]
+    assert (record["model"], record["image_size"], record["batch"]) == ("VGG16", 32, 2)
+    assert record["skipped"] == {}
+    for version in ("keras", "auto"):
+        timing = record["timings"][version]
+        assert set(timing) == TIMING_KEYS and len(timing["samples_ms"]) == 1, version
+        assert positive(timing["median_ms"]) and math.isfinite(record["final_loss"][version])
+        assert record["compiled_with_xla"][version] is False   # Keras' default on a CPU
+    assert record["layers_converted"] == 13
+    assert 0 <= record["auto_layers_on_fft_path"] <= 13
+    assert record["ratios"]["auto/keras"] == pytest.approx(
+        record["timings"]["auto"]["median_ms"] / record["timings"]["keras"]["median_ms"])
+    assert keras.mixed_precision.global_policy().name == "float32"
+    out = capsys.readouterr().out
+    assert "auto/keras" in out and "VGG16" in out and "converted" in out
+
+
+@pytest.mark.parametrize("argv", [["--models", "nosuchnet"], ["--models", "vgg16", "--cases",
+                                                                   "quick"],
+                                  ["--models", "vgg16", "--impl", "conv2d"],
+                                  ["--precision", "mixed_float16"], ["--image-size", "64"],
+                                  ["--models", "vgg16", "--image-size", "16"]])
+def test_bad_models_arguments_exit_with_usage(argv, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        cli.parse_args(argv)
+    assert exit_info.value.code == 2
+    assert "usage:" in capsys.readouterr().err
 
 
 def test_model_batch_needs_a_model():

@@ -13,6 +13,8 @@ from pathlib import Path
 import numpy as np
 import tensorflow as tf
 
+from tf_fftconv.device import onednn_enabled
+
 # The source tree: tf_fftconv/experiments/environment.py -> the repository root.
 _SOURCE_ROOT = Path(__file__).resolve().parents[2]
 
@@ -91,6 +93,8 @@ def capture(device="auto"):
         "cudnn_version": build.get("cudnn_version"),
         "cuda_compute_capabilities": build.get("cuda_compute_capabilities"),
         "tf32_enabled": bool(tf.config.experimental.tensor_float_32_execution_enabled()),
+        # TensorFlow's CPU kernels: oneDNN's or Eigen's (TF_ENABLE_ONEDNN_OPTS and the CPU decide).
+        "onednn_enabled": onednn_enabled(),
         "git_commit": commit,
         "git_dirty": dirty,
     }

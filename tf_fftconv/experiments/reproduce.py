@@ -258,8 +258,10 @@ def _auto_choices(model):
 
 
 @contextlib.contextmanager
-def _dtype_policy(keras, name):
+def dtype_policy(name):
     """Keras' global dtype policy set to `name` inside, restored after."""
+    import keras
+
     previous = keras.mixed_precision.global_policy()
     keras.mixed_precision.set_global_policy(name)
     try:
@@ -302,7 +304,7 @@ def run(dataset="mnist", epochs=10, batch_size=128, seed=0, limit_train=None, li
     _check_order(order)
     if model not in ARCHITECTURES:
         raise ValueError(f"model must be one of {', '.join(ARCHITECTURES)}, got {model!r}")
-    with _dtype_policy(keras, precision):
+    with dtype_policy(precision):
         arrays = data.load_arrays(dataset, data_dir=data_dir, fallback=fallback)
 
         def pipelines(s):

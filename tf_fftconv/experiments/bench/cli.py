@@ -10,6 +10,9 @@ tf_fftconv.fft_conv2d (the FFT path, and algorithm="auto"), in one run.
                                                       # where auto must hold up (issue 10)
     python -m tf_fftconv.bench --cases 128:96:256:32:7:same --modes train --impl conv2d,fft \
         --fft-size 48                                 # force the fft frame
+    python -m tf_fftconv.bench --models convnext_tiny,resnet50 --precision mixed_float16
+                                                      # training steps of keras.applications
+                                                      # models against their to_fft versions
 
 Prints the table; writes the JSON report (--json) and the plot (--plot) only when asked to.
 """
@@ -26,7 +29,7 @@ import tensorflow as tf
 
 from tf_fftconv._loader import load_library
 from tf_fftconv.experiments import environment
-from tf_fftconv.experiments.bench import measure
+from tf_fftconv.experiments.bench import applications, measure
 from tf_fftconv.geometry import FFT_SIZES
 from tf_fftconv.experiments.bench.report import Progress, format_report, write_plot
 
@@ -50,9 +53,12 @@ def parse_args(argv=None):
         "--cases", default=None,
         help="comma-separated presets (" + ", ".join(sorted(measure.PRESETS)) + ") and specs "
              "BATCH:CIN:COUT:SIZE:K[:valid|same]; default 'all' ('quick' with --quick)")
-    parser.add_argument("--impl", default=",".join(measure.DEFAULT_IMPLS),
+    parser.add_argument("--impl", default=None,
                         help="implementations to time, comma-separated from: "
-                             + ", ".join(measure.IMPLS))
+                             + ", ".join(measure.IMPLS) + " (default "
+                             + ",".join(measure.DEFAULT_IMPLS) + "); with --models, the "
+                             "algorithms of to_fft: " + ", ".join(applications.IMPLS)
+                             + " (default " + ",".join(applications.DEFAULT_IMPLS) + ")")
     parser.add_argument("--modes", default=",".join(measure.MODES),
                         help="forward, train (forward + gradients wrt input and weights), or both")
     parser.add_argument("--data-format", default="NHWC", type=str.upper, choices=("NHWC", "NCHW"))
@@ -103,7 +109,22 @@ def parse_args(argv=None):
                         help="jit_compile of the --model steps (default on)")
     parser.add_argument("--model-batch", type=int, default=None,
                         help="batch of the --model steps (default: the model's own; a small batch "
-                             "shows what a step costs the host)")
+                             "shows what a step costs the host) and of the --models steps "
+                             "(default " + ", ".join(f"{n} on a {kind}" for kind, n in
+                                                      applications.DEFAULT_BATCH.items()) + ")")
+    parser.add_argument("--models", default=None, metavar="NAMES",
+                        help="instead of layers, time a training step (Keras' defaults: "
+                             "jit_compile, Adam, sparse categorical cross-entropy) of these "
+                             "keras.applications models (weights=None, 10 classes), "
+                             "comma-separated (convnext_tiny or ConvNeXtTiny), against their "
+                             "tf_fftconv.to_fft versions (--impl: to_fft's algorithms)")
+    parser.add_argument("--image-size", type=int, default=None, metavar="N",
+                        help="image side of the --models steps (default " + ", ".join(
+                            f"{n} on a {kind}" for kind, n in
+                            applications.DEFAULT_IMAGE_SIZE.items()) + ")")
+    parser.add_argument("--precision", default=None, choices=applications.PRECISIONS,
+                        help="Keras dtype policy of the --models (default float32; the layers' "
+                             "bench takes --dtype)")
     parser.add_argument("--fft-size", type=int, default=None, metavar="N",
                         help="force the frame of the fft implementation (an fft_size of the ops: "
                              "a power of two in [2, 128], 3 * 2^k in [6, 96] or 5 * 2^k in "
@@ -114,18 +135,25 @@ def parse_args(argv=None):
                             + list(sys.argv[1:] if argv is None else argv))
 
     try:
+        args.device = environment.resolve_device(args.device)
+        if args.models is not None:
+            parse_models_args(args)
+        elif args.image_size is not None or args.precision is not None:
+            raise ValueError("--image-size and --precision need --models")
         args.cases = measure.parse_cases(
             args.cases or ("quick" if args.quick else measure.DEFAULT_CASES))
-        args.impls = parse_list(args.impl, measure.IMPLS, "implementation")
+        if args.models is None:
+            args.impls = parse_list(args.impl or ",".join(measure.DEFAULT_IMPLS), measure.IMPLS,
+                                    "implementation")
         args.modes = parse_list(args.modes, measure.MODES, "mode")
         if not args.impls or not args.modes:
             raise ValueError("--impl and --modes need at least one entry")
-        args.device = environment.resolve_device(args.device)
         if args.model is not None and args.model not in measure.MODEL_CASES:
             raise ValueError(f"unknown --model {args.model!r}: choose from "
                              + ", ".join(sorted(measure.MODEL_CASES)))
-        if args.model_batch is not None and (args.model is None or args.model_batch < 1):
-            raise ValueError("--model-batch needs --model and a batch >= 1")
+        if args.model_batch is not None and ((args.model is None and args.models is None)
+                                             or args.model_batch < 1):
+            raise ValueError("--model-batch needs --model or --models, and a batch >= 1")
         if args.fft_size is not None and args.fft_size not in FFT_SIZES:
             raise ValueError("--fft-size must be one of " + ", ".join(map(str, FFT_SIZES)))
     except ValueError as error:
@@ -148,6 +176,29 @@ def parse_args(argv=None):
     if args.seed is None:
         args.seed = int.from_bytes(os.urandom(4), "little") >> 1
     return args
+
+
+# Options of the layers' bench that a --models run has no use for (each is None or False unless
+# given).
+LAYER_OPTIONS = ("cases", "model", "ops", "xla", "plot", "fft_size", "quick")
+
+
+def parse_models_args(args):
+    """Checks and completes the options of a --models run in `args` (device resolved)."""
+    given = [f"--{name.replace('_', '-')}" for name in LAYER_OPTIONS if getattr(args, name)]
+    if given:
+        raise ValueError(f"--models times whole models; {', '.join(given)} apply to the layers' "
+                         "bench")
+    args.models = applications.resolve_models(args.models)
+    args.impls = parse_list(args.impl or ",".join(applications.DEFAULT_IMPLS), applications.IMPLS,
+                            "to_fft algorithm")
+    kind = args.device.split(":")[0].strip("/")
+    args.image_size = args.image_size or applications.DEFAULT_IMAGE_SIZE[kind]
+    args.model_batch = args.model_batch or applications.DEFAULT_BATCH[kind]
+    args.precision = args.precision or "float32"
+    if args.image_size < 32 or args.model_batch < 1:
+        raise ValueError("--image-size must be at least 32 (keras.applications' smallest) and "
+                         "--model-batch at least 1")
 
 
 def fft_unavailable_reason():
@@ -177,6 +228,11 @@ def run(args, save=None):
         "environment": {**environment.capture(args.device),
                         "fft_conv2d_available": fft_reason is None,
                         "fft_conv2d_unavailable_reason": fft_reason},
+    }
+    unavailable = {impl: fft_reason for impl in library_impls} if fft_reason else {}
+    if args.models is not None:
+        return run_applications(args, report, unavailable, save)
+    report.update({
         "settings": {
             "command": args.command,
             "cases": [case.spec for case in args.cases],
@@ -203,10 +259,9 @@ def run(args, save=None):
         },
         "results": [],
         "finished": False,
-    }
+    })
     with tf.device(args.device):
         generator = tf.random.Generator.from_seed(args.seed)
-    unavailable = {impl: fft_reason for impl in library_impls} if fft_reason else {}
     with_ops = args.ops and "fft" in args.impls and "fft" not in unavailable
     progress = Progress(len(args.cases) * (len(args.modes) + with_ops) + (args.model is not None),
                         enabled=not args.no_progress)
@@ -261,6 +316,47 @@ def run(args, save=None):
     return report
 
 
+def run_applications(args, report, unavailable, save=None):
+    """The --models run: `report` (schema, time, environment) completed with its settings and a
+    record per application (applications.run_application), saved after each as `run` does."""
+    report.update({
+        "settings": {
+            "command": args.command,
+            "models": args.models,
+            "impls": args.impls,
+            "image_size": args.image_size,
+            "batch": args.model_batch,
+            "precision": args.precision,
+            "compile": "optimizer='adam', loss='sparse_categorical_crossentropy', Keras' default "
+                       "jit_compile",
+            "repeats": args.repeats,
+            "warmup": args.warmup,
+            "calls_per_sample": args.iters if args.iters is not None else "auto",
+            "seed": args.seed,
+            "sync": "tf.test.experimental.sync_devices",
+            "statistic": "median of per-step times over repeats; the versions of a model sampled "
+                         "in turns",
+        },
+        "applications": [],
+        "finished": False,
+    })
+    progress = Progress(len(args.models), enabled=not args.no_progress)
+    try:
+        for name in args.models:
+            report["applications"].append(applications.run_application(
+                name, args.impls, image_size=args.image_size, batch=args.model_batch,
+                precision=args.precision, device=args.device, warmup=args.warmup,
+                repeats=args.repeats, calls=args.iters, seed=args.seed, unavailable=unavailable,
+                status=progress.status))
+            progress.advance()
+            if save:
+                save(report)
+        report["finished"] = True
+    finally:
+        progress.close()
+    return report
+
+
 def write_json(path, report):
     """Writes `report` to `path` whole: to a file beside it, then renamed over it, so that a run
     killed while writing leaves the last complete document."""
@@ -284,5 +380,6 @@ def main(argv=None):
         plot_path = write_plot(report, args.plot)
         if plot_path:
             print(f"plot: {plot_path}")
-    measured = any(record["timings"] for record in report["results"])
+    measured = any(record["timings"]
+                   for record in report.get("results", []) + report.get("applications", []))
     return 0 if measured else 1

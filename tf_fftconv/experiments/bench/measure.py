@@ -791,6 +791,16 @@ def build_model(case, conv):
     return model
 
 
+def keras_train_step(model, x, y):
+    """A function of no arguments that runs one step of the compiled `model`'s training on the
+    batch (x, y), as `fit` does: the model's `train_function` on an endless iterator of that one
+    batch (one step per call, Keras' default steps_per_execution). Returns the step's logs."""
+    batches = iter(tf.data.Dataset.from_tensors((x, y)).repeat())
+    model.make_train_function()
+    train_function = model.train_function
+    return lambda: train_function(batches)
+
+
 def run_model_step(case, impls, *, device, jit_compile, warmup, repeats, calls, seed,
                    status=lambda text: None):
     """Times one Keras train step (forward, loss, gradients, Adam update) of `case` per
@@ -803,7 +813,6 @@ def run_model_step(case, impls, *, device, jit_compile, warmup, repeats, calls, 
     with tf.device(device):
         x = rng.normal((case.batch, case.size, case.size, case.in_channels))
         y = rng.uniform((case.batch,), maxval=case.classes, dtype=tf.int32)
-        batches = iter(tf.data.Dataset.from_tensors((x, y)).repeat())
         weights = None
         for impl in impls:
             status(f"{case.name} train step: {impl}")
@@ -813,9 +822,7 @@ def run_model_step(case, impls, *, device, jit_compile, warmup, repeats, calls, 
                 model.set_weights(weights)
                 model.compile(optimizer="adam", jit_compile=jit_compile,
                               loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
-                model.make_train_function()
-                train_step = model.train_function  # what fit calls once per step
-                samples, used_calls = time_per_call(lambda: train_step(batches), [()],
+                samples, used_calls = time_per_call(keras_train_step(model, x, y), [()],
                                                     warmup=warmup, repeats=repeats, calls=calls)
             except (KeyboardInterrupt, SystemExit):
                 raise

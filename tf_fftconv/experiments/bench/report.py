@@ -71,10 +71,52 @@ def format_table(report):
                         _cell_plan(record.get(f"{impl}_plan")))]
                     + ([_cell_mb(memory.get(impl)) for impl in impls] if with_memory else [])
                     + [record["fastest"] or "-"])
+    return _layout(header, rows)
+
+
+def _layout(header, rows):
+    """The rows under the header, each column as wide as its widest cell."""
     widths = [max(len(str(row[i])) for row in [header] + rows) for i in range(len(header))]
     lines = ["  ".join(str(cell).ljust(width) for cell, width in zip(row, widths)).rstrip()
              for row in [header, ["-" * width for width in widths]] + rows]
     return "\n".join(lines)
+
+
+def format_applications(report):
+    """The --models run: a row per application, Keras' step against each to_fft version's."""
+    env, settings = report["environment"], report["settings"]
+    impls = settings["impls"]
+    onednn = (f", oneDNN {'on' if env['onednn_enabled'] else 'off'}"
+              if env["device_kind"] == "CPU" else "")
+    lines = [
+        f"tf_fftconv bench, training steps of keras.applications models: "
+        f"{env['gpu_name'] or env['cpu_model']} ({env['device']}{onednn}), TF {env['tf_version']}, "
+        f"Keras {env['keras_version']}, commit {env['git_commit'][:12]}",
+        f"ms per step: median over {settings['repeats']} samples of N steps between device syncs "
+        f"({settings['warmup']} warm-up steps; a model's versions sampled in turns), "
+        f"{settings['compile']}; ±: (max - min) / median; converted: the layers to_fft made FFT "
+        "layers; on FFT: those of them whose step took the FFT path",
+        "",
+    ]
+    header = (["model", "image", "batch", "precision", "device", "keras ms"]
+              + [cell for impl in impls for cell in (f"{impl} ms", f"{impl}/keras",
+                                                     f"{impl} on FFT")]
+              + ["converted"])
+    rows = []
+    for record in report["applications"]:
+        timings = record["timings"]
+        rows.append([record["model"], f"{record['image_size']}x{record['image_size']}",
+                     record["batch"], record["precision"], record["device"],
+                     _cell_ms(timings.get("keras"))]
+                    + [cell for impl in impls for cell in (
+                        _cell_ms(timings.get(impl)), _cell_ratio(record["ratios"][impl + "/keras"]),
+                        record.get(f"{impl}_layers_on_fft_path", "-"))]
+                    + [record.get("layers_converted", "-")])
+    lines.append(_layout(header, rows))
+    notes = [f"{record['model']}: {version} skipped: {reason}"
+             for record in report["applications"]
+             for version, reason in record["skipped"].items()]
+    return "\n".join(lines + ([""] + notes if notes else []))
 
 
 def format_auto_summary(results):
@@ -143,6 +185,8 @@ def _timing_description(settings):
 
 
 def format_report(report):
+    if "applications" in report:
+        return format_applications(report)
     env, settings = report["environment"], report["settings"]
     device = env["gpu_name"] or env["cpu_model"]
     interleaved = any(record.get("samples_interleaved") for record in report["results"])
