@@ -9,6 +9,8 @@ After each version's warm-up, the versions' samples are taken in turns (``measur
 that a drift of the machine reaches all of them alike; the time is the median per step.
 """
 
+import math
+
 import keras
 import tensorflow as tf
 
@@ -86,7 +88,7 @@ def run_application(name, impls, *, image_size, batch, precision, device, warmup
     unavailable = unavailable or {}
     record = {"model": name, "image_size": image_size, "batch": batch, "precision": precision,
               "device": device, "timings": {}, "skipped": {}, "compiled_with_xla": {},
-              "final_loss": {}}
+              "mean_loss": {}}
     timers = {}
     with dtype_policy(precision), tf.device(device):
         rng = tf.random.Generator.from_seed(seed)
@@ -133,8 +135,12 @@ def run_application(name, impls, *, image_size, batch, precision, device, warmup
                 del timers[version]
         for version, timer in timers.items():
             record["timings"][version] = measure.summarize(timer.samples, timer.calls,
-                                                                 timer.dispatch)
-            record["final_loss"][version] = float(timer.fn()["loss"])
+                                                           timer.dispatch)
+            # Keras' logs after one more step: the mean loss over every step the version took
+            # (its loss tracker is reset only where fit starts an epoch). Finite where the version
+            # trains; JSON has no NaN.
+            loss = float(timer.fn()["loss"])
+            record["mean_loss"][version] = loss if math.isfinite(loss) else str(loss)
             if version != BASELINE:
                 # The plans the converted layers followed in the timed steps: how many took the
                 # FFT path (with "auto", the others run TensorFlow's convolution).

@@ -193,8 +193,10 @@ def parse_models_args(args):
     args.impls = parse_list(args.impl or ",".join(applications.DEFAULT_IMPLS), applications.IMPLS,
                             "to_fft algorithm")
     kind = args.device.split(":")[0].strip("/")
-    args.image_size = args.image_size or applications.DEFAULT_IMAGE_SIZE[kind]
-    args.model_batch = args.model_batch or applications.DEFAULT_BATCH[kind]
+    if args.image_size is None:
+        args.image_size = applications.DEFAULT_IMAGE_SIZE[kind]
+    if args.model_batch is None:
+        args.model_batch = applications.DEFAULT_BATCH[kind]
     args.precision = args.precision or "float32"
     if args.image_size < 32 or args.model_batch < 1:
         raise ValueError("--image-size must be at least 32 (keras.applications' smallest) and "
