@@ -17,7 +17,8 @@ import strided_reference as reference
 import tf_fftconv as fc
 from test_strided_grouped import (
     check_case, check_drop_in, spatial_case, spatial_refusal)
-from tf_fftconv import device, planning
+from tf_fftconv import device as device_facts
+from tf_fftconv import planning
 
 
 def _depthwise(case, rng, **options):
@@ -84,7 +85,7 @@ def test_spatial_path_with_unequal_strides(rng, device):
         if spatial_refusal(case) is None:
             check_case(case, rng, conv)
             continue
-        assert device == "/CPU:0" and not device.onednn_enabled()
+        assert device == "/CPU:0" and not device_facts.onednn_enabled()
         with pytest.raises(tf.errors.InvalidArgumentError, match=(
                 r'algorithm="spatial" cannot compute .*with unequal strides .*"Current '
                 r'implementation only supports equal length strides.*Use algorithm="fft"')):
@@ -190,7 +191,7 @@ def _keras_twin_refused(theirs, x, options):
     in tf.nn.depthwise_conv2d on a CPU without oneDNN (``planning.UNEQUAL_STRIDES_REFUSED``),
     checked to raise TensorFlow's error."""
     strides = _pair(options.get("strides", 1))
-    if device.onednn_enabled() or strides[0] == strides[1]:
+    if device_facts.onednn_enabled() or strides[0] == strides[1]:
         return False
     with pytest.raises(tf.errors.InvalidArgumentError, match="only supports equal length strides"):
         theirs(x)
